@@ -1,0 +1,148 @@
+"""The one exception tree of petsync.
+
+Branches follow what the user does next::
+
+    PetsyncError                      exit 1  something failed
+    ├── UsageError                    exit 2  fix the command line, config, job file or input
+    │   ├── ConfigError                       a setting is missing or invalid
+    │   └── InputError                        a spreadsheet or snapshot cannot be read
+    ├── AuthenticationError           exit 3  the API refused the key (401)
+    ├── ApiError                      exit 1  the API answered with an error status
+    │   └── NotFoundError                     404 for one animal
+    ├── TransportError                exit 1  the API could not be reached or answered nothing
+    │   └── OutcomeUnknownError               a POST was sent and its outcome is unknown
+    ├── RetriesExhaustedError         exit 1  retrying ran out of attempts or time
+    ├── ProtocolError                 exit 1  the server broke the interface
+    ├── PaginationError               exit 1  paging cannot go on safely (loop, cap, origin)
+    ├── LockedError                   exit 1  another run holds the output directory
+    └── IncompleteError               exit 4  finished, but the result is not whole
+
+Each class carries its ``exit_code``; ``cli.py`` catches :class:`PetsyncError` once and
+exits with it. Messages name the thing (file, row, field, URL, status, API code) and the fix.
+Foreign exceptions are translated at one boundary with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The documented exit codes of every petsync command."""
+
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    AUTH = 3
+    INCOMPLETE = 4
+
+
+class PetsyncError(Exception):
+    """Root of every error petsync raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(PetsyncError):
+    """The command line, a config or job file, or an input file needs fixing."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(UsageError):
+    """A setting is missing or invalid; the message names where it came from."""
+
+
+class InputError(UsageError):
+    """An input file (spreadsheet, snapshot) cannot be used; the message names file and row."""
+
+
+class ApiError(PetsyncError):
+    """The API answered with an error status.
+
+    ``code``, ``api_message`` and ``api_status`` come from the interface's Error body when
+    the server sent one; ``excerpt`` holds the start of any other body (a proxy's HTML page,
+    an RFC 7807 document) so the user still sees what came back.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        http_status: int,
+        url: str,
+        code: str | None = None,
+        api_message: str | None = None,
+        api_status: int | None = None,
+        excerpt: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        self.url = url
+        self.code = code
+        self.api_message = api_message
+        self.api_status = api_status
+        self.excerpt = excerpt
+
+
+class NotFoundError(ApiError):
+    """404: the requested animal does not exist."""
+
+
+class AuthenticationError(ApiError):
+    """401: the API refused the key. The message names the base URL, never the key."""
+
+    exit_code = ExitCode.AUTH
+
+
+class TransportError(PetsyncError):
+    """The API could not be reached, or the connection failed before an answer came."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class OutcomeUnknownError(TransportError):
+    """A POST reached (or may have reached) the server and no answer tells what happened.
+
+    POST /pets is not idempotent: re-sending could create the animal twice, so petsync
+    never re-sends such a request on its own.
+    """
+
+
+class RetriesExhaustedError(PetsyncError):
+    """Retrying ran out of attempts or of its time budget; ``last_error`` is the final cause."""
+
+    def __init__(
+        self, message: str, *, attempts: int, elapsed: float, last_error: PetsyncError
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self.last_error = last_error
+
+
+class ProtocolError(PetsyncError):
+    """The server answered something the interface does not allow (e.g. a float id)."""
+
+
+class PaginationError(PetsyncError):
+    """Paging cannot continue safely: a loop, the page cap, or a next link to another origin."""
+
+
+class LockedError(PetsyncError):
+    """Another petsync run holds the lock on the same output directory."""
+
+
+class IncompleteError(PetsyncError):
+    """The job finished but its result is not whole (rows rejected, listing unproven)."""
+
+    exit_code = ExitCode.INCOMPLETE
