@@ -65,6 +65,17 @@ def cli() -> None:
 
 
 # -- commands are added below, one section each ------------------------------------------
+# Each section is owned by one piece of work; insert your commands right after your marker.
+
+# -- section: check, get -------------------------------------------------------------------
+
+# -- section: serve ------------------------------------------------------------------------
+
+# -- section: export, demo, diff -----------------------------------------------------------
+
+# -- section: import -----------------------------------------------------------------------
+
+# -- section: run, config ------------------------------------------------------------------
 
 
 def main() -> None:
