@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import pytest
+
+from petsync.apikey import ApiKey
+from petsync.server.app import ServerConfig
+from petsync.server.runner import RunningServer, start_server
 
 
 class FakeClock:
@@ -23,3 +31,28 @@ class FakeClock:
 @pytest.fixture
 def fake_clock() -> FakeClock:
     return FakeClock()
+
+
+StartServer = Callable[..., RunningServer]
+
+
+@pytest.fixture
+def petstore_server() -> Iterator[StartServer]:
+    """Factory of live reference servers on 127.0.0.1, port 0, each with a random key.
+
+    ``srv = petstore_server(seed_pets=250, pagination="offset", clock=fake_clock)`` takes
+    the fields of :class:`ServerConfig` (``api_key`` optional) plus ``clock``; every server
+    started is stopped at teardown. Start-up is bounded by the runner's own timeout.
+    """
+    started: list[RunningServer] = []
+
+    def start(*, clock: Callable[[], float] | None = None, **fields: Any) -> RunningServer:
+        fields.setdefault("api_key", ApiKey("test-key-" + secrets.token_hex(8)))
+        config = ServerConfig(**fields)
+        srv = start_server(config, clock=clock) if clock is not None else start_server(config)
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()
