@@ -71,6 +71,139 @@ def cli() -> None:
 
 # -- section: serve ------------------------------------------------------------------------
 
+_SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.server's (tested)
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one (the URL is printed).",
+)
+@click.option(
+    "--api-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File holding the key clients must send (mode 600). Default: PETSYNC_API_KEY; "
+    "with neither, a key is generated and printed once.",
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="SQLite file keeping the catalogue across restarts. Default: in memory.",
+)
+@click.option(
+    "--seed-pets",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Fill an empty catalogue with N deterministic demo pets.",
+)
+@click.option(
+    "--pagination",
+    type=click.Choice(_SERVER_STYLES),
+    default="link",
+    show_default=True,
+    help="How listPets pages: Link headers (keyset), cursor header, offset=, page=, or none.",
+)
+@click.option(
+    "--page-cap",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Answer at most N pets a page, whatever the limit (to test clients).",
+)
+@click.option(
+    "--fail-rate",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    metavar="F",
+    help="Fraction of requests answered 503 (fault injection).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.FloatRange(min=0.0, min_open=True),
+    metavar="R",
+    help="Allow R requests per second; beyond, answer 429 with Retry-After.",
+)
+@click.option(
+    "--latency-ms",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    metavar="M",
+    help="Add M milliseconds to every request.",
+)
+def serve(
+    host: str,
+    port: int,
+    api_key_file: Path | None,
+    db_path: Path | None,
+    seed_pets: int,
+    pagination: str,
+    page_cap: int | None,
+    fail_rate: float,
+    rate_limit: float | None,
+    latency_ms: float,
+) -> None:
+    """Run the reference Petstore server until Ctrl-C or SIGTERM.
+
+    A local stand-in for the Petstore API: the interface's three operations under /v1,
+    kept in SQLite, with an OpenAPI document at /v1/openapi.json and fault injection for
+    trying jobs. The key clients must send comes from --api-key-file or PETSYNC_API_KEY
+    (never from the command line).
+
+    \b
+    Example:
+      PETSYNC_API_KEY=dev-key petsync serve --port 8080 --db pets.db --seed-pets 1000
+      PETSYNC_BASE_URL=http://127.0.0.1:8080/v1 PETSYNC_API_KEY=dev-key petsync check
+    """
+    import secrets
+
+    from petsync.apikey import ApiKey
+    from petsync.server.app import ServerConfig
+    from petsync.server.faults import Faults
+    from petsync.server.runner import RunningServer, serve_forever
+    from petsync.settings import ENV_API_KEY, read_key_file
+
+    env_key = _environ().get(ENV_API_KEY, "").strip()
+    if api_key_file is not None:
+        key = read_key_file(api_key_file)
+    elif env_key:
+        key = ApiKey(env_key)
+    else:
+        key = ApiKey(secrets.token_urlsafe(24))
+        # The one place petsync prints a key, on purpose: the server's own fresh key, which
+        # nobody else knows yet. Keys given by file or environment are never printed.
+        click.echo(
+            f"Generated API key (shown once; give it to clients as {ENV_API_KEY}): "
+            f"{key.reveal()}"
+        )
+    faults = Faults(fail_rate=fail_rate, rate_limit=rate_limit, latency_ms=latency_ms)
+    config = ServerConfig(
+        api_key=key,
+        pagination=pagination,  # type: ignore[arg-type]  # click.Choice checked it
+        db_path=db_path,
+        seed_pets=seed_pets,
+        faults=faults,
+        page_cap=page_cap,
+    )
+
+    def ready(srv: RunningServer) -> None:
+        where = str(db_path) if db_path is not None else "memory"
+        stored = srv.store.count()
+        if srv.seeded:
+            click.echo(f"Seeded {srv.seeded} demo pets into {where}")
+        elif seed_pets:
+            click.echo(f"Not seeding: {where} already holds {stored} pets")
+        click.echo(f"Catalogue: {stored} pets in {where}; pagination: {pagination}")
+        click.echo(f"Serving Petstore at {srv.base_url}")
+        click.echo("Stop with Ctrl-C or SIGTERM.")
+
+    serve_forever(config, host=host, port=port, on_ready=ready)
+    click.echo("Stopped.")
+
 # -- section: export, demo, diff -----------------------------------------------------------
 
 # -- section: import -----------------------------------------------------------------------

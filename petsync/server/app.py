@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
@@ -36,14 +36,13 @@ from starlette.routing import Mount, Route
 from petsync.apikey import ApiKey
 from petsync.errors import ConfigError
 from petsync.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus, is_int64
+from petsync.server import SERVER_PAGINATION_STYLES, ServerPagination
 from petsync.server.faults import Faults, TokenBucket
 from petsync.server.openapi import build_openapi
 from petsync.server.store import PetStore, Row, StoreFullError
 
 logger = logging.getLogger(__name__)
 
-ServerPagination = Literal["link", "cursor", "offset", "page", "none"]
-SERVER_PAGINATION_STYLES: tuple[str, ...] = ("link", "cursor", "offset", "page", "none")
 
 API_PREFIX = "/v1"
 LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT = 1, 100, 20  # interface, Limits

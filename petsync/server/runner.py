@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from types import FrameType, TracebackType
 import uvicorn
 
 from petsync.apikey import ApiKey
-from petsync.errors import PetsyncError
+from petsync.errors import ConfigError, PetsyncError
 from petsync.server.app import API_PREFIX, ServerConfig, create_app
 from petsync.server.faults import Faults
 from petsync.server.seed import seed_rows
@@ -113,7 +114,13 @@ def open_store(config: ServerConfig) -> tuple[PetStore, int]:
     Seeding fills an empty catalogue only: a ``--db`` file that already holds pets keeps
     them as they are (seeding again would collide with their ids).
     """
-    store = PetStore(config.db_path)
+    try:
+        store = PetStore(config.db_path)
+    except sqlite3.Error as exc:
+        raise ConfigError(
+            f"cannot open database {config.db_path}: {exc}; pass --db with a path in an "
+            "existing directory, to a petsync database or a new file"
+        ) from exc
     seeded = 0
     if config.seed_pets and store.count() == 0:
         started = time.perf_counter()
