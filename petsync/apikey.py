@@ -49,7 +49,7 @@ class ApiKey:
     def __hash__(self) -> int:
         return hash(("ApiKey", self._value))
 
-    def __reduce__(self) -> object:  # no pickling a key into a file by accident
+    def __reduce__(self) -> str | tuple[object, ...]:  # no pickling a key into a file by accident
         raise TypeError("ApiKey cannot be pickled")
 
 

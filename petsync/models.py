@@ -112,7 +112,9 @@ def parse_error_body(obj: object) -> ErrorBody | None:
     if not isinstance(obj, dict):
         return None
     code, message, status = obj.get("code"), obj.get("message"), obj.get("status")
-    if isinstance(code, str) and isinstance(message, str) and is_int64(status):
+    if isinstance(code, str) and isinstance(message, str) and isinstance(status, int):
+        if not is_int64(status):
+            return None
         return ErrorBody(code=code, message=message, status=status)
     return None
 
