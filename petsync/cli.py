@@ -69,6 +69,68 @@ def cli() -> None:
 
 # -- section: check, get -------------------------------------------------------------------
 
+
+def _api_client(target_opts: dict[str, Any]) -> Any:
+    """A PetstoreClient for the target the shared options (and environment) name."""
+    from petsync.client import PetstoreClient
+    from petsync.settings import resolve_target
+
+    target = resolve_target(environ=_environ(), **target_opts)
+    return PetstoreClient(target.client_config())
+
+
+@cli.command()
+@target_options
+def check(**target_opts: Any) -> None:
+    """Check the API: reachable, key accepted, how it pages, round-trip time.
+
+    Fetches pages of one pet, only as far as needed to name the pagination style
+    ("none" when the whole catalogue came back, "unknown" when no way onwards could be
+    proven). Exits 3 when the API refuses the key.
+
+    \b
+    Example:
+      export PETSYNC_API_KEY=...   # or --api-key-file ~/.config/petsync/key
+      petsync check --base-url https://petstore.example.com/v1
+    """
+    with _api_client(target_opts) as client:
+        report = client.check()
+    click.echo(f"base URL:     {report.base_url}")
+    click.echo(f"key accepted: {'yes' if report.key_accepted else 'no'}")
+    click.echo(f"pagination:   {report.pagination_style}")
+    if report.pagination_note:
+        click.echo(f"  note: {redact(report.pagination_note)}")
+    click.echo(f"round trip:   {report.round_trip_seconds * 1000:.0f} ms")
+
+
+@cli.command()
+@click.argument("pet_id", metavar="ID", type=click.IntRange(-(2**63), 2**63 - 1))
+@target_options
+def get(pet_id: int, **target_opts: Any) -> None:
+    """Print one pet as JSON with the deprecated getPet (GET /pets/ID).
+
+    getPet is scheduled for removal on 5 December 2030; a notice goes to stderr. To list
+    pets use the export instead.
+
+    \b
+    Example:
+      petsync get 42 --base-url http://127.0.0.1:8080/v1
+    """
+    import json
+    import warnings
+
+    with _api_client(target_opts) as client, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        fetched = client.get_pet(pet_id)
+    for warning in caught:
+        click.echo(f"Deprecated: {warning.message}", err=True)
+    for header, value in (("Deprecation", fetched.deprecation), ("Sunset", fetched.sunset)):
+        if value is not None:
+            click.echo(f"  the server sent {header}: {value}", err=True)
+    # json.dumps writes Python ints exactly, so int64 ids survive (no float rounding).
+    click.echo(json.dumps(fetched.pet.to_json(), ensure_ascii=False))
+
+
 # -- section: serve ------------------------------------------------------------------------
 
 _SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.server's (tested)
