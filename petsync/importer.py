@@ -1,0 +1,565 @@
+"""The import job: spreadsheet rows to POST /pets, with a journal so nothing is sent twice.
+
+``run_import`` makes three streaming passes over the input:
+
+1. **check**: read and validate every row, before anything is sent, so a malformed file
+   stops with nothing created;
+2. **send**: valid rows not yet done go to ``concurrency`` worker threads sharing one
+   :class:`~petsync.client.PetstoreClient`; each row is journaled ``sending`` (durably)
+   before its POST and its outcome after;
+3. **write**: the reject, accepted and uncertain files are rebuilt from the input and the
+   journal, so they are complete after a resumed run too.
+
+Outcomes per row: created (201); rejected by the API (a 4xx other than 401/429: final,
+into the reject file); uncertain (sent, then a timeout, a dropped connection or a 5xx: the
+pet may exist, so it is never re-sent unless ``resend_uncertain``); unsent (surely not
+created: a 401, or 429/refused connections beyond the client's retries): the run stops
+and a re-run sends it. Rows left unsent are "pending".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from petsync.columns import ColumnMap, resolve_columns
+from petsync.errors import (
+    ApiError,
+    AuthenticationError,
+    ConfigError,
+    ExitCode,
+    InputError,
+    OutcomeUnknownError,
+    PetsyncError,
+    ProtocolError,
+    RetriesExhaustedError,
+    TransportError,
+)
+from petsync.import_files import (
+    ACCEPTED_COLUMNS,
+    REJECT_COLUMNS,
+    UNCERTAIN_COLUMNS,
+    AtomicCsv,
+    output_paths,
+    write_text_atomic,
+)
+from petsync.journal import Journal, RowRecord, RowState
+from petsync.models import NewPet
+from petsync.spreadsheet import ReadOptions, SheetRow, Spreadsheet, open_spreadsheet
+from petsync.validation import validate_row
+
+if TYPE_CHECKING:
+    from petsync.client import PetstoreClient
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
+MAX_CONCURRENCY = 64
+_STOP = None  # sentinel that ends a worker
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    """What to import and how. ``None`` for sheet/encoding/delimiter means detect.
+
+    >>> ImportConfig(path=Path("pets.csv"), dry_run=True).concurrency
+    8
+    """
+
+    path: Path
+    sheet: str | None = None
+    encoding: str | None = None
+    delimiter: str | None = None
+    mappings: tuple[str, ...] = ()
+    dry_run: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_errors: int | None = None
+    out_dir: Path | None = None
+    journal_path: Path | None = None
+    resend_uncertain: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+        if self.max_errors is not None and self.max_errors < 1:
+            raise ConfigError("--max-errors must be at least 1")
+
+    @property
+    def read_options(self) -> ReadOptions:
+        return ReadOptions(sheet=self.sheet, encoding=self.encoding, delimiter=self.delimiter)
+
+
+@dataclass
+class ImportReport:
+    """What an import did. ``stop`` holds the error that ended the run early, if any.
+
+    Counts are over the whole file as the journal now stands, except ``created`` (this
+    run) and ``already_created`` (earlier runs). ``pending`` rows were not sent (a stop,
+    ``--max-errors``); ``would_send`` counts the valid rows of a dry run.
+    """
+
+    source: str
+    dry_run: bool
+    rows_read: int = 0
+    skipped_blank: int = 0
+    created: int = 0
+    already_created: int = 0
+    rejected_local: int = 0
+    rejected_api: int = 0
+    uncertain: int = 0
+    pending: int = 0
+    would_send: int = 0
+    encoding: str | None = None
+    encoding_notice: str | None = None
+    delimiter: str | None = None
+    sheet: str | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    normalisations: dict[str, int] = field(default_factory=dict)
+    elapsed_seconds: float = 0.0
+    requests: int = 0
+    retries: int = 0
+    journal_fsyncs: int = 0
+    journal_fsync_seconds: float = 0.0
+    files: dict[str, str] = field(default_factory=dict)
+    stopped_reason: str | None = None
+    stop: PetsyncError | None = None
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_read / self.elapsed_seconds if self.elapsed_seconds > 0 else 0.0
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 when every row was created (or would be, in a dry run); else 4, or the stop's."""
+        if self.stop is not None:
+            return self.stop.exit_code
+        if self.rejected_local or self.rejected_api or self.uncertain or self.pending:
+            return ExitCode.INCOMPLETE
+        return ExitCode.OK
+
+    def raise_for_stop(self) -> None:
+        """Raise the error that stopped the run, if one did (library callers)."""
+        if self.stop is not None:
+            raise self.stop
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "rows_read": self.rows_read,
+            "skipped_blank": self.skipped_blank,
+            "created": self.created,
+            "already_created": self.already_created,
+            "rejected_local": self.rejected_local,
+            "rejected_api": self.rejected_api,
+            "uncertain": self.uncertain,
+            "pending": self.pending,
+            "would_send": self.would_send,
+            "encoding": self.encoding,
+            "encoding_notice": self.encoding_notice,
+            "delimiter": self.delimiter,
+            "sheet": self.sheet,
+            "columns": self.columns,
+            "normalisations": self.normalisations,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "requests": self.requests,
+            "retries": self.retries,
+            "journal_fsyncs": self.journal_fsyncs,
+            "journal_fsync_seconds": round(self.journal_fsync_seconds, 3),
+            "files": self.files,
+            "stopped_reason": self.stopped_reason,
+            "exit_code": int(self.exit_code),
+        }
+
+    def write_json(self, path: Path) -> None:
+        """Write :meth:`to_json` to ``path`` atomically."""
+        write_text_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def run_import(
+    config: ImportConfig,
+    client: PetstoreClient | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> ImportReport:
+    """Import ``config.path``; see the module docstring. ``client`` may be None for a dry run.
+
+    Input problems raise :class:`~petsync.errors.InputError` before anything is sent. A
+    stop after sending began (401, API unreachable) is returned in ``report.stop`` after
+    the output files are written; call ``report.raise_for_stop()`` to raise it.
+
+    >>> report = run_import(ImportConfig(Path("pets.csv")), client)   # doctest: +SKIP
+    >>> report.created, report.exit_code
+    """
+    started = clock()
+    if not config.dry_run and client is None:
+        raise ConfigError("an import that sends rows needs a client (or pass dry_run=True)")
+    report = ImportReport(source=str(config.path), dry_run=config.dry_run)
+    paths = output_paths(config.path, config.out_dir)
+    if config.journal_path is not None:
+        paths["journal"] = config.journal_path
+    if config.out_dir is not None:
+        try:
+            config.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create --out-dir {config.out_dir}: {exc}") from exc
+
+    with open_spreadsheet(config.path, config.read_options) as sheet:
+        columns = resolve_columns(sheet.header, config.mappings, config.path)
+        report.encoding = sheet.encoding_label
+        report.encoding_notice = sheet.encoding_notice
+        report.delimiter = sheet.delimiter_name
+        report.sheet = sheet.sheet
+        report.columns = columns.describe(sheet.header)
+        sha256 = sheet.sha256
+        settings = {
+            "columns": report.columns,
+            "encoding": report.encoding,
+            "delimiter": report.delimiter,
+            "sheet": report.sheet,
+        }
+        normalisations = _check_pass(sheet, columns)
+        report.rows_read = _count_rows(normalisations)
+        report.skipped_blank = sheet.blank_rows
+        report.normalisations = {k: v for k, v in sorted(normalisations.items()) if k != ""}
+
+    journal: Journal | None = None
+    if not config.dry_run:
+        journal = Journal.open(
+            paths["journal"], source=config.path, sha256=sha256, settings=settings
+        )
+    try:
+        if journal is not None and client is not None:
+            _send_pass(config, client, journal, columns, sha256, report)
+            journal.sync()
+        _write_pass(config, journal, sha256, report, paths)
+    finally:
+        if journal is not None:
+            report.journal_fsyncs = journal.fsyncs
+            report.journal_fsync_seconds = journal.fsync_seconds
+            journal.close()
+    if client is not None and not config.dry_run:
+        report.requests = client.requests
+        report.retries = client.retries
+    report.elapsed_seconds = clock() - started
+    logger.info(
+        "import_finished",
+        extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
+    )
+    return report
+
+
+# -- pass 1: check ---------------------------------------------------------------------------
+
+_ROWS_KEY = ""  # the row count rides in the normalisation counter under an empty key
+
+
+def _check_pass(sheet: Spreadsheet, columns: ColumnMap) -> Counter[str]:
+    """Read and validate every row (raising InputError on a malformed file)."""
+    counts: Counter[str] = Counter()
+    width = len(sheet.header)
+    for row in sheet.rows():
+        counts[_ROWS_KEY] += 1
+        for normalisation in validate_row(row.cells, columns, width).normalisations:
+            counts[normalisation.value] += 1
+    return counts
+
+
+def _count_rows(counts: Counter[str]) -> int:
+    return counts[_ROWS_KEY]
+
+
+# -- pass 2: send ----------------------------------------------------------------------------
+
+
+class _Sender:
+    """Shared state of the worker threads: the stop flag, the error budget, counters."""
+
+    def __init__(self, config: ImportConfig, client: PetstoreClient, journal: Journal):
+        self.config = config
+        self.client = client
+        self.journal = journal
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.stop: PetsyncError | None = None
+        self.stopped_reason: str | None = None
+        self.errors = 0
+        self.created = 0
+
+    def halt(self, reason: str, error: PetsyncError | None = None) -> None:
+        with self.lock:
+            if not self.stopped.is_set():
+                self.stop, self.stopped_reason = error, reason
+                self.stopped.set()
+
+    def count_rejection(self) -> None:
+        with self.lock:
+            self.errors += 1
+            limit = self.config.max_errors
+            reached = limit is not None and self.errors >= limit
+        if reached:
+            self.halt(f"--max-errors {limit} reached; the remaining rows are pending")
+
+    def work(self, jobs: queue.Queue[tuple[int, NewPet] | None]) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            if self.stopped.is_set():
+                continue  # left pending: never journaled as sending
+            try:
+                self.send(*job)
+            except BaseException as exc:  # a bug must not leave the others waiting
+                error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
+                self.halt(f"unexpected error: {exc!r}", error)
+
+    def send(self, row: int, pet: NewPet) -> None:
+        self.journal.mark_sending(row)
+        try:
+            created = self.client.create_pet(pet)
+        except AuthenticationError as exc:
+            # 401: refused before any work, so surely not created; nothing counts as rejected.
+            self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
+            self.halt("the API refused the key (401)", exc)
+        except OutcomeUnknownError as exc:
+            self._uncertain(row, exc, None)
+        except ApiError as exc:
+            if 400 <= exc.http_status < 500 and exc.http_status != 429:
+                self.journal.record(
+                    RowRecord(
+                        row,
+                        RowState.REJECTED,
+                        code=exc.code or f"http_{exc.http_status}",
+                        message=exc.api_message or str(exc),
+                        http_status=exc.http_status,
+                    )
+                )
+                self.count_rejection()
+            elif exc.http_status == 429:
+                self._unsent(row, exc)
+            else:  # a 5xx the client did not classify: it was sent, outcome unknown
+                self._uncertain(row, exc, exc.http_status)
+        except RetriesExhaustedError as exc:
+            if isinstance(exc.last_error, OutcomeUnknownError):
+                self._uncertain(row, exc.last_error, None)
+            else:  # only surely-unsent failures are retried on POST
+                self._unsent(row, exc)
+        except TransportError as exc:  # refused before sending: not created
+            self._unsent(row, exc)
+        except ProtocolError as exc:  # a 2xx we cannot read: probably created
+            self._uncertain(row, exc, None)
+        except PetsyncError as exc:
+            self._uncertain(row, exc, None)
+            self.halt(str(exc), exc)
+        else:
+            self.journal.record(RowRecord(row, RowState.CREATED, id=created.id))
+            with self.lock:
+                self.created += 1
+
+    def _uncertain(self, row: int, exc: PetsyncError, status: int | None) -> None:
+        if status is None:
+            status = _status_in(exc)
+        self.journal.record(
+            RowRecord(row, RowState.UNCERTAIN, message=str(exc), http_status=status)
+        )
+        logger.warning(
+            "import_row_uncertain", extra={"fields": {"row": row, "http_status": status}}
+        )
+
+    def _unsent(self, row: int, exc: PetsyncError) -> None:
+        self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
+        self.halt(f"stopped: {exc}; re-run the same command to resume", exc)
+
+
+def _status_in(exc: PetsyncError) -> int | None:
+    status = getattr(exc, "http_status", None)
+    if isinstance(status, int):
+        return status
+    cause = exc.__cause__
+    return _status_in(cause) if isinstance(cause, PetsyncError) else None
+
+
+def _send_pass(
+    config: ImportConfig,
+    client: PetstoreClient,
+    journal: Journal,
+    columns: ColumnMap,
+    sha256: str,
+    report: ImportReport,
+) -> None:
+    sender = _Sender(config, client, journal)
+    jobs: queue.Queue[tuple[int, NewPet] | None] = queue.Queue(maxsize=config.concurrency * 4)
+    workers = [
+        threading.Thread(target=sender.work, args=(jobs,), name=f"petsync-import-{i}", daemon=True)
+        for i in range(config.concurrency)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        with open_spreadsheet(config.path, config.read_options) as sheet:
+            if sheet.sha256 != sha256:
+                raise InputError(
+                    f"{config.path} changed while the import was running; re-run the same "
+                    "command once nobody is editing it"
+                )
+            width = len(sheet.header)
+            for row in sheet.rows():
+                if sender.stopped.is_set():
+                    break
+                result = validate_row(row.cells, columns, width)
+                if result.pet is None:
+                    sender.count_rejection()
+                    continue
+                if _should_send(journal.states.get(row.number), config.resend_uncertain):
+                    _put(jobs, (row.number, result.pet), sender.stopped)
+    except BaseException:
+        sender.halt("interrupted")
+        raise
+    finally:
+        _drain(jobs)
+        for _ in workers:
+            jobs.put(_STOP)
+        for worker in workers:
+            worker.join()
+    report.created = sender.created
+    report.stop = sender.stop
+    report.stopped_reason = sender.stopped_reason
+
+
+def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:
+    if record is None or record.state is RowState.UNSENT:
+        return True
+    if record.state in (RowState.UNCERTAIN, RowState.SENDING):
+        return resend_uncertain
+    return False  # created or rejected by the API: final
+
+
+def _put(
+    jobs: queue.Queue[tuple[int, NewPet] | None],
+    job: tuple[int, NewPet],
+    stopped: threading.Event,
+) -> None:
+    # Bounded wait so a stop (all workers idle on a stopped run) cannot block the feeder.
+    while not stopped.is_set():
+        try:
+            jobs.put(job, timeout=0.1)
+            return
+        except queue.Full:
+            continue
+
+
+def _drain(jobs: queue.Queue[tuple[int, NewPet] | None]) -> None:
+    while True:
+        try:
+            jobs.get_nowait()
+        except queue.Empty:
+            return
+
+
+# -- pass 3: write ---------------------------------------------------------------------------
+
+
+def _write_pass(
+    config: ImportConfig,
+    journal: Journal | None,
+    sha256: str,
+    report: ImportReport,
+    paths: dict[str, Path],
+) -> None:
+    states = journal.states if journal is not None else {}
+    with open_spreadsheet(config.path, config.read_options) as sheet:
+        if sheet.sha256 != sha256:
+            raise InputError(
+                f"{config.path} changed while the import was running; re-run the same "
+                "command once nobody is editing it"
+            )
+        columns = resolve_columns(sheet.header, config.mappings, config.path)
+        width = len(sheet.header)
+        carried_header = [sheet.header[i] for i in columns.carried]
+        rejects = AtomicCsv(paths["rejects"], [*carried_header, *REJECT_COLUMNS])
+        outputs = [rejects]
+        accepted = uncertain = None
+        if journal is not None:
+            accepted = AtomicCsv(paths["accepted"], [*carried_header, *ACCEPTED_COLUMNS])
+            uncertain = AtomicCsv(paths["uncertain"], [*carried_header, *UNCERTAIN_COLUMNS])
+            outputs += [accepted, uncertain]
+        try:
+            created_total = 0
+            for row in sheet.rows():
+                carried = _carried(row, columns, width)
+                result = validate_row(row.cells, columns, width)
+                if result.errors:
+                    report.rejected_local += 1
+                    rejects.write(
+                        [
+                            *carried,
+                            str(row.number),
+                            "local",
+                            ";".join(e.code for e in result.errors),
+                            ";".join(e.field for e in result.errors if e.field),
+                            "; ".join(e.message for e in result.errors),
+                            "",
+                        ]
+                    )
+                    continue
+                record = states.get(row.number)
+                state = record.state if record is not None else None
+                if journal is None:
+                    report.would_send += 1
+                elif record is not None and state is RowState.CREATED and accepted is not None:
+                    created_total += 1
+                    accepted.write([*carried, str(row.number), str(record.id)])
+                elif record is not None and state is RowState.REJECTED:
+                    report.rejected_api += 1
+                    rejects.write(
+                        [
+                            *carried,
+                            str(row.number),
+                            "api",
+                            record.code or "",
+                            record.field or "",
+                            record.message or "",
+                            "" if record.http_status is None else str(record.http_status),
+                        ]
+                    )
+                elif state in (RowState.UNCERTAIN, RowState.SENDING) and uncertain is not None:
+                    report.uncertain += 1
+                    reason = (
+                        record.message
+                        if record is not None and record.message
+                        else "the run stopped while this row was being sent (crash or kill); "
+                        "the pet may or may not exist"
+                    )
+                    status = record.http_status if record is not None else None
+                    uncertain.write(
+                        [*carried, str(row.number), reason, "" if status is None else str(status)]
+                    )
+                else:
+                    report.pending += 1
+            for output in outputs:
+                output.commit()
+        except BaseException:
+            for output in outputs:
+                output.abort()
+            raise
+    report.already_created = max(0, created_total - report.created) if journal else 0
+    report.files = {
+        name: str(out.path)
+        for name, out in zip(("rejects", "accepted", "uncertain"), outputs, strict=False)
+    }
+    if journal is not None:
+        report.files["journal"] = str(journal.path)
+
+
+def _carried(row: SheetRow, columns: ColumnMap, width: int) -> list[str]:
+    cells = row.cells
+    return [cells[i] if i < len(cells) else "" for i in columns.carried if i < width]
