@@ -345,12 +345,16 @@ def parse_new_pet(body: bytes) -> NewPet:
     ``status`` absent or one of the PetStatus values. Other keys are ignored.
     """
     try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"request body is not UTF-8 (byte {exc.start} is not)") from exc
+    try:
         obj = json.loads(
-            body.decode("utf-8"),
+            text,
             parse_constant=_reject_constant,
             object_pairs_hook=_object_without_duplicates,
         )
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:
         raise BadRequest(f"request body is not valid JSON: {str(exc)[:120]}") from exc
     if not isinstance(obj, dict):
         raise BadRequest(f"request body must be a JSON object (NewPet), got {_json_type(obj)}")
