@@ -8,17 +8,24 @@ so ``petsync --help`` starts fast.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from petsync._version import __version__
 from petsync.apikey import redact
-from petsync.errors import ExitCode, PetsyncError
+from petsync.errors import ConfigError, ExitCode, PetsyncError
+from petsync.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
+
+if TYPE_CHECKING:
+    from petsync.jobfile import JobFile, JobKind, OptionSpec
+    from petsync.settings import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,19 +41,77 @@ class PetsyncGroup(click.Group):
             ctx.exit(int(exc.exit_code))
 
 
+# Where the options that commands do not take as parameters are kept for the command's
+# run (see `resolve_cli_target`, `metrics_options`): the context's meta is shared by a
+# command's context and its parent's, so `run` can set them for the command it invokes.
+META_PREFIX = "petsync."
+
+
+def _remember_option(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is not None and value is not False and param.name:
+        ctx.meta.setdefault(META_PREFIX + param.name, value)
+
+
 def target_options(func: F) -> F:
-    """Options shared by every command that talks to the API."""
+    """Options shared by every command that talks to the API.
+
+    ``--env``, ``--config`` and ``--allow-insecure-http`` are not passed to the command
+    function: they are kept on the click context and read by :func:`resolve_cli_target`.
+    """
+    func = click.option(
+        "--allow-insecure-http",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_option,
+        help="Allow plain http:// to a host that is not loopback (the key crosses in clear).",
+    )(func)
+    func = click.option(
+        "--config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        expose_value=False,
+        callback=_remember_option,
+        help="Config file to read instead of ./petsync.toml or ~/.config/petsync/petsync.toml.",
+    )(func)
+    func = click.option(
+        "--env",
+        metavar="NAME",
+        expose_value=False,
+        callback=_remember_option,
+        help="Environment of the config file to use. Default: production.",
+    )(func)
     func = click.option(
         "--api-key-file",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="File holding the API key (mode 600). Default: the PETSYNC_API_KEY variable.",
+        help="File holding the API key (mode 600). Default: PETSYNC_<ENV>_API_KEY, then the "
+        "environment's api_key_file, then PETSYNC_API_KEY.",
     )(func)
     func = click.option(
         "--base-url",
         metavar="URL",
-        help="API base address ending with /v1. Default: the PETSYNC_BASE_URL variable.",
+        help="API base address ending with /v1. Default: PETSYNC_BASE_URL, then the "
+        "environment's base_url in the config file.",
     )(func)
     return func
+
+
+def metrics_options(func: F) -> F:
+    """``--metrics-file PATH``: after the run, write the Prometheus metrics file.
+
+    The command stores its report with :func:`remember_report`; the wrapper times the run,
+    takes the exit code however the command ends, and writes the file even when it fails.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return _run_with_metrics(func, *args, **kwargs)
+
+    return click.option(
+        "--metrics-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        expose_value=False,
+        callback=_remember_option,
+        help="Write Prometheus metrics here after the run (node_exporter textfile, *.prom).",
+    )(wrapper)  # type: ignore[return-value]
 
 
 def _environ() -> dict[str, str]:
@@ -55,13 +120,31 @@ def _environ() -> dict[str, str]:
 
 @click.group(cls=PetsyncGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="petsync")
-def cli() -> None:
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    envvar="PETSYNC_LOG_FORMAT",
+    help="Log lines on stderr: text, or json (one object per line: time, level, event, fields).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default=DEFAULT_LOG_LEVEL,
+    show_default=True,
+    envvar="PETSYNC_LOG_LEVEL",
+    help="Least severe log lines shown.",
+)
+@click.pass_context
+def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
     """Export the Petstore catalogue to snapshots and import animals from spreadsheets.
 
     \b
     Exit codes: 0 success, 1 failure, 2 usage or configuration error,
     3 authentication refused (401), 4 finished but incomplete.
     """
+    _start_logging(ctx, log_format, log_level)
 
 
 # -- commands are added below, one section each ------------------------------------------
@@ -73,9 +156,8 @@ def cli() -> None:
 def _api_client(target_opts: dict[str, Any]) -> Any:
     """A PetstoreClient for the target the shared options (and environment) name."""
     from petsync.client import PetstoreClient
-    from petsync.settings import resolve_target
 
-    target = resolve_target(environ=_environ(), **target_opts)
+    target = resolve_cli_target(**target_opts)
     return PetstoreClient(target.client_config())
 
 
@@ -272,13 +354,309 @@ def serve(
 
 # -- section: run, config ------------------------------------------------------------------
 
+META_LOG = META_PREFIX + "log"
+META_REPORT = META_PREFIX + "report"
+META_JOB_NAME = META_PREFIX + "job_name"
+META_ENV_SOURCE = META_PREFIX + "env_source"
+
+
+def _start_logging(ctx: click.Context, log_format: str, log_level: str) -> None:
+    """Install the redacting stderr handler for this invocation; removed when it ends."""
+    from petsync.logs import configure_logging, keys_from_environ
+
+    handle = configure_logging(
+        "json" if log_format == "json" else "text",
+        stream=sys.stderr,
+        level=log_level,
+        keys=keys_from_environ(os.environ),
+    )
+    ctx.meta[META_LOG] = handle
+    ctx.call_on_close(handle.close)
+
+
+def resolve_cli_target(
+    base_url: str | None, api_key_file: Path | None, *, require_key: bool = True
+) -> Target:
+    """The target of the running command: its ``target_options``, then the environment.
+
+    Commands call this instead of :func:`petsync.settings.resolve_target`, so ``--env``,
+    ``--config``, ``--allow-insecure-http`` (and a job file's values) reach the resolution,
+    and the resolved key is redacted from the log output.
+    """
+    from petsync.logs import LogHandle
+    from petsync.settings import resolve_target
+
+    meta = click.get_current_context().meta
+    env_name = meta.get(META_PREFIX + "env")
+    target = resolve_target(
+        base_url=base_url,
+        api_key_file=api_key_file,
+        environ=_environ(),
+        require_key=require_key,
+        env_name=str(env_name) if env_name else None,
+        env_source=str(meta.get(META_ENV_SOURCE, "--env")),
+        config_path=meta.get(META_PREFIX + "config"),
+        allow_insecure_http=bool(meta.get(META_PREFIX + "allow_insecure_http")),
+    )
+    handle = meta.get(META_LOG)
+    if isinstance(handle, LogHandle):
+        handle.add_key(target.api_key)
+    return target
+
+
+def remember_report(report: object) -> None:
+    """Keep the command's report for ``--metrics-file`` (export and import call this)."""
+    click.get_current_context().meta[META_REPORT] = report
+
+
+def _run_with_metrics(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    ctx = click.get_current_context()
+    path = ctx.meta.get(META_PREFIX + "metrics_file")
+    if path is None:
+        return func(*args, **kwargs)
+    from petsync.metrics import check_metrics_path
+
+    check_metrics_path(Path(path))  # fail before the run, not after it
+    started = time.monotonic()
+    exit_code = int(ExitCode.FAILURE)
+    try:
+        result = func(*args, **kwargs)
+        exit_code = int(ExitCode.OK)
+        return result
+    except click.exceptions.Exit as exc:
+        exit_code = exc.exit_code
+        raise
+    except SystemExit as exc:
+        exit_code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        raise
+    except PetsyncError as exc:
+        exit_code = int(exc.exit_code)
+        raise
+    finally:
+        _write_run_metrics(ctx, Path(path), exit_code, time.monotonic() - started)
+
+
+def _count(report: object, *names: str) -> int | None:
+    for name in names:
+        value = getattr(report, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, list | tuple):
+            return len(value)
+    return None
+
+
+def _write_run_metrics(ctx: click.Context, path: Path, exit_code: int, duration: float) -> None:
+    from petsync.metrics import RunMetrics, write_metrics
+
+    report = ctx.meta.get(META_REPORT)
+    kind = ctx.command.name
+    complete = getattr(report, "complete", None)
+    run = RunMetrics(
+        job=str(ctx.meta.get(META_JOB_NAME) or kind or "petsync"),
+        finished_at=time.time(),
+        duration_seconds=round(duration, 3),
+        exit_code=exit_code,
+        complete=bool(complete) if isinstance(complete, bool) else exit_code == 0,
+        pets_exported=_count(report, "pets") if report is not None and kind == "export" else None,
+        rows_created=_count(report, "created", "rows_created") if kind == "import" else None,
+        rows_rejected=_count(report, "rejected", "rows_rejected") if kind == "import" else None,
+        rows_uncertain=_count(report, "uncertain", "rows_uncertain") if kind == "import" else None,
+    )
+    try:
+        write_metrics(path, run)
+    except PetsyncError as exc:
+        if exit_code == 0:
+            raise
+        click.echo(f"Error: {redact(str(exc))}", err=True)  # keep the run's own exit code
+
+
+def _job_parameters(command: click.Command) -> dict[str, click.Parameter]:
+    """A command's parameters by job-file key: the long option name in snake_case."""
+    found: dict[str, click.Parameter] = {}
+    for param in command.params:
+        if param.name is None:
+            continue
+        longs = [opt for opt in param.opts if opt.startswith("--")]
+        key = longs[0][2:].replace("-", "_") if isinstance(param, click.Option) and longs else None
+        found[key or param.name] = param
+    return found
+
+
+def _option_spec(key: str, param: click.Parameter) -> OptionSpec:
+    from petsync.jobfile import OptionKind, OptionSpec
+
+    ptype = param.type
+    choices: tuple[str, ...] = ()
+    kind: OptionKind
+    if isinstance(ptype, click.Choice):
+        kind = "choice"
+        choices = tuple(str(getattr(c, "value", c)) for c in ptype.choices)
+    elif isinstance(ptype, click.Path):
+        kind = "path"
+    elif isinstance(ptype, click.types.BoolParamType) or getattr(param, "is_flag", False):
+        kind = "boolean"
+    elif isinstance(ptype, click.types.IntParamType):
+        kind = "integer"
+    elif isinstance(ptype, click.types.FloatParamType):
+        kind = "float"
+    else:
+        kind = "string"
+    multiple = bool(getattr(param, "multiple", False)) or param.nargs == -1
+    help_text = str(getattr(param, "help", None) or "")
+    return OptionSpec(key, kind, multiple, param.required, choices, help_text)
+
+
+def _job_command(ctx: click.Context, kind: str) -> click.Command:
+    command = cli.get_command(ctx, kind)
+    if command is None:
+        raise ConfigError(f"this petsync has no {kind} command to run the job with")
+    return command
+
+
+def _job_specs(ctx: click.Context) -> dict[JobKind, list[OptionSpec]]:
+    specs: dict[JobKind, list[OptionSpec]] = {}
+    for kind in ("export", "import"):
+        command = cli.get_command(ctx, kind)
+        params = _job_parameters(command) if command is not None else {}
+        specs[kind] = [_option_spec(key, param) for key, param in params.items()]
+    return specs
+
+
+def _job_arguments(
+    ctx: click.Context, job: JobFile, command: click.Command, overrides: dict[str, Any]
+) -> dict[str, Any]:
+    """Turn a checked job file into the command's arguments, as its own options would.
+
+    Values given on the ``run`` command line win over the job file's.
+    """
+    params = _job_parameters(command)
+    if job.env and META_PREFIX + "env" not in ctx.meta:
+        ctx.meta[META_ENV_SOURCE] = f"job file {job.path}"
+    arguments: dict[str, Any] = {}
+    for key, value in job.options.items():
+        param = params[key]
+        try:
+            converted = param.process_value(ctx, tuple(value) if isinstance(value, list) else value)
+        except click.BadParameter as exc:
+            raise ConfigError(f"job file {job.path} [{job.kind}]: {key}: {exc.message}") from exc
+        if param.expose_value and param.name:
+            arguments[param.name] = converted
+    arguments.update({name: value for name, value in overrides.items() if value is not None})
+    return arguments
+
+
+@cli.command()
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Check the job file and the settings it would run with; contact nothing, run nothing.",
+)
+@target_options
+@click.argument("jobfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def run(
+    ctx: click.Context,
+    check_only: bool,
+    base_url: str | None,
+    api_key_file: Path | None,
+    jobfile: Path,
+) -> None:
+    """Run a saved job: a TOML file holding one [export] or [import] table.
+
+    The table's keys are the command's long options in snake_case, plus `env`; options
+    given here (--env, --base-url, ...) win over the file's. The metrics job label is the
+    file's name without .toml.
+
+    \b
+    Example:
+        petsync run jobs/nightly-export.toml
+        petsync run --check jobs/bulk-import.toml
+    """
+    from petsync.jobfile import load_job
+
+    job = load_job(jobfile, _job_specs(ctx))
+    command = _job_command(ctx, job.kind)
+    arguments = _job_arguments(
+        ctx, job, command, {"base_url": base_url, "api_key_file": api_key_file}
+    )
+    if check_only:
+        target = resolve_cli_target(arguments.get("base_url"), arguments.get("api_key_file"))
+        click.echo(f"{jobfile}: {job.kind} job {job.name!r} is valid")
+        for line in _target_lines(target):
+            click.echo(f"  {line}")
+        for key, value in job.options.items():
+            click.echo(f"  {key} = {value!r}")
+        return
+    ctx.meta[META_JOB_NAME] = job.name
+    ctx.invoke(command, **arguments)
+
+
+def _target_lines(target: Target) -> list[str]:
+    from petsync.settings import ENV_API_KEY, env_key_variable
+
+    key_help = (
+        f"not set: set {env_key_variable(target.env_name)} or {ENV_API_KEY}, "
+        "or pass --api-key-file PATH"
+    )
+    rows = [
+        ("environment", target.env_name, target.env_source),
+        (
+            "config file",
+            str(target.config_file) if target.config_file else "none",
+            target.config_file_source or "no petsync.toml found",
+        ),
+        ("base URL", target.base_url, target.base_url_source),
+        (
+            "API key",
+            "*** (hidden)" if target.api_key else key_help,
+            target.api_key_source or "nowhere",
+        ),
+        (
+            "insecure http",
+            "allowed" if target.allow_insecure_http else "refused to non-loopback hosts",
+            target.allow_insecure_http_source,
+        ),
+    ]
+    keys = [target.api_key]
+    return [redact(f"{label:<14}{value}  [{source}]", keys) for label, value, source in rows]
+
+
+@cli.group()
+def config() -> None:
+    """Inspect the settings petsync resolves (environment, base URL, key)."""
+
+
+@config.command("show")
+@target_options
+def config_show(base_url: str | None, api_key_file: Path | None) -> None:
+    """Print the resolved settings and where each came from; the key is never shown.
+
+    \b
+    Example:
+        petsync config show --env staging
+    """
+    target = resolve_cli_target(base_url, api_key_file, require_key=False)
+    for line in _target_lines(target):
+        click.echo(line)
+
+
 
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="petsync")
 
 
-__all__ = ["ExitCode", "cli", "main", "target_options"]
+__all__ = [
+    "ExitCode",
+    "cli",
+    "main",
+    "metrics_options",
+    "remember_report",
+    "resolve_cli_target",
+    "target_options",
+]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
