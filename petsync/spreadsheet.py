@@ -250,8 +250,11 @@ def detect_delimiter(header_line: str, path: Path) -> str:
 
 
 def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, str, str | None]:
-    """One pass over the bytes: the sha256 and the encoding (codec, label, notice)."""
-    digest = hashlib.sha256()
+    """The sha256 of the bytes and the encoding (codec, label, notice), checked whole.
+
+    The whole file is decoded here, strictly, so a bad byte stops the import before any
+    row is read, with its line and byte offset.
+    """
     if forced is not None:
         try:
             codec = codecs.lookup(forced).name
@@ -260,52 +263,78 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
                 f"--encoding {forced!r} is not an encoding Python knows; "
                 "try utf-8, cp1252, latin-1 or utf-16"
             ) from exc
-    else:
-        codec = ""
-    utf8 = codecs.getincrementaldecoder("utf-8")("strict")
-    utf8_ok = True
-    bad_offset = 0
-    offset = 0
-    first = b""
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                if not offset:
-                    first = chunk[:4]
-                digest.update(chunk)
-                if utf8_ok and not forced:
-                    try:
-                        utf8.decode(chunk)
-                    except UnicodeDecodeError as exc:
-                        utf8_ok, bad_offset = False, offset + exc.start
-                offset += len(chunk)
-            if utf8_ok and not forced:
-                try:
-                    utf8.decode(b"", final=True)
-                except UnicodeDecodeError as exc:
-                    utf8_ok, bad_offset = False, offset + exc.start
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        # A UTF-8 BOM is dropped even when the person names UTF-8.
+        encoding = "utf-8-sig" if codec == "utf-8" else codec
+        sha256, first, error = _decode_all(path, encoding)
+        if error is not None:
+            raise _decode_error(path, codec, error)
+        return sha256, encoding, codec, None
+    sha256, first, error = _decode_all(path, "utf-8")
     if first.startswith(b"PK\x03\x04"):
         raise InputError(
             f"{path}: this is a zip file (an .xlsx workbook?), not CSV; "
             "give it the .xlsx suffix to read it as a workbook"
         )
-    if forced is not None:
-        if codec == "utf-8":
-            return digest.hexdigest(), "utf-8-sig", "utf-8", None
-        return digest.hexdigest(), forced, codec, None
-    if first.startswith(_UTF8_BOM):
-        return digest.hexdigest(), "utf-8-sig", "utf-8 (BOM)", None
     if first.startswith(_UTF16_BOMS):
-        return digest.hexdigest(), "utf-16", "utf-16 (BOM)", None
-    if utf8_ok:
-        return digest.hexdigest(), "utf-8", "utf-8", None
+        _, _, error = _decode_all(path, "utf-16")
+        if error is not None:
+            raise _decode_error(path, "utf-16", error)
+        return sha256, "utf-16", "utf-16 (BOM)", None
+    if first.startswith(_UTF8_BOM):
+        if error is not None:
+            raise _decode_error(path, "utf-8", error)
+        return sha256, "utf-8-sig", "utf-8 (BOM)", None
+    if error is None:
+        return sha256, "utf-8", "utf-8", None
+    _, _, cp_error = _decode_all(path, "cp1252")
+    if cp_error is not None:
+        raise _decode_error(path, "utf-8 nor cp1252", cp_error)
     notice = (
-        f"{path.name} is not valid UTF-8 (byte offset {bad_offset}); read it as cp1252 "
-        "(Windows Western European). If names look wrong, pass --encoding"
+        f"{path.name} is not valid UTF-8 (line {error[0]}, byte offset {error[1]}); read it "
+        "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
     )
-    return digest.hexdigest(), "cp1252", "cp1252", notice
+    return sha256, "cp1252", "cp1252", notice
+
+
+def _decode_all(path: Path, encoding: str) -> tuple[str, bytes, tuple[int, int, str] | None]:
+    """(sha256, first bytes, first error as (line, byte offset, bytes shown) or None)."""
+    digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder(encoding)("strict")
+    error: tuple[int, int, str] | None = None
+    offset = 0
+    lines = 1
+    first = b""
+    try:
+        with path.open("rb") as handle:
+            while True:
+                chunk = handle.read(_CHUNK)
+                if not offset:
+                    first = chunk[:4]
+                digest.update(chunk)
+                if error is None:
+                    try:
+                        lines += decoder.decode(chunk, final=not chunk).count("\n")
+                    except UnicodeDecodeError as exc:
+                        # Count the lines of the good part of this chunk for the message.
+                        good = codecs.getincrementaldecoder(encoding)("replace")
+                        lines += good.decode(chunk[: exc.start]).count("\n")
+                        bad = exc.object[exc.start : exc.end]
+                        error = (lines, offset + exc.start, repr(bytes(bad)))
+                if not chunk:
+                    break
+                offset += len(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return digest.hexdigest(), first, error
+
+
+def _decode_error(path: Path, encoding: str, error: tuple[int, int, str]) -> InputError:
+    line, offset, shown = error
+    return InputError(
+        f"{path}, line {line} (byte offset {offset}): the bytes {shown} are not valid "
+        f"{encoding}; pass --encoding with the file's real encoding (for example cp1252, "
+        "latin-1 or utf-16)"
+    )
 
 
 def _open_text(path: Path, encoding: str) -> IO[str]:
@@ -324,16 +353,9 @@ def _read_header_text(path: Path, encoding: str) -> str:
                 text += line
                 if text.count('"') % 2 == 0 or len(text) > _CHUNK:
                     break
-        except UnicodeDecodeError as exc:
-            raise _decode_error(path, encoding, 1, exc) from exc
+        except UnicodeDecodeError as exc:  # proven decodable already; defensive
+            raise InputError(f"{path}: cannot decode the header ({exc.reason})") from exc
     return text.rstrip("\r\n")
-
-
-def _decode_error(path: Path, encoding: str, row: int, exc: UnicodeDecodeError) -> InputError:
-    return InputError(
-        f"{path}, row {row}: the bytes are not valid {encoding} ({exc.reason}); "
-        "pass --encoding with the file's real encoding (for example cp1252 or utf-16)"
-    )
 
 
 def _csv_records(
@@ -355,8 +377,8 @@ def _csv_records(
                 f"{DELIMITERS.get(delimiter, delimiter)} inside must be quoted, with quotes "
                 'doubled ("")'
             ) from exc
-        except UnicodeDecodeError as exc:
-            raise _decode_error(path, getattr(handle, "encoding", "?"), number + 1, exc) from exc
+        except UnicodeDecodeError as exc:  # proven decodable already; defensive
+            raise InputError(f"{path}, row {number + 1}: cannot decode ({exc.reason})") from exc
         number += 1
         yield number, tuple(record)
 
