@@ -5,6 +5,9 @@ The public library API is listed in ``__all__``; everything else is internal.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from petsync._version import API_VERSION, __version__
 from petsync.apikey import ApiKey, redact
 from petsync.config import ClientConfig, RetryPolicy
@@ -27,6 +30,32 @@ from petsync.errors import (
 )
 from petsync.models import ErrorBody, NewPet, Pet, PetStatus
 
+if TYPE_CHECKING:
+    from petsync.diff import SnapshotDiff, diff_snapshots
+    from petsync.export import ExportConfig, ExportReport, run_export
+    from petsync.snapshot import SnapshotInfo, list_snapshots, load_snapshot
+
+# Names whose modules pull in pandas or pyarrow load on first use, so `import petsync` and
+# `petsync --help` stay fast: name -> module.
+_LAZY: dict[str, str] = {
+    "ExportConfig": "petsync.export",
+    "ExportReport": "petsync.export",
+    "run_export": "petsync.export",
+    "SnapshotInfo": "petsync.snapshot",
+    "list_snapshots": "petsync.snapshot",
+    "load_snapshot": "petsync.snapshot",
+    "SnapshotDiff": "petsync.diff",
+    "diff_snapshots": "petsync.diff",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'petsync' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "API_VERSION",
     "ApiError",
@@ -36,6 +65,8 @@ __all__ = [
     "ConfigError",
     "ErrorBody",
     "ExitCode",
+    "ExportConfig",
+    "ExportReport",
     "IncompleteError",
     "InputError",
     "LockedError",
@@ -49,8 +80,14 @@ __all__ = [
     "ProtocolError",
     "RetriesExhaustedError",
     "RetryPolicy",
+    "SnapshotDiff",
+    "SnapshotInfo",
     "TransportError",
     "UsageError",
     "__version__",
+    "diff_snapshots",
+    "list_snapshots",
+    "load_snapshot",
     "redact",
+    "run_export",
 ]

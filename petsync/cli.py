@@ -348,7 +348,262 @@ def serve(
     serve_forever(config, host=host, port=port, on_ready=ready)
     click.echo("Stopped.")
 
+
 # -- section: export, demo, diff -----------------------------------------------------------
+
+
+def _max_drop(value: str) -> float:
+    """Parse --max-drop: a percentage (``20%``) or a fraction (``0.2``)."""
+    text = value.strip()
+    try:
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        fraction = -1.0
+    if not 0.0 <= fraction <= 1.0:
+        raise click.BadParameter(f"{value!r} is not a share of pets; use e.g. 20% or 0.2")
+    return fraction
+
+
+def _export_summary(report: Any) -> list[str]:
+    """The human summary of an ExportReport (also used by the demo)."""
+    counts = ", ".join(f"{status} {count}" for status, count in report.by_status.items())
+    unknown = sum(report.unknown_status.values())
+    state = "complete" if report.complete else "INCOMPLETE"
+    lines = [
+        f"snapshot {report.snapshot_date}: {report.pets} pets ({counts}, no status "
+        f"{report.no_status}, unknown status {unknown}), quarantined {report.quarantined}",
+        f"took {report.duration_seconds:.1f} s, {report.pets_per_second:.0f} pets/s, {state}"
+        + (", suspicious drop" if report.drop.flagged else ""),
+        f"written to {report.snapshot_path}",
+    ]
+    if report.pruned:
+        lines.append(f"pruned {len(report.pruned)} older snapshot(s)")
+    return lines
+
+
+def _progress_display() -> Any:
+    from petsync.progress import ProgressDisplay
+
+    stream = click.get_text_stream("stderr")
+    return ProgressDisplay(stream, live=stream.isatty())
+
+
+def _finish_export(ctx: click.Context, report: Any) -> None:
+    for line in _export_summary(report):
+        click.echo(line)
+    for warning in report.warnings:
+        click.echo(f"Warning: {redact(warning)}", err=True)
+    if report.exit_code != ExitCode.OK:
+        ctx.exit(int(report.exit_code))
+
+
+@cli.command("export")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Snapshot directory; each run writes OUT/pets/snapshot_date=YYYY-MM-DD/.",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(["available", "pending", "sold"]),
+    help="Export only this status (repeatable). Default: all three.",
+)
+@click.option(
+    "--sweep/--no-sweep",
+    default=True,
+    show_default=True,
+    help="Also page the unfiltered list, to catch pets with no or an unknown status.",
+)
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["parquet", "both"]),
+    default="both",
+    show_default=True,
+    help="Write Parquet only, or Parquet and CSV.",
+)
+@click.option("--strict", is_flag=True, help="Fail (exit 1) and publish nothing if incomplete.")
+@click.option("--keep", type=click.IntRange(min=1), help="Keep only the newest N snapshots.")
+@click.option(
+    "--max-drop",
+    default="20%",
+    show_default=True,
+    metavar="SHARE",
+    help="Flag (exit 4) a pet count that fell by more than this since the last snapshot.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Listings paged at the same time (1 = one after another).",
+)
+@click.option(
+    "--pagination",
+    type=click.Choice(["auto", "link", "cursor", "offset", "page", "none"]),
+    default="auto",
+    show_default=True,
+    help="How the API pages (auto detects it and proves the end).",
+)
+@metrics_options
+@target_options
+@click.pass_context
+def export_command(
+    ctx: click.Context,
+    out_dir: Path,
+    statuses: tuple[str, ...],
+    sweep: bool,
+    file_format: str,
+    strict: bool,
+    keep: int | None,
+    max_drop: str,
+    concurrency: int,
+    pagination: str,
+    **target_opts: Any,
+) -> None:
+    """Export the catalogue into a dated Parquet + CSV snapshot under OUT.
+
+    Pages GET /pets per status and once unfiltered, deduplicates by id and publishes
+    OUT/pets/snapshot_date=YYYY-MM-DD/ atomically (pets.parquet, _pets.csv,
+    _quarantine.jsonl, _manifest.json). Exits 4 when the listing cannot be proven complete
+    or the pet count dropped by more than --max-drop (the snapshot is written and flagged);
+    with --strict that is a failure (exit 1) and nothing is published.
+
+    \b
+    Example (nightly, from cron):
+      petsync export --out /srv/petsync --keep 30
+    Load it:
+      python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
+    """
+    from petsync.export import ExportConfig, run_export
+    from petsync.models import PetStatus
+
+    target = resolve_cli_target(**target_opts)
+    config = ExportConfig(
+        client=target.client_config(pagination=pagination),
+        out_dir=out_dir,
+        statuses=tuple(PetStatus(s) for s in statuses) if statuses else tuple(PetStatus),
+        sweep=sweep,
+        format="parquet" if file_format == "parquet" else "both",
+        strict=strict,
+        keep=keep,
+        max_drop=_max_drop(max_drop),
+        concurrency=concurrency,
+    )
+    display = _progress_display()
+    try:
+        report = run_export(config, progress=display)
+    finally:
+        display.close()
+    remember_report(report)
+    _finish_export(ctx, report)
+
+
+@cli.command()
+@click.option(
+    "--pets",
+    type=click.IntRange(min=0),
+    default=10_000,
+    show_default=True,
+    help="Pets in the seeded catalogue.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("petsync-demo"),
+    show_default=True,
+    help="Snapshot directory.",
+)
+@click.pass_context
+def demo(ctx: click.Context, pets: int, out_dir: Path) -> None:
+    """Run the nightly export against a seeded reference server, in-process.
+
+    Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
+    pets, exports it into OUT and prints the two lines that load the result in pandas and
+    DuckDB. No network, no key to set up.
+
+    \b
+    Example:
+      petsync demo --pets 100000 --out /tmp/petsync-demo
+    """
+    from petsync.demo import run_demo
+
+    display = _progress_display()
+    try:
+        result = run_demo(out_dir, pets, progress=display)
+    finally:
+        display.close()
+    for line in _export_summary(result.export):
+        click.echo(line)
+    click.echo("")
+    click.echo("Load it in pandas:")
+    click.echo(f"  python -c '{result.pandas_line}; print(df)'")
+    click.echo("Query it with DuckDB:")
+    click.echo(f"  python -c '{result.duckdb_line}'")
+    for warning in result.export.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if result.export.exit_code != ExitCode.OK:
+        ctx.exit(int(result.export.exit_code))
+
+
+@cli.command("diff")
+@click.argument("old")
+@click.argument("new")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Snapshot directory that dates refer to (the export's --out).",
+)
+@click.option("--details", is_flag=True, help="List the changed pets, not just counts.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+def diff_command(old: str, new: str, directory: Path, details: bool, as_json: bool) -> None:
+    """Show pets added, removed, renamed and moved between statuses from OLD to NEW.
+
+    OLD and NEW are snapshot dates (YYYY-MM-DD, under --dir) or snapshot paths.
+
+    \b
+    Example:
+      petsync diff 2026-11-21 2026-11-22 --dir /srv/petsync --details
+    """
+    import json
+
+    from petsync.diff import diff_snapshots
+
+    result = diff_snapshots(old, new, directory=directory)
+    if as_json:
+        click.echo(json.dumps(result.to_json(details=details), ensure_ascii=False, indent=2))
+        return
+    click.echo(
+        f"from {result.old.date} ({result.old.path}) to {result.new.date} ({result.new.path})"
+    )
+    click.echo(f"added:         {result.added}")
+    click.echo(f"removed:       {result.removed}")
+    click.echo(f"renamed:       {result.renamed}")
+    click.echo(f"recategorised: {result.recategorised}")
+    transitions = result.status_transitions
+    click.echo(f"status changes: {sum(transitions.values())}")
+    for (before, after), count in transitions.items():
+        click.echo(f"  {before} -> {after}: {count}")
+    if details:
+        for title, frame in (
+            ("added", result.added_rows),
+            ("removed", result.removed_rows),
+            ("renamed", result.renamed_rows),
+            ("recategorised", result.recategorised_rows),
+            ("status changes", result.transition_rows),
+        ):
+            if len(frame):
+                click.echo(f"\n{title}:")
+                click.echo(frame.to_string(index=False))
+
 
 # -- section: import -----------------------------------------------------------------------
 

@@ -432,3 +432,156 @@ def test_check_drop_threshold(
 
 def _id(row: dict[str, Any]) -> int:
     return int(row["id"])
+
+
+# -- end to end against the reference server ------------------------------------------------
+
+CRAFTED = [
+    Pet(2**63 - 1, "Max, the big one", 2**63 - 1, "available"),
+    Pet(-(2**63), 'Quote "q" and, comma', -(2**63), "sold"),
+    Pet(-5, "line\nbreak", -1, None),
+    Pet(9_000_000_000_000_000_000, "emoji 🐈‍⬛", 3, "pending"),
+    Pet(9_000_000_000_000_000_001, "=HYPERLINK(1)", 4, None),
+    Pet(9_000_000_000_000_000_002, "", 5, "sold"),
+    Pet(9_000_000_000_000_000_003, "NA", 6, "available"),
+]
+
+
+def live_export(srv: Any, out: Path, *, client: Any = None, **options: Any) -> ExportReport:
+    config = ExportConfig(
+        client=ClientConfig(srv.base_url, srv.api_key, pagination=options.pop("style", "auto")),
+        out_dir=out,
+        **options,
+    )
+    return run_export(config, client=client, today=DAY2)
+
+
+def catalogue_rows(srv: Any) -> list[dict[str, Any]]:
+    return [
+        {"id": p.id, "name": p.name, "categoryId": p.categoryId, "status": p.status}
+        for p in sorted(srv.store.all(), key=lambda p: p.id)
+    ]
+
+
+def snapshot_rows(out: Path) -> list[dict[str, Any]]:
+    frame = load_snapshot(out)
+    rows = []
+    for record in frame.astype(object).to_dict(orient="records"):
+        status = record["status"]
+        rows.append(
+            {
+                "id": int(record["id"]),
+                "name": record["name"],
+                "categoryId": int(record["categoryId"]),
+                "status": None if status is None or status != status else status,
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize("style", ["link", "cursor", "offset", "page"])
+def test_export_equals_the_server_catalogue_in_every_pagination_style(
+    petstore_server: Any, tmp_path: Path, style: str
+) -> None:
+    srv = petstore_server(seed_pets=230, pagination=style)
+    for pet in CRAFTED:
+        srv.store.insert(pet)
+
+    report = live_export(srv, tmp_path)
+
+    assert report.exit_code == ExitCode.OK
+    assert report.manifest["pagination_styles"] == sorted({r.style for r in report.listings})
+    assert style in report.manifest["pagination_styles"]
+    assert snapshot_rows(tmp_path) == catalogue_rows(srv)
+    assert report.no_status == sum(1 for p in srv.store.all() if p.status is None)
+
+
+def test_unpaged_server_with_more_than_a_page_is_flagged_incomplete(
+    petstore_server: Any, tmp_path: Path
+) -> None:
+    srv = petstore_server(seed_pets=250, pagination="none")
+
+    report = live_export(srv, tmp_path)
+
+    assert report.exit_code == ExitCode.INCOMPLETE
+    assert report.complete is False
+    assert report.manifest["complete"] is False
+    assert report.incomplete_reasons[0].startswith("listing 'all': ")
+    assert "cannot prove" in report.incomplete_reasons[0]
+
+
+def test_export_completes_under_failures_and_rate_limits(
+    petstore_server: Any, tmp_path: Path, fake_clock: Any
+) -> None:
+    from petsync.client import PetstoreClient
+    from petsync.server.faults import Faults
+
+    srv = petstore_server(
+        seed_pets=300, faults=Faults(fail_rate=0.2, rate_limit=20.0, seed=7), clock=fake_clock
+    )
+    client = PetstoreClient(
+        ClientConfig(srv.base_url, srv.api_key), sleep=fake_clock.sleep, clock=fake_clock
+    )
+
+    with client:
+        report = live_export(srv, tmp_path, client=client, concurrency=1)
+
+    assert report.exit_code == ExitCode.OK
+    assert report.manifest["retries"] > 0
+    assert snapshot_rows(tmp_path) == catalogue_rows(srv)
+
+
+def test_csv_round_trips_exactly_through_pyarrow_pandas_and_duckdb(
+    petstore_server: Any, tmp_path: Path
+) -> None:
+    import duckdb
+    import pandas as pd
+    import pyarrow.csv as pa_csv
+
+    srv = petstore_server(seed_pets=20)
+    for pet in CRAFTED:
+        srv.store.insert(pet)
+    srv.store.insert(Pet(77, "empty status", 1, ""))  # an empty string, not a missing status
+    report = live_export(srv, tmp_path)
+    assert report.snapshot_path is not None
+    csv_path = report.snapshot_path / CSV_NAME
+    expected = catalogue_rows(srv)
+
+    # pyarrow: the exact reading documented in the README.
+    table = pa_csv.read_csv(
+        csv_path,
+        convert_options=pa_csv.ConvertOptions(
+            column_types={
+                "id": "int64",
+                "name": "string",
+                "categoryId": "int64",
+                "status": "string",
+            },
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    assert table.to_pylist() == expected
+
+    # DuckDB: empty unquoted = NULL, "" = empty string; without hive_partitioning=false it
+    # would add a snapshot_date column taken from the directory name.
+    rows = duckdb.sql(
+        f"SELECT * FROM read_csv('{csv_path}', allow_quoted_nulls=false, hive_partitioning=false, "
+        "columns={'id': 'BIGINT', 'name': 'VARCHAR', 'categoryId': 'BIGINT', 'status': 'VARCHAR'}) "
+        "ORDER BY id"
+    ).fetchall()
+    assert [dict(zip(("id", "name", "categoryId", "status"), r, strict=True)) for r in rows] == (
+        expected
+    )
+
+    # pandas: ids stay exact Int64 and "NA" stays a name.
+    frame = pd.read_csv(
+        csv_path,
+        dtype={"id": "Int64", "name": "string", "categoryId": "Int64", "status": "string"},
+        keep_default_na=False,
+        na_values={"status": [""]},
+    )
+    assert frame["id"].tolist() == [r["id"] for r in expected]
+    assert frame["name"].tolist() == [r["name"] for r in expected]
+    text = csv_path.read_text(encoding="utf-8")
+    assert "9223372036854775807," in text and "e+" not in text and ".0," not in text
