@@ -153,6 +153,9 @@ def _check_one(where: str, spec: OptionSpec, value: object) -> object:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif spec.kind == "float":
         ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif spec.kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+        # The command line reads `--max-drop 0.2` as text too; a TOML number means the same.
+        return str(value)
     else:
         ok = isinstance(value, str) and bool(value.strip())
     if ok and spec.choices and value not in spec.choices:
