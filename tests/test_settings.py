@@ -249,7 +249,8 @@ def test_old_call_without_new_arguments_still_works(
         ),
         (
             "[environments.production]\nurl = 'x'\n",
-            "[environments.production]: unknown key 'url'; allowed: base_url, api_key_env, api_key_file",
+            "[environments.production]: unknown key 'url'; "
+            "allowed: base_url, api_key_env, api_key_file",
         ),
         (
             "[environments.production]\napi_key = 'x'\n",
