@@ -56,11 +56,14 @@ class PetStore:
         # answered 201 for is on disk even if the process is killed right after.
         self._conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
-        with self._lock:
+        try:
             if db_path is not None:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+        except sqlite3.Error:
+            self._conn.close()
+            raise
 
     # -- writes -----------------------------------------------------------------------------
 
