@@ -541,10 +541,9 @@ def demo(ctx: click.Context, pets: int, out_dir: Path) -> None:
     for line in _export_summary(result.export):
         click.echo(line)
     click.echo("")
-    click.echo("Load it in pandas:")
-    click.echo(f"  python -c '{result.pandas_line}; print(df)'")
-    click.echo("Query it with DuckDB:")
-    click.echo(f"  python -c '{result.duckdb_line}'")
+    click.echo("Load it in Python with pandas, or query it with DuckDB:")
+    click.echo(f"  {result.pandas_line}")
+    click.echo(f"  {result.duckdb_line}")
     for warning in result.export.warnings:
         click.echo(f"Warning: {warning}", err=True)
     if result.export.exit_code != ExitCode.OK:
@@ -606,6 +605,173 @@ def diff_command(old: str, new: str, directory: Path, details: bool, as_json: bo
 
 
 # -- section: import -----------------------------------------------------------------------
+
+
+def _import_summary(report: Any) -> list[str]:
+    """The human summary of an ImportReport."""
+    read = f"read {report.source}: {report.rows_read} rows, {report.skipped_blank} blank skipped"
+    if report.sheet is not None:
+        read += f", sheet {report.sheet!r}"
+    else:
+        read += f", encoding {report.encoding}, delimiter {report.delimiter}"
+    lines = [read]
+    if report.encoding_notice:
+        lines.append(f"  note: {report.encoding_notice}")
+    if report.dry_run:
+        lines.append(
+            f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
+            f"{report.rejected_local}"
+        )
+    else:
+        lines.append(
+            f"created {report.created}, already done {report.already_created} (earlier runs), "
+            f"rejected {report.rejected_local + report.rejected_api} (local "
+            f"{report.rejected_local}, api {report.rejected_api}), uncertain "
+            f"{report.uncertain}, pending {report.pending}"
+        )
+    if report.normalisations:
+        done = ", ".join(f"{name} {count}" for name, count in report.normalisations.items())
+        lines.append(f"normalised: {done}")
+    lines.append(f"took {report.elapsed_seconds:.1f} s, {report.rows_per_second:.0f} rows/s")
+    if report.stopped_reason:
+        lines.append(f"stopped: {redact(report.stopped_reason)}")
+    rejects = report.files.get("rejects")
+    if rejects and (report.rejected_local or report.rejected_api):
+        lines.append(f"rejects:   {rejects}  (fix them, then: petsync import {rejects})")
+    if report.files.get("accepted"):
+        lines.append(f"accepted:  {report.files['accepted']}")
+    uncertain = report.files.get("uncertain")
+    if uncertain and report.uncertain:
+        lines.append(
+            f"uncertain: {uncertain}  (check which pets exist; delete those rows, then: "
+            f"petsync import {uncertain})"
+        )
+    if report.pending and not report.dry_run:
+        lines.append("pending rows were not sent: re-run the same command to resume")
+    return lines
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--sheet", metavar="NAME", help=".xlsx: the sheet to read. Default: the first.")
+@click.option(
+    "--encoding",
+    metavar="NAME",
+    help="CSV encoding (e.g. cp1252). Default: detect (BOM, UTF-8, else cp1252 with a note).",
+)
+@click.option(
+    "--delimiter",
+    metavar="CHAR",
+    help="CSV delimiter: comma, semicolon or tab. Default: detect from the header row.",
+)
+@click.option(
+    "--map",
+    "mappings",
+    multiple=True,
+    metavar='"COLUMN=field"',
+    help="Read a field (name, categoryId, status) from a column with another header. Repeatable.",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Check every row and write the reject file; send nothing."
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=8,
+    show_default=True,
+    help="POST requests in flight at once.",
+)
+@click.option(
+    "--max-errors",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Stop after N rejected rows; the rest stay pending for a re-run.",
+)
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the rejects/accepted/uncertain files and the journal go. Default: beside FILE.",
+)
+@click.option(
+    "--journal",
+    "journal_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Journal path. Default: FILE's stem + .journal.jsonl in the output directory.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the summary as JSON here.",
+)
+@click.option(
+    "--resend-uncertain",
+    is_flag=True,
+    help="Send the uncertain rows again (only after checking that those pets do not exist).",
+)
+@metrics_options
+@target_options
+@click.pass_context
+def import_command(
+    ctx: click.Context,
+    /,
+    file: Path,
+    sheet: str | None,
+    encoding: str | None,
+    delimiter: str | None,
+    mappings: tuple[str, ...],
+    dry_run: bool,
+    concurrency: int,
+    max_errors: int | None,
+    out_dir: Path | None,
+    journal_path: Path | None,
+    report_path: Path | None,
+    resend_uncertain: bool,
+    **target_opts: Any,
+) -> None:
+    """Create one pet per spreadsheet row (CSV or .xlsx) with POST /pets.
+
+    Rows are checked first (name; categoryId an int64 integer; status available, pending
+    or sold, or blank); bad rows go to FILE_STEM.rejects.csv with the reason, created rows
+    to FILE_STEM.accepted.csv with their new id, rows whose outcome is unknown to
+    FILE_STEM.uncertain.csv. A journal makes re-running the same command safe: it resumes
+    and never creates a row twice. Exits 0 when every row was created, 4 when any was
+    rejected, uncertain or left pending, 3 when the API refused the key, 2 for input errors.
+
+    \b
+    Examples:
+      petsync import new-pets.csv --dry-run
+      petsync import new-pets.xlsx --sheet April
+      petsync import new-pets.rejects.csv          # after fixing the rejected rows
+    """
+    from petsync.importer import ImportConfig, run_import
+
+    config = ImportConfig(
+        path=file,
+        sheet=sheet,
+        encoding=encoding,
+        delimiter=delimiter,
+        mappings=mappings,
+        dry_run=dry_run,
+        concurrency=concurrency,
+        max_errors=max_errors,
+        out_dir=out_dir,
+        journal_path=journal_path,
+        resend_uncertain=resend_uncertain,
+    )
+    if dry_run:
+        report = run_import(config)
+    else:
+        with _api_client(target_opts) as client:
+            report = run_import(config, client)
+    remember_report(report)
+    for line in _import_summary(report):
+        click.echo(line)
+    if report_path is not None:
+        report.write_json(report_path)
+    report.raise_for_stop()
+    if report.exit_code != ExitCode.OK:
+        ctx.exit(int(report.exit_code))
 
 # -- section: run, config ------------------------------------------------------------------
 
@@ -829,6 +995,8 @@ def run(
         petsync run jobs/nightly-export.toml
         petsync run --check jobs/bulk-import.toml
     """
+    import json
+
     from petsync.jobfile import load_job
 
     job = load_job(jobfile, _job_specs(ctx))
@@ -842,7 +1010,7 @@ def run(
         for line in _target_lines(target):
             click.echo(f"  {line}")
         for key, value in job.options.items():
-            click.echo(f"  {key} = {value!r}")
+            click.echo(f"  {key} = {json.dumps(value)}")
         return
     ctx.meta[META_JOB_NAME] = job.name
     ctx.invoke(command, **arguments)

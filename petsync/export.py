@@ -492,8 +492,8 @@ def _warnings(reasons: list[str], drop: DropCheck, strict: bool) -> list[str]:
         warnings.append(
             "The export could not be proven complete: "
             + "; ".join(reasons)
-            + f". {what} Check the server's paging (`petsync check`) and re-run; "
-            "pass --strict to refuse publishing an incomplete snapshot."
+            + f". {what} Check the server's paging (`petsync check`) and re-run"
+            + ("." if strict else "; pass --strict to refuse publishing an incomplete snapshot.")
         )
     if drop.flagged:
         warnings.append(
