@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from petsync._version import API_VERSION, __version__
 from petsync.apikey import ApiKey, redact
+from petsync.client import CheckReport, FetchedPet, InvalidRecord, Listing, Page, PetstoreClient
 from petsync.config import ClientConfig, RetryPolicy
 from petsync.errors import (
     ApiError,
@@ -61,22 +62,28 @@ __all__ = [
     "ApiError",
     "ApiKey",
     "AuthenticationError",
+    "CheckReport",
     "ClientConfig",
     "ConfigError",
     "ErrorBody",
     "ExitCode",
     "ExportConfig",
     "ExportReport",
+    "FetchedPet",
     "IncompleteError",
     "InputError",
+    "InvalidRecord",
+    "Listing",
     "LockedError",
     "NewPet",
     "NotFoundError",
     "OutcomeUnknownError",
+    "Page",
     "PaginationError",
     "Pet",
     "PetStatus",
     "PetsyncError",
+    "PetstoreClient",
     "ProtocolError",
     "RetriesExhaustedError",
     "RetryPolicy",
