@@ -9,6 +9,7 @@ so ``petsync --help`` starts fast.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 import time
@@ -37,7 +38,14 @@ class PetsyncGroup(click.Group):
         try:
             return super().invoke(ctx)
         except PetsyncError as exc:
-            click.echo(f"Error: {redact(str(exc))}", err=True)
+            message = redact(str(exc))
+            if _json_logs():  # stderr stays one JSON object per line for log shippers
+                fields = {"message": message, "error": type(exc).__name__}
+                logging.getLogger("petsync.cli").error(
+                    "error", extra={"fields": {**fields, "exit_code": int(exc.exit_code)}}
+                )
+            else:
+                click.echo(f"Error: {message}", err=True)
             ctx.exit(int(exc.exit_code))
 
 
@@ -382,9 +390,14 @@ def _export_summary(report: Any) -> list[str]:
 
 
 def _progress_display() -> Any:
+    import io
+
     from petsync.progress import ProgressDisplay
 
     stream = click.get_text_stream("stderr")
+    if _json_logs() and not stream.isatty():
+        # stderr carries JSON lines only; the export.listing_done log event has the same facts.
+        return ProgressDisplay(io.StringIO(), live=False)
     return ProgressDisplay(stream, live=stream.isatty())
 
 
@@ -776,6 +789,7 @@ def import_command(
 # -- section: run, config ------------------------------------------------------------------
 
 META_LOG = META_PREFIX + "log"
+META_LOG_FORMAT = META_PREFIX + "log_format"
 META_REPORT = META_PREFIX + "report"
 META_JOB_NAME = META_PREFIX + "job_name"
 META_ENV_SOURCE = META_PREFIX + "env_source"
@@ -792,7 +806,14 @@ def _start_logging(ctx: click.Context, log_format: str, log_level: str) -> None:
         keys=keys_from_environ(os.environ),
     )
     ctx.meta[META_LOG] = handle
+    ctx.meta[META_LOG_FORMAT] = log_format
     ctx.call_on_close(handle.close)
+
+
+def _json_logs() -> bool:
+    """True when stderr must carry JSON log lines only (``--log-format json``)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.meta.get(META_LOG_FORMAT) == "json"
 
 
 def resolve_cli_target(
