@@ -133,6 +133,11 @@ class ImportReport:
     stop: PetsyncError | None = None
 
     @property
+    def rejected(self) -> int:
+        """Rows rejected, locally or by the API."""
+        return self.rejected_local + self.rejected_api
+
+    @property
     def rows_per_second(self) -> float:
         return self.rows_read / self.elapsed_seconds if self.elapsed_seconds > 0 else 0.0
 
@@ -425,7 +430,8 @@ def _send_pass(
         sender.halt("interrupted")
         raise
     finally:
-        _drain(jobs)
+        if sender.stopped.is_set():
+            _drain(jobs)  # queued rows stay pending; on a normal end workers finish them
         for _ in workers:
             jobs.put(_STOP)
         for worker in workers:
