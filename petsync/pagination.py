@@ -292,11 +292,13 @@ class AutoPaging:
     """Detects the server's style from the first page, and proves it before trusting it.
 
     A next link or cursor on the first page decides at once. Otherwise a non-empty first
-    page is followed by a probe with ``offset`` (and, if the server ignored that, ``page=2``
-    when the first page was full). A probe is accepted only when it brings records and none
-    of them was on the first page; an empty probe answer proves the end. When the first page
-    was short and the server ignored the probes, the short page proves the end (style
-    ``none``). When it was full and nothing worked, the listing is flagged incomplete.
+    page is followed by a probe with ``offset`` and, if the server ignored that, ``page=2``
+    (even after a short first page: the server may cap pages below ``limit``). A probe is
+    accepted only when it brings records and none of them was on the first page; an empty
+    probe answer proves the end. When the first page was short and the server ignored both
+    probes, the short page proves the end (style ``none``: the interface makes ``limit`` the
+    maximum returned, so a server that pages no way at all has sent everything). When it was
+    full and nothing worked, the listing is flagged incomplete.
     """
 
     def __init__(self, list_url: httpx.URL, limit: int) -> None:
@@ -356,7 +358,9 @@ class AutoPaging:
                     self._list_url, self._limit, number=2, longest=first.rows
                 )
             return self._use(strategy, probe)
-        if self._probing == OFFSET_PARAM and first.rows >= self._limit:
+        if self._probing == OFFSET_PARAM:
+            # Also after a short first page: a server paging by number may cap pages below
+            # `limit`, and then its short first page is not the end.
             return Step(keep=False, next=self._probe(PAGE_PARAM, 2).next)
         if first.rows < self._limit:
             self.name = "none"  # the short first page is the whole catalogue

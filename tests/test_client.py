@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -27,6 +27,7 @@ from petsync.errors import (
     UsageError,
 )
 from petsync.models import INT64_MAX, INT64_MIN, NewPet, PetStatus
+from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock
 
 BASE = "https://petstore.test/v1"
@@ -589,3 +590,70 @@ def test_the_key_is_never_in_an_error_message(
         except PetsyncError as exc:
             assert KEY not in str(exc)
             assert all(KEY not in str(v) for v in vars(exc).values())
+
+
+# -- against the real reference server ----------------------------------------------------------
+
+
+LiveClient = Callable[..., PetstoreClient]
+
+
+@pytest.fixture
+def live(fake_clock: FakeClock) -> Iterator[LiveClient]:
+    """Clients of live servers on the fake clock, closed at teardown (no socket left open)."""
+    clients: list[PetstoreClient] = []
+
+    def make(srv: RunningServer, **config: object) -> PetstoreClient:
+        cfg = ClientConfig(srv.base_url, srv.api_key, **config)  # type: ignore[arg-type]
+        client = PetstoreClient(cfg, sleep=fake_clock.sleep, clock=fake_clock, rng=random.Random(2))
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.mark.parametrize("pagination", ["link", "cursor", "offset", "page"])
+def test_auto_lists_the_real_server_whole_with_capped_pages(
+    pagination: str, petstore_server: Callable[..., RunningServer], live: LiveClient
+) -> None:
+    srv = petstore_server(seed_pets=95, pagination=pagination, page_cap=30)
+    listing = live(srv).list_pets(limit=40)
+    ids = [pet.id for page in listing for pet in page.pets]
+    assert ids == [pet.id for pet in srv.store.all()]
+    assert (listing.style, listing.complete, listing.duplicates) == (pagination, True, 0)
+
+
+def test_rate_limited_listing_waits_out_429s_on_the_fake_clock(
+    petstore_server: Callable[..., RunningServer], fake_clock: FakeClock, live: LiveClient
+) -> None:
+    srv = petstore_server(seed_pets=60, clock=fake_clock)
+    srv.faults.rate_limit = 2.0
+    client = live(srv)
+    listing = client.list_pets(limit=5)
+    assert sum(len(page.pets) for page in listing) == 60
+    assert listing.complete is True
+    assert listing.retries > 0 and client.retries == listing.retries
+    assert fake_clock.sleeps and min(fake_clock.sleeps) > 0
+
+
+def test_a_post_whose_answer_is_lost_is_not_re_sent(
+    petstore_server: Callable[..., RunningServer], live: LiveClient
+) -> None:
+    srv = petstore_server()
+    srv.faults.fail_after_store_rate = 1.0
+    client = live(srv)
+    with pytest.raises(OutcomeUnknownError, match="answered HTTP 500"):
+        client.create_pet(NewPet("Once", 1))
+    assert [pet.name for pet in srv.store.all()] == ["Once"]
+    assert client.requests == 1
+
+
+def test_create_pet_against_the_real_server_keeps_int64_extremes(
+    petstore_server: Callable[..., RunningServer], live: LiveClient
+) -> None:
+    srv = petstore_server()
+    pet = live(srv).create_pet(NewPet("Edge", INT64_MIN, PetStatus.SOLD))
+    assert (pet.categoryId, pet.status) == (INT64_MIN, "sold")
+    assert srv.store.get(pet.id) == pet

@@ -138,6 +138,7 @@ def test_auto_accepts_a_short_first_page_from_a_server_that_does_not_page(
     listing = _client(server, fake_clock).list_pets(limit=100)
     assert _ids(listing) == list(range(1, 31))
     assert (listing.style, listing.complete, listing.pages) == ("none", True, 1)
+    assert server.urls[1:] == [f"{PETS}?limit=100&offset=30", f"{PETS}?limit=100&page=2"]
 
 
 def test_auto_on_an_empty_catalogue_is_complete_after_one_request(fake_clock: FakeClock) -> None:
@@ -157,6 +158,13 @@ def test_a_server_capping_pages_below_limit_loses_no_rows(
     assert (listing.style, listing.complete) == ("offset", True)
     # offsets step by the 40 rows actually received, never by the limit of 100
     assert server.urls[1].endswith("offset=40") and server.urls[2].endswith("offset=80")
+
+
+def test_auto_finds_a_page_server_that_caps_its_first_page(fake_clock: FakeClock) -> None:
+    server = Catalogue(250, "page", cap=40)
+    listing = _client(server, fake_clock).list_pets(limit=100)
+    assert _ids(listing) == list(range(1, 251))
+    assert (listing.style, listing.complete) == ("page", True)
 
 
 def test_a_capped_link_server_is_followed_past_short_pages(fake_clock: FakeClock) -> None:
