@@ -29,6 +29,7 @@ from petsync.errors import (
     TransportError,
     UsageError,
 )
+from petsync.importer import ImportConfig, ImportReport, run_import
 from petsync.models import ErrorBody, NewPet, Pet, PetStatus
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ __all__ = [
     "ExportConfig",
     "ExportReport",
     "FetchedPet",
+    "ImportConfig",
+    "ImportReport",
     "IncompleteError",
     "InputError",
     "InvalidRecord",
@@ -97,4 +100,5 @@ __all__ = [
     "load_snapshot",
     "redact",
     "run_export",
+    "run_import",
 ]
