@@ -119,6 +119,7 @@ class ListingResult:
     complete: bool
     incomplete_reason: str | None
     seconds: float
+    duplicates_dropped: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,6 +130,7 @@ class ListingResult:
             "retries": self.retries,
             "pets": self.pets,
             "invalid": self.invalid,
+            "duplicates_dropped": self.duplicates_dropped,
             "complete": self.complete,
             "incomplete_reason": self.incomplete_reason,
             "seconds": round(self.seconds, 3),
@@ -436,6 +438,8 @@ def _fetch_all(
             complete=listing.complete is True,
             incomplete_reason=listing.incomplete_reason,
             seconds=monotonic() - began,
+            # Records the client dropped because this same listing had already sent them.
+            duplicates_dropped=getattr(listing, "duplicates", 0),
         )
         sink.listing_done(result)
         logger.info("export.listing_done", extra={"fields": result.to_json()})
