@@ -45,7 +45,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("petsync_complete", "1 when the last run's result is whole, 0 otherwise."),
     ("petsync_pets_exported", "Pets written to the snapshot by the last export."),
     ("petsync_rows_created", "Spreadsheet rows the last import created."),
-    ("petsync_rows_rejected", "Spreadsheet rows the last import rejected (not sent)."),
+    ("petsync_rows_rejected", "Spreadsheet rows the last import rejected (locally or by the API)."),
     ("petsync_rows_uncertain", "Spreadsheet rows whose creation the last import cannot confirm."),
 )
 _NAMES = frozenset(name for name, _ in METRICS)
