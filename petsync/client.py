@@ -13,7 +13,7 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -121,7 +121,7 @@ class Listing:
         self.incomplete_reason = None
         self.duplicates = 0
 
-    def __iter__(self) -> Iterator[Page]:
+    def __iter__(self) -> Generator[Page, None, None]:
         self._reset()
         strategy = make_strategy(self._style_setting, self._list_url, self._limit)
         requested: set[str] = set()
@@ -356,7 +356,7 @@ class PetstoreClient:
                 if next(pages, None) is None:
                     break
         finally:
-            pages.close()  # type: ignore[attr-defined]  # a generator
+            pages.close()
         style = listing.style
         note = listing.incomplete_reason
         if listing.complete is False:
