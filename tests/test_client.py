@@ -657,3 +657,13 @@ def test_create_pet_against_the_real_server_keeps_int64_extremes(
     pet = live(srv).create_pet(NewPet("Edge", INT64_MIN, PetStatus.SOLD))
     assert (pet.categoryId, pet.status) == (INT64_MIN, "sold")
     assert srv.store.get(pet.id) == pet
+
+
+def test_post_connect_errors_exhaust_into_retries_exhausted_not_outcome_unknown(
+    api: respx.MockRouter, fake_clock: FakeClock
+) -> None:
+    route = api.post(PETS).mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(RetriesExhaustedError) as caught:
+        _client(fake_clock, max_attempts=3).create_pet(NewPet("Rex", 3))
+    assert route.call_count == 3
+    assert type(caught.value.last_error) is TransportError
