@@ -145,22 +145,13 @@ def start_server(
     limiter, so a test can pass a fake clock and never wait. Raises
     :class:`ServerStartError` if it cannot bind or does not come up in time.
     """
+    sock = _listen(host, port)  # first: a port in use fails before seeding a big catalogue
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        family = infos[0][0]
-        # proto given explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the
-        # listening socket says IPPROTO_TCP; without it every answer waits ~40 ms for a
-        # delayed ACK (Nagle), because uvicorn writes headers and body separately.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        raise ServerStartError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
-            "pick another --port (0 picks a free one) or --host"
-        ) from exc
+        store, seeded = open_store(config)
+    except BaseException:
+        sock.close()
+        raise
     bound_port = int(sock.getsockname()[1])
-    store, seeded = open_store(config)
     app = create_app(config, store, clock=clock)
     uv_config = uvicorn.Config(
         app,
@@ -196,6 +187,27 @@ def start_server(
     )
     logger.info("server_started", extra={"fields": {"base_url": running.base_url}})
     return running
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A bound TCP socket for uvicorn (bound here so port 0 is known before serving)."""
+    sock: socket.socket | None = None
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        # proto given explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the
+        # listening socket says IPPROTO_TCP; without it every answer waits ~40 ms for a
+        # delayed ACK (Nagle), because uvicorn writes headers and body separately.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        if sock is not None:
+            sock.close()
+        raise ServerStartError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+            "pick another --port (0 picks a free one) or --host"
+        ) from exc
+    return sock
 
 
 def serve_forever(
