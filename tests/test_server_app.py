@@ -338,7 +338,7 @@ def test_unknown_path_answers_404_error(http: httpx.Client) -> None:
 def test_unsupported_method_answers_405_error_with_allow(http: httpx.Client) -> None:
     response = http.delete("/pets/1")
     assert response.status_code == 405
-    assert response.headers["allow"] == "GET, HEAD"
+    assert set(response.headers["allow"].split(", ")) == {"GET", "HEAD"}  # order: a set's
     assert response.json() == error(405, "method_not_allowed", "Method Not Allowed")
 
 
