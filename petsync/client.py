@@ -147,11 +147,13 @@ class Listing:
             view = FetchedPage(request, response_url, headers, [key for key, _ in entries])
             step = strategy.next(view)
             self.style = strategy.name
-            if step.next is None:
-                self.complete = step.complete
-                self.incomplete_reason = step.reason
+            page = None
             if step.keep:
                 page = self._fresh_page(entries, seen, self._client._shown(response_url), request)
+            if step.next is None:  # set before the last page is yielded: the end is known
+                self.complete = step.complete
+                self.incomplete_reason = step.reason
+            if page is not None:
                 self.pages += 1
                 logger.debug(
                     "page",

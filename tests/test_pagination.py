@@ -175,8 +175,10 @@ def test_a_capped_link_server_is_followed_past_short_pages(fake_clock: FakeClock
 
 def test_explicit_offset_on_a_server_ignoring_offset_is_a_loop(fake_clock: FakeClock) -> None:
     client = _client(Catalogue(250, "none"), fake_clock, pagination="offset")
+    listing = client.list_pets(limit=100)
     with pytest.raises(PaginationError) as caught:
-        _ids(client.list_pets(limit=100))
+        _ids(listing)
+    assert listing.complete is None  # never claimed complete
     assert str(caught.value) == (
         f"the page at {PETS}?limit=100&offset=100 (reached by offset 100) holds only records "
         "already listed: the server is sending the same records again (a loop). Report it to "
