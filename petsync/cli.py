@@ -38,15 +38,20 @@ class PetsyncGroup(click.Group):
         try:
             return super().invoke(ctx)
         except PetsyncError as exc:
-            message = redact(str(exc))
-            if _json_logs():  # stderr stays one JSON object per line for log shippers
-                fields = {"message": message, "error": type(exc).__name__}
-                logging.getLogger("petsync.cli").error(
-                    "error", extra={"fields": {**fields, "exit_code": int(exc.exit_code)}}
-                )
-            else:
-                click.echo(f"Error: {message}", err=True)
+            _echo_error(exc)
             ctx.exit(int(exc.exit_code))
+
+
+def _echo_error(exc: PetsyncError) -> None:
+    """``Error: message`` on stderr; with JSON logs an ``error`` event, so stderr stays JSON."""
+    message = redact(str(exc))
+    if _json_logs():
+        fields = {"message": message, "error": type(exc).__name__}
+        logging.getLogger("petsync.cli").error(
+            "error", extra={"fields": {**fields, "exit_code": int(exc.exit_code)}}
+        )
+    else:
+        click.echo(f"Error: {message}", err=True)
 
 
 # Where the options that commands do not take as parameters are kept for the command's
@@ -404,7 +409,8 @@ def _progress_display() -> Any:
 def _finish_export(ctx: click.Context, report: Any) -> None:
     for line in _export_summary(report):
         click.echo(line)
-    for warning in report.warnings:
+    # With JSON logs the export.warning events carry the warnings; stderr stays JSON.
+    for warning in [] if _json_logs() else report.warnings:
         click.echo(f"Warning: {redact(warning)}", err=True)
     if report.exit_code != ExitCode.OK:
         ctx.exit(int(report.exit_code))
@@ -786,6 +792,7 @@ def import_command(
     if report.exit_code != ExitCode.OK:
         ctx.exit(int(report.exit_code))
 
+
 # -- section: run, config ------------------------------------------------------------------
 
 META_LOG = META_PREFIX + "log"
@@ -910,7 +917,7 @@ def _write_run_metrics(ctx: click.Context, path: Path, exit_code: int, duration:
     except PetsyncError as exc:
         if exit_code == 0:
             raise
-        click.echo(f"Error: {redact(str(exc))}", err=True)  # keep the run's own exit code
+        _echo_error(exc)  # and keep the run's own exit code
 
 
 def _job_parameters(command: click.Command) -> dict[str, click.Parameter]:
@@ -1084,7 +1091,6 @@ def config_show(base_url: str | None, api_key_file: Path | None) -> None:
     target = resolve_cli_target(base_url, api_key_file, require_key=False)
     for line in _target_lines(target):
         click.echo(line)
-
 
 
 def main() -> None:
