@@ -30,7 +30,10 @@ from petsync.errors import (
     UsageError,
 )
 from petsync.importer import ImportConfig, ImportReport, run_import
+from petsync.logs import configure_logging
+from petsync.metrics import RunMetrics, write_metrics
 from petsync.models import ErrorBody, NewPet, Pet, PetStatus
+from petsync.settings import Target, resolve_target
 
 if TYPE_CHECKING:
     from petsync.diff import SnapshotDiff, diff_snapshots
@@ -90,15 +93,20 @@ __all__ = [
     "ProtocolError",
     "RetriesExhaustedError",
     "RetryPolicy",
+    "RunMetrics",
     "SnapshotDiff",
     "SnapshotInfo",
+    "Target",
     "TransportError",
     "UsageError",
     "__version__",
+    "configure_logging",
     "diff_snapshots",
     "list_snapshots",
     "load_snapshot",
     "redact",
+    "resolve_target",
     "run_export",
     "run_import",
+    "write_metrics",
 ]
