@@ -342,3 +342,27 @@ def test_flag_beats_variable_beats_config_file(workdir: Path) -> None:
     assert by_flag.stdout.splitlines()[2] == (
         "base URL      https://flag.example.com/v1  [--base-url]"
     )
+
+
+def test_export_command_metrics_file_is_labelled_export(
+    workdir: Path, petstore_server: Callable[..., RunningServer]
+) -> None:
+    srv = petstore_server(seed_pets=7)
+    env = {"PETSYNC_BASE_URL": srv.base_url, "PETSYNC_API_KEY": srv.api_key.reveal()}
+    result = invoke(["export", "--out", "snaps", "--metrics-file", "export.prom"], env)
+    assert result.exit_code == 0, result.output
+    assert 'petsync_pets_exported{job="export"} 7' in (workdir / "export.prom").read_text()
+
+
+def test_metrics_directory_missing_fails_before_the_run(
+    workdir: Path, petstore_server: Callable[..., RunningServer]
+) -> None:
+    srv = petstore_server(seed_pets=7)
+    env = {"PETSYNC_BASE_URL": srv.base_url, "PETSYNC_API_KEY": srv.api_key.reveal()}
+    result = invoke(["export", "--out", "snaps", "--metrics-file", "nope/export.prom"], env)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: metrics file nope/export.prom: directory nope does not exist; create it or "
+        "point --metrics-file at node_exporter's textfile directory\n"
+    )
+    assert not (workdir / "snaps").exists()
