@@ -57,8 +57,10 @@ class OptionSpec:
 
     def describe(self) -> str:
         """What the key takes, for error messages: ``one of: parquet, both``."""
-        text = "one of: " + ", ".join(self.choices) if self.choices else _KIND_WORDS[self.kind]
-        return f"a list of {text}" if self.multiple else text
+        if self.multiple:
+            each = "one of: " + ", ".join(self.choices) if self.choices else _KIND_WORDS[self.kind]
+            return f"a list, each {each}"
+        return "one of: " + ", ".join(self.choices) if self.choices else _KIND_WORDS[self.kind]
 
 
 @dataclass(frozen=True)

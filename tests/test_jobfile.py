@@ -94,7 +94,7 @@ def test_value_outside_the_choices_lists_them(tmp_path: Path) -> None:
 def test_list_item_outside_the_choices_lists_them(tmp_path: Path) -> None:
     path = job(tmp_path, '[export]\nout = "s"\nstatus = ["sold", "lost"]\n')
     assert error(path) == (
-        f"job file {path} [export]: status must be a list of one of: available, pending, "
+        f"job file {path} [export]: status must be a list, each one of: available, pending, "
         'sold, got "lost" (string)'
     )
 
