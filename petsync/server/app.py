@@ -116,8 +116,15 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 class PetstoreApp:
     """The endpoints, bound to one store, config and clock."""
 
-    def __init__(self, config: ServerConfig, store: PetStore, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        store: PetStore,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.config = config
+        self._sleep = sleep
         self.store = store
         self.faults = config.faults
         self._bucket = TokenBucket(config.faults, clock)
@@ -128,7 +135,7 @@ class PetstoreApp:
     async def _gate(self, request: Request) -> Response | None:
         faults = self.faults
         if faults.latency_ms > 0:
-            await asyncio.sleep(faults.latency_ms / 1000.0)
+            await self._sleep(faults.latency_ms / 1000.0)
         if faults.roll(faults.fail_rate):
             return error_response(503, "injected fault: the service is unavailable; retry later")
         wait = self._bucket.take()
@@ -235,10 +242,18 @@ class PetstoreApp:
 
 
 def create_app(
-    config: ServerConfig, store: PetStore, *, clock: Callable[[], float] = time.monotonic
+    config: ServerConfig,
+    store: PetStore,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Starlette:
-    """The ASGI app of one reference server (no auth on ``/v1/openapi.json``: it is public)."""
-    api = PetstoreApp(config, store, clock)
+    """The ASGI app of one reference server.
+
+    ``clock`` drives the rate limiter and ``sleep`` the injected latency, so tests need not
+    wait. ``/v1/openapi.json`` needs no key and sees no faults: it is public and no operation.
+    """
+    api = PetstoreApp(config, store, clock, sleep)
     routes = [
         Route("/pets", api.guarded(api.pets), methods=["GET", "POST"]),
         Route("/pets/{petId}", api.guarded(api.get_pet), methods=["GET"]),
