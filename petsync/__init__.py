@@ -38,6 +38,9 @@ from petsync.settings import Target, resolve_target
 if TYPE_CHECKING:
     from petsync.diff import SnapshotDiff, diff_snapshots
     from petsync.export import ExportConfig, ExportReport, run_export
+    from petsync.server.app import ServerConfig
+    from petsync.server.faults import Faults
+    from petsync.server.runner import RunningServer, start_server
     from petsync.snapshot import SnapshotInfo, list_snapshots, load_snapshot
 
 # Names whose modules pull in pandas or pyarrow load on first use, so `import petsync` and
@@ -51,6 +54,11 @@ _LAZY: dict[str, str] = {
     "load_snapshot": "petsync.snapshot",
     "SnapshotDiff": "petsync.diff",
     "diff_snapshots": "petsync.diff",
+    # The reference server (Starlette, uvicorn) also loads on first use.
+    "ServerConfig": "petsync.server.app",
+    "Faults": "petsync.server.faults",
+    "RunningServer": "petsync.server.runner",
+    "start_server": "petsync.server.runner",
 }
 
 
@@ -73,6 +81,7 @@ __all__ = [
     "ExitCode",
     "ExportConfig",
     "ExportReport",
+    "Faults",
     "FetchedPet",
     "ImportConfig",
     "ImportReport",
@@ -94,6 +103,8 @@ __all__ = [
     "RetriesExhaustedError",
     "RetryPolicy",
     "RunMetrics",
+    "RunningServer",
+    "ServerConfig",
     "SnapshotDiff",
     "SnapshotInfo",
     "Target",
@@ -108,5 +119,6 @@ __all__ = [
     "resolve_target",
     "run_export",
     "run_import",
+    "start_server",
     "write_metrics",
 ]
