@@ -20,6 +20,8 @@ from petsync.errors import InputError
 FIELDS: tuple[str, ...] = ("name", "categoryId", "status")
 REQUIRED_FIELDS: tuple[str, ...] = ("name", "categoryId")
 PETSYNC_PREFIX = "petsync_"
+# The column of created ids in accepted files: such a file must never be imported again.
+ACCEPTED_MARKER = "petsync_id"
 
 
 def match_key(header: str) -> str:
@@ -79,6 +81,12 @@ def parse_mapping(text: str) -> tuple[str, str]:
 def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) -> ColumnMap:
     """Find the column of each field, or raise :class:`InputError` naming the columns found."""
     found = ", ".join(repr(h) for h in header)
+    if any(title.strip().casefold() == ACCEPTED_MARKER for title in header):
+        raise InputError(
+            f"{path} has a {ACCEPTED_MARKER} column: it lists pets petsync already created "
+            "(an accepted file); importing it would create them again. Import the original "
+            "file, its reject file or its uncertain file instead"
+        )
     chosen: dict[str, int] = {}
     for text in mappings:
         column, field = parse_mapping(text)

@@ -22,9 +22,19 @@ def test_headers_match_ignoring_case_spaces_underscores(header: str) -> None:
 
 
 def test_other_and_petsync_columns() -> None:
-    header = ["notes", "name", "categoryId", "Status", "notes", "petsync_row", "petsync_id"]
+    header = ["notes", "name", "categoryId", "Status", "notes", "petsync_row", "petsync_error"]
     assert resolve_columns(header, [], PATH) == ColumnMap(
         name=1, categoryId=2, status=3, carried=(0, 1, 2, 3, 4)
+    )
+
+
+def test_an_accepted_file_is_never_imported_again() -> None:
+    with pytest.raises(InputError) as info:
+        resolve_columns(["name", "categoryId", "petsync_row", "petsync_id"], [], PATH)
+    assert str(info.value) == (
+        "pets.csv has a petsync_id column: it lists pets petsync already created (an accepted "
+        "file); importing it would create them again. Import the original file, its reject "
+        "file or its uncertain file instead"
     )
 
 
