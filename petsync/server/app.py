@@ -217,8 +217,8 @@ class PetstoreApp:
         return Response(_render_rows(rows), 200, headers=headers, media_type="application/json")
 
     async def create_pet(self, request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
+        body = await _read_body(request)
+        if body is None:
             return error_response(413, f"request body over {MAX_BODY_BYTES} bytes")
         new_pet = parse_new_pet(body)
         pet = self.store.create(new_pet)
@@ -337,6 +337,18 @@ def _query_cursor(query: QueryParams) -> int | None:
             f"pass the value of the {CURSOR_HEADER} header unchanged"
         )
     return int(number)
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The request body, or None once it passes :data:`MAX_BODY_BYTES` (read no further)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _reject_constant(name: str) -> None:
