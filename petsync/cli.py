@@ -334,8 +334,7 @@ def serve(
         # The one place petsync prints a key, on purpose: the server's own fresh key, which
         # nobody else knows yet. Keys given by file or environment are never printed.
         click.echo(
-            f"Generated API key (shown once; give it to clients as {ENV_API_KEY}): "
-            f"{key.reveal()}"
+            f"Generated API key (shown once; give it to clients as {ENV_API_KEY}): {key.reveal()}"
         )
     faults = Faults(fail_rate=fail_rate, rate_limit=rate_limit, latency_ms=latency_ms)
     config = ServerConfig(
