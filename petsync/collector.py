@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from petsync.models import STATUS_VALUES, Pet, PetStatus
 from petsync.schema import COLUMNS, PET_SCHEMA, conform, empty_table
 
-BATCH_ROWS = 65_536
+BATCH_ROWS = 16_384  # per listing: bounds the Python objects held between batches
 
 # Listing sources are small integers in the collected rows: 0 is the unfiltered sweep,
 # 1.. are the statuses in interface order.
@@ -30,7 +30,7 @@ SWEEP_SOURCE = 0
 _SOURCE_STATUS: tuple[str | None, ...] = (None, *STATUS_VALUES)
 
 _WORK_SCHEMA = pa.schema(
-    [*PET_SCHEMA, pa.field("seq", pa.int64(), False), pa.field("source", pa.int8(), False)]
+    [*PET_SCHEMA, pa.field("seq", pa.int32(), False), pa.field("source", pa.int8(), False)]
 )
 
 
@@ -58,6 +58,8 @@ class _Buffer:
 
     def __init__(self, source: int) -> None:
         self.source = source
+        self.expected = _SOURCE_STATUS[source]
+        self.mismatches = 0
         self.reset()
 
     def reset(self) -> None:
@@ -71,8 +73,12 @@ class _Buffer:
         self.ids.extend([p.id for p in pets])
         self.names.extend([p.name for p in pets])
         self.categories.extend([p.categoryId for p in pets])
-        self.statuses.extend([p.status for p in pets])
+        statuses = [p.status for p in pets]
+        self.statuses.extend(statuses)
         self.seqs.extend(itertools.repeat(seq, len(pets)))
+        if self.expected is not None:
+            # Listed under status=X but the body says otherwise: the body wins, counted.
+            self.mismatches += len(statuses) - statuses.count(self.expected)
 
     def take_batch(self) -> pa.RecordBatch | None:
         if not self.ids:
@@ -83,7 +89,7 @@ class _Buffer:
                 pa.array(self.names, pa.string()),
                 pa.array(self.categories, pa.int64()),
                 pa.array(self.statuses, pa.string()),
-                pa.array(self.seqs, pa.int64()),
+                pa.array(self.seqs, pa.int32()),
                 pa.repeat(pa.scalar(self.source, pa.int8()), len(self.ids)),
             ],
             schema=_WORK_SCHEMA,
@@ -132,29 +138,35 @@ class PetCollector:
                 if batch is not None:
                     self._batches.append(batch)
             batches, self._batches = self._batches, []
+            mismatches = sum(b.mismatches for b in self._buffers.values())
         if not batches:
             return CollectedPets(empty_table(), 0, 0, 0, 0, dict.fromkeys(STATUS_VALUES, 0))
-        rows = pa.Table.from_batches(batches, schema=_WORK_SCHEMA).combine_chunks()
+        rows = pa.Table.from_batches(batches, schema=_WORK_SCHEMA)
         del batches
-        duplicates = _duplicate_counts(rows)
-        mismatches = _status_mismatches(rows)
-        order = pc.sort_indices(rows, [("id", "ascending"), ("seq", "descending")])
-        sorted_ids = pc.take(rows.column("id"), order).to_numpy()
-        first = np.empty(len(sorted_ids), dtype=bool)
-        if len(first):
-            first[0] = True
-            np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-        del sorted_ids
-        keep = pc.filter(order, pa.array(first))
-        table = conform(rows.select(list(COLUMNS)).take(keep))
         fetched = rows.num_rows
-        del rows, order, keep
+        ids = rows.column("id").to_numpy()
+        seqs = rows.column("seq").to_numpy()
+        # Rows of one id together, its latest fetch first (lexsort's last key is primary).
+        order = np.lexsort((-seqs.astype(np.int64), ids))
+        del seqs
+        sorted_ids = ids[order]
+        del ids
+        first = np.empty(fetched, dtype=bool)
+        first[0] = True
+        np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
+        two_statuses = _seen_under_two_statuses(rows, order, first)
+        conflicting = _conflicting_ids(rows, order, sorted_ids, first)
+        del sorted_ids
+        keep = pa.array(order[first])
+        del order, first
+        table = conform(rows.select(list(COLUMNS)).take(keep).combine_chunks())
+        del rows, keep
         by_status, no_status, unknown = _status_counts(table)
         return CollectedPets(
             table=table,
             rows_fetched=fetched,
-            seen_under_two_statuses=duplicates[0],
-            conflicting_duplicates=duplicates[1],
+            seen_under_two_statuses=two_statuses,
+            conflicting_duplicates=conflicting,
             status_mismatches=mismatches,
             by_status=by_status,
             no_status=no_status,
@@ -162,50 +174,44 @@ class PetCollector:
         )
 
 
-def _duplicate_counts(rows: pa.Table) -> tuple[int, int]:
-    """(ids listed under two or more statuses, ids fetched twice with different content)."""
-    # The sweep lists every pet again by design; only the filtered listings tell whether a
-    # pet moved from one status to another while the export ran.
-    filtered_source = pc.if_else(
-        pc.equal(rows.column("source"), SWEEP_SOURCE),
-        pa.scalar(None, pa.int8()),
-        rows.column("source"),
-    )
-    work = pa.table(
-        {
-            "id": rows.column("id"),
-            "fs": filtered_source,
-            "name": rows.column("name"),
-            "categoryId": rows.column("categoryId"),
-            "status": pc.fill_null(rows.column("status"), "\x00(none)"),
-        }
-    )
-    grouped = work.group_by("id").aggregate(
-        [
-            ("fs", "count_distinct", pc.CountOptions(mode="only_valid")),
-            ("name", "count_distinct"),
-            ("categoryId", "count_distinct"),
-            ("status", "count_distinct"),
-        ]
-    )
-    two_statuses = pc.sum(pc.greater(grouped.column("fs_count_distinct"), 1)).as_py() or 0
-    differs = pc.or_(
-        pc.or_(
-            pc.greater(grouped.column("name_count_distinct"), 1),
-            pc.greater(grouped.column("categoryId_count_distinct"), 1),
-        ),
-        pc.greater(grouped.column("status_count_distinct"), 1),
-    )
-    conflicting = pc.sum(differs).as_py() or 0
-    return int(two_statuses), int(conflicting)
+def _seen_under_two_statuses(rows: pa.Table, order: np.ndarray, first: np.ndarray) -> int:
+    """Ids listed under two or more status filters (they moved while the export ran).
+
+    The sweep lists every pet again by design, so only filtered listings count: per id
+    group, the smallest and largest filtered source differ exactly when there are two.
+    """
+    sources = rows.column("source").to_numpy()[order]
+    starts = np.flatnonzero(first)
+    filtered = sources != SWEEP_SOURCE
+    low = np.minimum.reduceat(np.where(filtered, sources, np.int8(127)), starts)
+    high = np.maximum.reduceat(np.where(filtered, sources, np.int8(-1)), starts)
+    return int(np.count_nonzero((high >= 0) & (low != high)))
 
 
-def _status_mismatches(rows: pa.Table) -> int:
-    """Rows listed under ``status=X`` whose body says another status (or none)."""
-    listed = pc.take(pa.array(_SOURCE_STATUS, pa.string()), rows.column("source"))
-    body = pc.fill_null(rows.column("status"), "\x00(none)")
-    wrong = pc.and_(pc.is_valid(listed), pc.not_equal(body, pc.fill_null(listed, "")))
-    return int(pc.sum(wrong).as_py() or 0)
+def _conflicting_ids(
+    rows: pa.Table, order: np.ndarray, sorted_ids: np.ndarray, first: np.ndarray
+) -> int:
+    """Ids fetched more than once whose copies differ in name, categoryId or status.
+
+    Within an id's rows any difference shows between two neighbours, so comparing each
+    row with the one before it (when both have the same id) finds every conflicting id.
+    """
+    same = ~first[1:]
+    if not same.any():
+        return 0
+    index = pa.array(order)
+    differs = np.zeros(len(same), dtype=bool)
+    categories = rows.column("categoryId").to_numpy()[order]
+    differs |= categories[1:] != categories[:-1]
+    del categories
+    for name in ("name", "status"):
+        column = pc.fill_null(rows.column(name).take(index), "\x00(none)").combine_chunks()
+        differs |= pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)).to_numpy(
+            zero_copy_only=False
+        )
+        del column
+    conflicted = sorted_ids[1:][same & differs]
+    return int(len(np.unique(conflicted)))
 
 
 def _status_counts(table: pa.Table) -> tuple[dict[str, int], int, dict[str, int]]:
