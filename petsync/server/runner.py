@@ -8,6 +8,8 @@ command needs: wait for SIGTERM or Ctrl-C, then stop cleanly and close the datab
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import signal
 import socket
@@ -32,6 +34,33 @@ STARTUP_TIMEOUT = 15.0  # seconds to wait for uvicorn to accept connections
 SHUTDOWN_TIMEOUT = 10  # seconds to wait for in-flight requests when stopping
 
 
+class _PromptServer(uvicorn.Server):
+    """uvicorn's Server, woken by :meth:`wake` instead of polling its stop flag every 0.1 s.
+
+    Stopping is then as quick as uvicorn's own shutdown; test suites start and stop
+    hundreds of these.
+    """
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _wake: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        counter = 0
+        # on_tick refreshes the Date header when counter % 10 == 0 and says when to exit.
+        while not await self.on_tick(counter):
+            counter = (counter + 10) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 1.0)
+
+    def wake(self) -> None:
+        loop, event = self._loop, self._wake
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed: nothing to wake
+                loop.call_soon_threadsafe(event.set)
+
+
 class ServerStartError(PetsyncError):
     """The reference server could not start (port taken, bad host, uvicorn failed)."""
 
@@ -49,7 +78,7 @@ class RunningServer:
         *,
         config: ServerConfig,
         store: PetStore,
-        server: uvicorn.Server,
+        server: _PromptServer,
         thread: threading.Thread,
         host: str,
         port: int,
@@ -89,6 +118,7 @@ class RunningServer:
             return
         self._stopped = True
         self._server.should_exit = True
+        self._server.wake()
         self._thread.join(SHUTDOWN_TIMEOUT)
         if self._thread.is_alive():  # a connection that never ends: give up waiting on it
             self._server.force_exit = True
@@ -162,7 +192,7 @@ def start_server(
         ws="none",
         timeout_graceful_shutdown=SHUTDOWN_TIMEOUT,
     )
-    server = uvicorn.Server(uv_config)
+    server = _PromptServer(uv_config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"petstore-{bound_port}", daemon=True
     )
