@@ -108,3 +108,14 @@ def test_serve_help_documents_the_key_sources_and_an_example(runner: CliRunner) 
     assert "petsync serve --port 8080 --db pets.db --seed-pets 1000" in result.output
     for option in ("--fail-rate", "--rate-limit", "--latency-ms", "--pagination", "--page-cap"):
         assert option in result.output
+
+
+def test_the_command_line_loads_the_server_only_when_serving() -> None:
+    import subprocess
+    import sys
+
+    probe = "import sys, petsync.cli; print(sorted({'starlette', 'uvicorn'} & set(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout == "[]\n"

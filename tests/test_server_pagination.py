@@ -9,6 +9,7 @@ import httpx
 import pytest
 from conftest import StartServer
 
+from petsync.models import Pet
 from petsync.server import SERVER_PAGINATION_STYLES
 from petsync.server.app import encode_cursor
 from petsync.server.runner import RunningServer
@@ -160,6 +161,18 @@ def test_page_cap_returns_fewer_rows_than_limit_and_nothing_vanishes(
     assert ids == list(range(1, 61))
 
 
+def disturb(srv: RunningServer, http: httpx.Client, number: int) -> list[int]:
+    """What happens to a catalogue while a client pages: pets added at the end, one added
+    behind the client's position (a crafted low id), one already listed deleted."""
+    created = [
+        int(http.post("/pets", json={"name": f"Late {number}.{k}", "categoryId": 1}).json()["id"])
+        for k in range(3)
+    ]
+    srv.store.insert(Pet(-number, f"Behind {number}", 1))
+    srv.store._conn.execute("DELETE FROM pets WHERE id = ?", (number,))
+    return created
+
+
 def test_keyset_paging_neither_repeats_nor_loses_pets_created_meanwhile(
     petstore_server: StartServer,
 ) -> None:
@@ -169,12 +182,23 @@ def test_keyset_paging_neither_repeats_nor_loses_pets_created_meanwhile(
     with client_for(srv) as http:
         for number, page in enumerate(pages(http, "link", 10)):
             seen.extend(int(p["id"]) for p in page)
-            if number in (2, 5):  # pets added while the client pages
-                for k in range(3):
-                    body = {"name": f"Late {number}.{k}", "categoryId": 1}
-                    created.append(http.post("/pets", json=body).json()["id"])
+            if number in (2, 5):
+                created += disturb(srv, http, number)
     assert len(seen) == len(set(seen))
     assert seen == list(range(1, 101)) + created
+
+
+def test_offset_paging_repeats_pets_under_the_same_changes(petstore_server: StartServer) -> None:
+    # Why keyset is the default: offsets shift when a pet lands behind the client.
+    srv = petstore_server(seed_pets=100, pagination="offset")
+    seen: list[int] = []
+    with client_for(srv) as http:
+        for number, page in enumerate(pages(http, "offset", 10)):
+            seen.extend(int(p["id"]) for p in page)
+            if number == 2:
+                srv.store.insert(Pet(-1, "Behind", 1))
+    assert len(seen) > len(set(seen))
+    assert seen[30] == seen[29] == 30
 
 
 # -- query validation -------------------------------------------------------------------------
