@@ -327,11 +327,17 @@ def test_get_pet_and_list_keep_extreme_ids_exact(
 # -- other errors ---------------------------------------------------------------------------------
 
 
-def test_unknown_path_answers_404_error(http: httpx.Client) -> None:
-    response = http.get("/animals")
+@pytest.mark.parametrize("path", ["/v1/animals", "/v1/pets/", "/v1", "/", "/v2/pets"], ids=str)
+def test_unknown_path_answers_404_error_and_never_redirects(
+    srv: RunningServer, http: httpx.Client, path: str
+) -> None:
+    response = http.get(srv.base_url.removesuffix("/v1") + path)
     assert response.status_code == 404
     assert response.json() == error(
-        404, "not_found", "no such resource '/v1/animals'; the API lives under /v1"
+        404,
+        "not_found",
+        f"no such resource {path!r}; the operations are GET and POST /v1/pets "
+        "and GET /v1/pets/{petId}",
     )
 
 

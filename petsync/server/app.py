@@ -31,7 +31,7 @@ from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, Router
 
 from petsync.apikey import ApiKey
 from petsync.errors import ConfigError
@@ -263,16 +263,21 @@ def create_app(
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
+            path = request.url.path[:80]
             message = (
-                f"no such resource {request.url.path[:80]!r}; the API lives under {API_PREFIX}"
+                f"no such resource {path!r}; the operations are GET and POST "
+                f"{API_PREFIX}/pets and GET {API_PREFIX}/pets/{{petId}}"
             )
         else:
             message = str(exc.detail)
         return error_response(exc.status_code, message, exc.headers)
 
+    # No trailing-slash redirects: a wrong path is a 404 Error, like any other error.
+    api_router = Router(routes, redirect_slashes=False)
     app = Starlette(
-        routes=[Mount(API_PREFIX, routes=routes)], exception_handlers={HTTPException: http_error}
+        routes=[Mount(API_PREFIX, app=api_router)], exception_handlers={HTTPException: http_error}
     )
+    app.router.redirect_slashes = False
     app.state.petstore = api
     return app
 

@@ -1,7 +1,7 @@
 """The OpenAPI 3 document the reference server serves at ``/v1/openapi.json``.
 
 Written by hand from the interface document, plus what this server adds where the interface
-is silent (marked ``x-petsync`` or described as "this server"): the ``after`` keyset
+is silent (each described as "this server" in its description): the ``after`` keyset
 parameter and ``Link`` header of listPets, 400 for a bad ``limit`` or ``status`` filter, and
 the 429/503 answers of fault injection. Tests load it with schemathesis and run it against
 the app, so it has to stay true.
