@@ -345,7 +345,9 @@ def test_unsupported_method_answers_405_error_with_allow(http: httpx.Client) -> 
     response = http.delete("/pets/1")
     assert response.status_code == 405
     assert set(response.headers["allow"].split(", ")) == {"GET", "HEAD"}  # order: a set's
-    assert response.json() == error(405, "method_not_allowed", "Method Not Allowed")
+    assert response.json() == error(
+        405, "method_not_allowed", "method DELETE is not allowed on '/v1/pets/1'; use GET, HEAD"
+    )
 
 
 def test_create_after_the_last_int64_id_answers_500_error(

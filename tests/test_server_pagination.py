@@ -11,9 +11,9 @@ from conftest import StartServer
 
 from petsync.models import Pet
 from petsync.server import SERVER_PAGINATION_STYLES
-from petsync.server.app import encode_cursor
 from petsync.server.runner import RunningServer
 from petsync.server.seed import seed_rows
+from petsync.server.validation import encode_cursor
 
 MAX_PAGES = 500  # every walk below is bounded
 _NEXT = re.compile(r'<([^>]*)>;\s*rel="next"')

@@ -14,32 +14,38 @@ is checked, the way a gateway in front of a real service sheds load.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
-from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route, Router
 
 from petsync.apikey import ApiKey
+from petsync.config import CURSOR_HEADER
 from petsync.errors import ConfigError
-from petsync.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus, is_int64
+from petsync.models import INT64_MAX
 from petsync.server import SERVER_PAGINATION_STYLES, ServerPagination
 from petsync.server.faults import Faults, TokenBucket
 from petsync.server.openapi import build_openapi
 from petsync.server.store import PetStore, Row, StoreFullError
+from petsync.server.validation import (
+    BadRequest,
+    encode_cursor,
+    parse_new_pet,
+    parse_pet_id,
+    query_after,
+    query_cursor,
+    query_int,
+    query_status,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +53,6 @@ logger = logging.getLogger(__name__)
 API_PREFIX = "/v1"
 LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT = 1, 100, 20  # interface, Limits
 MAX_BODY_BYTES = 1024 * 1024
-CURSOR_HEADER = "X-Next-Cursor"  # same values as petsync.config (the client's side)
-CURSOR_PARAM = "cursor"
 # getPet is scheduled for removal on 5 December 2030 (interface, Versioning 3). The
 # interface gives no deprecation date; 1 January 2025 stands for "already deprecated".
 DEPRECATION_HEADER = "@1735689600"
@@ -66,8 +70,6 @@ ERROR_CODES: dict[int, str] = {
     503: "unavailable",
 }
 
-_INTEGER = re.compile(r"-?[0-9]{1,19}")
-_CURSOR_PREFIX = "k1:"
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 
 
@@ -92,10 +94,6 @@ class ServerConfig:
             raise ConfigError(f"seed_pets must be 0 or more, got {self.seed_pets}")
         if self.page_cap is not None and self.page_cap < 1:
             raise ConfigError(f"page_cap must be at least 1, got {self.page_cap}")
-
-
-class BadRequest(Exception):
-    """A request the server answers 400 invalid_request; the message says what to fix."""
 
 
 def error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -190,13 +188,13 @@ class PetstoreApp:
 
     async def list_pets(self, request: Request) -> Response:
         query = request.query_params
-        limit = _query_int(query, "limit", LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT)
-        status = _query_status(query)
+        limit = query_int(query, "limit", LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT)
+        status = query_status(query)
         size = min(limit, self.config.page_cap) if self.config.page_cap else limit
         style = self.config.pagination
         headers: dict[str, str] = {}
         if style in ("link", "cursor"):
-            after = _query_after(query) if style == "link" else _query_cursor(query)
+            after = query_after(query) if style == "link" else query_cursor(query)
             rows = self.store.page_after(after, size, status)
             if rows and len(rows) == size:
                 last = rows[-1][0]
@@ -206,10 +204,10 @@ class PetstoreApp:
                 else:
                     headers[CURSOR_HEADER] = encode_cursor(last)
         elif style == "offset":
-            offset = _query_int(query, "offset", 0, INT64_MAX, 0)
+            offset = query_int(query, "offset", 0, INT64_MAX, 0)
             rows = self.store.page_offset(offset, size, status)
         elif style == "page":
-            page = _query_int(query, "page", 1, INT64_MAX, 1)
+            page = query_int(query, "page", 1, INT64_MAX, 1)
             offset = (page - 1) * size
             rows = self.store.page_offset(offset, size, status) if offset <= INT64_MAX else []
         else:  # "none": only limit; anything else is ignored
@@ -228,11 +226,11 @@ class PetstoreApp:
 
     async def get_pet(self, request: Request) -> Response:
         raw = request.path_params["petId"]
-        pet_id = int(raw) if _INTEGER.fullmatch(raw) else None
+        pet_id = parse_pet_id(raw)
         headers = {"Deprecation": DEPRECATION_HEADER, "Sunset": SUNSET_HEADER}
         # A petId that is not an int64 names no animal: 404, the only failure the interface
         # lists for getPet besides 401.
-        pet = self.store.get(pet_id) if pet_id is not None and is_int64(pet_id) else None
+        pet = self.store.get(pet_id) if pet_id is not None else None
         if pet is None:
             return error_response(404, f"no pet with id {raw[:40]!r}", headers)
         return _json_response(pet.to_json(), 200, headers)
@@ -268,6 +266,10 @@ def create_app(
                 f"no such resource {path!r}; the operations are GET and POST "
                 f"{API_PREFIX}/pets and GET {API_PREFIX}/pets/{{petId}}"
             )
+        elif exc.status_code == 405:
+            allowed = ", ".join(sorted((exc.headers or {}).get("Allow", "").split(", ")))
+            path = request.url.path[:80]
+            message = f"method {request.method} is not allowed on {path!r}; use {allowed}"
         else:
             message = str(exc.detail)
         return error_response(exc.status_code, message, exc.headers)
@@ -282,68 +284,6 @@ def create_app(
     return app
 
 
-# -- request parsing -------------------------------------------------------------------------
-
-
-def _single(query: QueryParams, name: str) -> str | None:
-    values = query.getlist(name)
-    if len(values) > 1:
-        raise BadRequest(f"query parameter {name!r} given {len(values)} times; give it once")
-    return values[0] if values else None
-
-
-def _query_int(query: QueryParams, name: str, low: int, high: int, default: int) -> int:
-    raw = _single(query, name)
-    if raw is None:
-        return default
-    if not _INTEGER.fullmatch(raw) or not low <= int(raw) <= high:
-        bound = f"from {low} to {high}" if high < INT64_MAX else f"of at least {low}"
-        raise BadRequest(f"query parameter {name!r} must be an integer {bound}, got {raw[:40]!r}")
-    return int(raw)
-
-
-def _query_status(query: QueryParams) -> str | None:
-    raw = _single(query, "status")
-    if raw is None:
-        return None
-    if raw not in STATUS_VALUES:
-        raise BadRequest(
-            f"query parameter 'status' must be one of {', '.join(STATUS_VALUES)}, got {raw[:40]!r}"
-        )
-    return raw
-
-
-def _query_after(query: QueryParams) -> int | None:
-    raw = _single(query, "after")
-    if raw is None:
-        return None
-    if not _INTEGER.fullmatch(raw) or not is_int64(int(raw)):
-        raise BadRequest(f"query parameter 'after' must be an int64 pet id, got {raw[:40]!r}")
-    return int(raw)
-
-
-def encode_cursor(after: int) -> str:
-    """The opaque token of the ``cursor`` style: the last id sent, base64url-wrapped."""
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{after}".encode()).decode().rstrip("=")
-
-
-def _query_cursor(query: QueryParams) -> int | None:
-    raw = _single(query, CURSOR_PARAM)
-    if raw is None:
-        return None
-    try:
-        text = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        text = ""
-    number = text.removeprefix(_CURSOR_PREFIX)
-    if not text.startswith(_CURSOR_PREFIX) or not _INTEGER.fullmatch(number):
-        raise BadRequest(
-            f"query parameter {CURSOR_PARAM!r} is not a cursor this server issued; "
-            f"pass the value of the {CURSOR_HEADER} header unchanged"
-        )
-    return int(number)
-
-
 async def _read_body(request: Request) -> bytes | None:
     """The request body, or None once it passes :data:`MAX_BODY_BYTES` (read no further)."""
     chunks: list[bytes] = []
@@ -354,85 +294,6 @@ async def _read_body(request: Request) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ValueError(f"key {key[:40]!r} appears twice")
-        obj[key] = value
-    return obj
-
-
-def parse_new_pet(body: bytes) -> NewPet:
-    """Parse and validate a createPet body strictly, or raise :class:`BadRequest` saying why.
-
-    Strict JSON: UTF-8 only, no NaN/Infinity, no duplicate keys. NewPet: ``name`` a non-empty
-    string, ``categoryId`` an int64 integer (``1.0``, ``true`` and ``"1"`` are refused),
-    ``status`` absent or one of the PetStatus values. Other keys are ignored.
-    """
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadRequest(f"request body is not UTF-8 (byte {exc.start} is not)") from exc
-    try:
-        obj = json.loads(
-            text,
-            parse_constant=_reject_constant,
-            object_pairs_hook=_object_without_duplicates,
-        )
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"request body is not valid JSON: {str(exc)[:120]}") from exc
-    if not isinstance(obj, dict):
-        raise BadRequest(f"request body must be a JSON object (NewPet), got {_json_type(obj)}")
-    if "name" not in obj:
-        raise BadRequest("'name' is required")
-    name = obj["name"]
-    if not isinstance(name, str):
-        raise BadRequest(f"'name' must be a string, got {_json_type(name)}")
-    if not name:
-        raise BadRequest("'name' must not be empty")
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise BadRequest("'name' contains an unpaired surrogate escape") from exc
-    if "categoryId" not in obj:
-        raise BadRequest("'categoryId' is required")
-    category = obj["categoryId"]
-    if not is_int64(category):
-        raise BadRequest(
-            f"'categoryId' must be an integer from {INT64_MIN} to {INT64_MAX}, "
-            f"got {_json_type(category)}"
-        )
-    status = None
-    if "status" in obj:
-        raw = obj["status"]
-        if raw not in STATUS_VALUES:
-            shown = repr(raw[:40]) if isinstance(raw, str) else _json_type(raw)
-            raise BadRequest(f"'status' must be one of {', '.join(STATUS_VALUES)}, got {shown}")
-        status = PetStatus(raw)
-    return NewPet(name=name, categoryId=category, status=status)
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return f"the integer {value}" if len(str(value)) <= 40 else "an integer out of range"
-    if isinstance(value, float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _render_rows(rows: list[Row]) -> bytes:
