@@ -292,6 +292,20 @@ _SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.serve
     metavar="M",
     help="Add M milliseconds to every request.",
 )
+@click.option(
+    "--fail-after-store-rate",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    metavar="F",
+    help="Fraction of POST /pets that store the pet, then answer 500 (outcome unknown).",
+)
+@click.option(
+    "--fault-seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the random draws behind the fault rates (runs repeat).",
+)
 def serve(
     host: str,
     port: int,
@@ -303,6 +317,8 @@ def serve(
     fail_rate: float,
     rate_limit: float | None,
     latency_ms: float,
+    fail_after_store_rate: float,
+    fault_seed: int,
 ) -> None:
     """Run the reference Petstore server until Ctrl-C or SIGTERM.
 
@@ -336,7 +352,13 @@ def serve(
         click.echo(
             f"Generated API key (shown once; give it to clients as {ENV_API_KEY}): {key.reveal()}"
         )
-    faults = Faults(fail_rate=fail_rate, rate_limit=rate_limit, latency_ms=latency_ms)
+    faults = Faults(
+        fail_rate=fail_rate,
+        rate_limit=rate_limit,
+        latency_ms=latency_ms,
+        fail_after_store_rate=fail_after_store_rate,
+        seed=fault_seed,
+    )
     config = ServerConfig(
         api_key=key,
         pagination=pagination,  # type: ignore[arg-type]  # click.Choice checked it
@@ -354,6 +376,19 @@ def serve(
         elif seed_pets:
             click.echo(f"Not seeding: {where} already holds {stored} pets")
         click.echo(f"Catalogue: {stored} pets in {where}; pagination: {pagination}")
+        injected = [
+            f"{name} {value:g}"
+            for name, value in (
+                ("fail-rate", fail_rate),
+                ("rate-limit", rate_limit or 0),
+                ("latency-ms", latency_ms),
+                ("fail-after-store-rate", fail_after_store_rate),
+                ("page-cap", page_cap or 0),
+            )
+            if value
+        ]
+        if injected:
+            click.echo(f"Injected faults: {', '.join(injected)} (seed {fault_seed})")
         click.echo(f"Serving Petstore at {srv.base_url}")
         click.echo("Stop with Ctrl-C or SIGTERM.")
 

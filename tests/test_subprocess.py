@@ -205,8 +205,17 @@ def test_serve_takes_the_key_from_the_environment_and_never_prints_it(
     spawn: Spawn, tmp_path: Path
 ) -> None:
     key = "env-key-" + secrets.token_hex(12)
-    server = spawn(env=cron_env(tmp_path, PETSYNC_API_KEY=key))
+    server = spawn(
+        "--latency-ms",
+        "1",
+        "--fail-after-store-rate",
+        "0.5",
+        "--fault-seed",
+        "3",
+        env=cron_env(tmp_path, PETSYNC_API_KEY=key),
+    )
     url = server.wait_for(URL_LINE).group(1)
+    assert "Injected faults: latency-ms 1, fail-after-store-rate 0.5 (seed 3)" in server.seen
     fetched = petsync(
         "get",
         "1",
