@@ -93,6 +93,11 @@ class ImportConfig:
             raise ConfigError("--max-errors must be at least 1")
 
     @property
+    def send_batch(self) -> int:
+        """Rows journaled `sending` with one sync: half the concurrency, at least one."""
+        return max(1, self.concurrency // 2)
+
+    @property
     def read_options(self) -> ReadOptions:
         return ReadOptions(sheet=self.sheet, encoding=self.encoding, delimiter=self.delimiter)
 
@@ -299,6 +304,8 @@ class _Sender:
         self.stopped_reason: str | None = None
         self.errors = 0
         self.created = 0
+        # Rows journaled `sending` but not yet taken by a worker: at most `concurrency`.
+        self.slots = threading.BoundedSemaphore(config.concurrency)
 
     def halt(self, reason: str, error: PetsyncError | None = None) -> None:
         with self.lock:
@@ -319,16 +326,22 @@ class _Sender:
             job = jobs.get()
             if job is None:
                 return
-            if self.stopped.is_set():
-                continue  # left pending: never journaled as sending
+            self.slots.release()  # taken: the feeder may journal the next row
             try:
-                self.send(*job)
+                if self.stopped.is_set():
+                    self.not_sent(job[0])
+                else:
+                    self.send(*job)
             except BaseException as exc:  # a bug must not leave the others waiting
                 error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
                 self.halt(f"unexpected error: {exc!r}", error)
 
+    def not_sent(self, row: int) -> None:
+        """A row journaled ``sending`` that the stop kept from leaving: surely not created."""
+        self.journal.record(RowRecord(row, RowState.UNSENT, message="not sent: the run stopped"))
+
     def send(self, row: int, pet: NewPet) -> None:
-        self.journal.mark_sending(row)
+        # The feeder journaled this row as `sending` (on disk) before queueing it.
         try:
             created = self.client.create_pet(pet)
         except AuthenticationError as exc:
@@ -402,13 +415,14 @@ def _send_pass(
     report: ImportReport,
 ) -> None:
     sender = _Sender(config, client, journal)
-    jobs: queue.Queue[tuple[int, NewPet] | None] = queue.Queue(maxsize=config.concurrency * 4)
+    jobs: queue.Queue[tuple[int, NewPet] | None] = queue.Queue()
     workers = [
         threading.Thread(target=sender.work, args=(jobs,), name=f"petsync-import-{i}", daemon=True)
         for i in range(config.concurrency)
     ]
     for worker in workers:
         worker.start()
+    batch: list[tuple[int, NewPet]] = []
     try:
         with open_spreadsheet(config.path, config.read_options) as sheet:
             if sheet.sha256 != sha256:
@@ -425,13 +439,17 @@ def _send_pass(
                     sender.count_rejection()
                     continue
                 if _should_send(journal.states.get(row.number), config.resend_uncertain):
-                    _put(jobs, (row.number, result.pet), sender.stopped)
+                    batch.append((row.number, result.pet))
+                    if len(batch) >= config.send_batch:
+                        _dispatch(batch, sender, jobs)
+                        batch = []
+            _dispatch(batch, sender, jobs)
     except BaseException:
         sender.halt("interrupted")
         raise
     finally:
         if sender.stopped.is_set():
-            _drain(jobs)  # queued rows stay pending; on a normal end workers finish them
+            _drain(jobs, sender)  # queued rows stay pending; on a normal end workers finish them
         for _ in workers:
             jobs.put(_STOP)
         for worker in workers:
@@ -439,6 +457,30 @@ def _send_pass(
     report.created = sender.created
     report.stop = sender.stop
     report.stopped_reason = sender.stopped_reason
+
+
+def _dispatch(batch: list[tuple[int, NewPet]], sender: _Sender, jobs: queue.Queue[Any]) -> None:
+    """Journal a batch as `sending` with one sync, then hand it to the workers.
+
+    Slots bound the rows journaled but not yet taken by a worker, so a crash leaves at most
+    ``2 * concurrency`` rows uncertain (those queued and those in flight).
+    """
+    taken = 0
+    try:
+        for _ in batch:
+            while not sender.slots.acquire(timeout=0.1):
+                if sender.stopped.is_set():
+                    return
+            taken += 1
+        if sender.stopped.is_set() or not batch:
+            return
+        sender.journal.mark_sending([number for number, _ in batch])
+        for job in batch:
+            jobs.put(job)
+        taken = 0  # the workers release them
+    finally:
+        for _ in range(taken):
+            sender.slots.release()
 
 
 def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:
@@ -449,26 +491,15 @@ def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:
     return False  # created or rejected by the API: final
 
 
-def _put(
-    jobs: queue.Queue[tuple[int, NewPet] | None],
-    job: tuple[int, NewPet],
-    stopped: threading.Event,
-) -> None:
-    # Bounded wait so a stop (all workers idle on a stopped run) cannot block the feeder.
-    while not stopped.is_set():
-        try:
-            jobs.put(job, timeout=0.1)
-            return
-        except queue.Full:
-            continue
-
-
-def _drain(jobs: queue.Queue[tuple[int, NewPet] | None]) -> None:
+def _drain(jobs: queue.Queue[tuple[int, NewPet] | None], sender: _Sender) -> None:
     while True:
         try:
-            jobs.get_nowait()
+            job = jobs.get_nowait()
         except queue.Empty:
             return
+        if job is not None:
+            sender.not_sent(job[0])
+            sender.slots.release()
 
 
 # -- pass 3: write ---------------------------------------------------------------------------

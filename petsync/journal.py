@@ -10,13 +10,14 @@ change of one row, keyed by its row number::
     {"row": 3, "state": "sending"}
     {"row": 3, "state": "rejected", "code": "invalid_category", ...}
 
-The last line for a row wins. ``sending`` is written and fsynced *before* the POST leaves:
-a row whose last state is ``sending`` may or may not have been created (the process died
-mid-request) and counts as uncertain, so it is never re-sent on its own. Outcome lines
-(``created``, ``rejected``, ``uncertain``, ``unsent``) are written at once but fsynced
-with the next ``sending`` line or at close: losing one in a power cut only turns a known
-outcome into an uncertain one, never into a duplicate. Concurrent ``sending`` lines share
-one fsync (group commit), which keeps the cost per row far below a round trip.
+The last line for a row wins. ``sending`` is written and synced to disk *before* the POST
+leaves: a row whose last state is ``sending`` may or may not have been created (the
+process died mid-request) and counts as uncertain, so it is never re-sent on its own.
+``sending`` lines are written in batches (one write, one sync for several rows about to be
+sent); concurrent callers share a sync (group commit). Outcome lines (``created``,
+``rejected``, ``uncertain``, ``unsent``) are written at once, so a killed process loses
+none, and synced with the next batch or at close: losing one in a power cut only turns a
+known outcome into an uncertain one, never into a duplicate.
 
 A torn last line (a crash mid-write) is dropped on open. An exclusive lock keeps two runs
 off one journal.
@@ -29,7 +30,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -146,11 +147,13 @@ class Journal:
             os.close(fd)
             raise
 
-    def mark_sending(self, row: int) -> None:
-        """Record that ``row`` is about to be POSTed; returns once that is on disk."""
-        record = RowRecord(row, RowState.SENDING)
+    def mark_sending(self, rows: Sequence[int]) -> None:
+        """Record that ``rows`` are about to be POSTed; returns once that is on disk.
+
+        One write and one sync for the whole batch; concurrent callers share syncs.
+        """
         with self._cond:
-            seq = self._write(record)
+            seq = self._write([RowRecord(row, RowState.SENDING) for row in rows])
             while self._synced < seq:
                 if self._syncing:
                     self._cond.wait()
@@ -160,7 +163,7 @@ class Journal:
     def record(self, record: RowRecord) -> None:
         """Record an outcome; on disk at the next :meth:`mark_sending`, :meth:`sync` or close."""
         with self._cond:
-            self._write(record)
+            self._write([record])
 
     def sync(self) -> None:
         """Make every line written so far durable."""
@@ -186,16 +189,17 @@ class Journal:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _write(self, record: RowRecord) -> int:
-        line = (json.dumps(record.to_json(), ensure_ascii=False) + "\n").encode()
+    def _write(self, records: Sequence[RowRecord]) -> int:
+        data = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
         try:
-            os.write(self._fd, line)  # one write per line: O_APPEND keeps lines whole
+            os.write(self._fd, data.encode())  # one write: O_APPEND keeps lines whole
         except OSError as exc:
             raise PetsyncError(
                 f"cannot write journal {self.path}: {exc.strerror or exc}; free space or fix "
                 "permissions, then re-run the same command to resume"
             ) from exc
-        self.states[record.row] = record
+        for record in records:
+            self.states[record.row] = record
         self._written += 1
         return self._written
 

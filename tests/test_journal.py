@@ -38,11 +38,11 @@ def test_new_journal_has_a_header_naming_the_input(tmp_path: Path) -> None:
 def test_states_survive_a_reopen_and_the_last_line_wins(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     with open_journal(path) as journal:
-        journal.mark_sending(2)
+        journal.mark_sending([2])
         journal.record(RowRecord(2, RowState.CREATED, id=9223372036854775807))
-        journal.mark_sending(3)
+        journal.mark_sending([3])
         journal.record(RowRecord(3, RowState.REJECTED, code="bad", message="no", http_status=400))
-        journal.mark_sending(4)
+        journal.mark_sending([4])
     with open_journal(path) as journal:
         assert journal.resumed
         assert journal.states == {
@@ -55,20 +55,32 @@ def test_states_survive_a_reopen_and_the_last_line_wins(tmp_path: Path) -> None:
 def test_sending_is_on_disk_before_mark_sending_returns(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     journal = open_journal(path)
-    journal.mark_sending(7)
+    journal.mark_sending([7])
     # Read through another descriptor while the journal is still open (no close, no sync).
     assert lines(path)[-1] == {"row": 7, "state": "sending"}
     assert journal.fsyncs == 1
     journal.close()
 
 
+def test_a_batch_of_sending_marks_costs_one_sync(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    with open_journal(path) as journal:
+        journal.mark_sending([2, 3, 5])
+        assert journal.fsyncs == 1
+        assert lines(path)[1:] == [
+            {"row": 2, "state": "sending"},
+            {"row": 3, "state": "sending"},
+            {"row": 5, "state": "sending"},
+        ]
+
+
 def test_outcomes_ride_on_the_next_fsync(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     with open_journal(path) as journal:
-        journal.mark_sending(2)
+        journal.mark_sending([2])
         journal.record(RowRecord(2, RowState.CREATED, id=1))
         assert journal.fsyncs == 1  # the outcome did not cost an fsync of its own
-        journal.mark_sending(3)
+        journal.mark_sending([3])
         assert journal.fsyncs == 2
     assert journal.fsyncs == 2  # close found nothing left to sync
 
@@ -81,7 +93,7 @@ def test_concurrent_sending_marks_share_fsyncs(tmp_path: Path) -> None:
         def mark(start: int) -> None:
             barrier.wait(timeout=10)
             for row in range(start, start + 50):
-                journal.mark_sending(row)
+                journal.mark_sending([row])
 
         threads = [threading.Thread(target=mark, args=(i * 100,)) for i in range(8)]
         for thread in threads:
@@ -96,7 +108,7 @@ def test_concurrent_sending_marks_share_fsyncs(tmp_path: Path) -> None:
 def test_torn_last_line_is_dropped_and_cut(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     with open_journal(path) as journal:
-        journal.mark_sending(2)
+        journal.mark_sending([2])
     with path.open("a") as handle:
         handle.write('{"row": 2, "state": "crea')
     with open_journal(path) as journal:
@@ -113,7 +125,7 @@ def test_whole_last_line_without_newline_is_kept_and_ended(tmp_path: Path) -> No
         handle.write('{"row": 5, "state": "created", "id": 3}')
     with open_journal(path) as journal:
         assert journal.states[5] == RowRecord(5, RowState.CREATED, id=3)
-        journal.mark_sending(6)
+        journal.mark_sending([6])
     assert lines(path)[-2:] == [
         {"row": 5, "state": "created", "id": 3},
         {"row": 6, "state": "sending"},
@@ -123,7 +135,7 @@ def test_whole_last_line_without_newline_is_kept_and_ended(tmp_path: Path) -> No
 def test_damaged_middle_line_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     with open_journal(path) as journal:
-        journal.mark_sending(2)
+        journal.mark_sending([2])
     text = path.read_text().replace('{"row": 2', "garbage", 1)
     path.write_text(text + '{"row": 3, "state": "sending"}\n')
     with pytest.raises(InputError, match="is damaged at line 2; it cannot be trusted"):
