@@ -257,7 +257,8 @@ _SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.serve
     type=click.IntRange(min=0),
     default=0,
     metavar="N",
-    help="Fill an empty catalogue with N deterministic demo pets.",
+    help="Fill a new catalogue with N deterministic demo pets (a --db that ever held pets "
+    "is left as it is).",
 )
 @click.option(
     "--pagination",
@@ -374,7 +375,7 @@ def serve(
         if srv.seeded:
             click.echo(f"Seeded {srv.seeded} demo pets into {where}")
         elif seed_pets:
-            click.echo(f"Not seeding: {where} already holds {stored} pets")
+            click.echo(f"Not seeding: {where} holds or once held pets")
         click.echo(f"Catalogue: {stored} pets in {where}; pagination: {pagination}")
         injected = [
             f"{name} {value:g}"

@@ -47,6 +47,20 @@ def test_restart_on_the_same_db_keeps_every_pet_and_never_reuses_an_id(
     assert create(second, "After restart")["id"] == 14
 
 
+def test_a_db_that_once_held_pets_is_never_reseeded_so_old_ids_stay_unused(
+    petstore_server: StartServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "pets.db"
+    petstore_server(db_path=db, seed_pets=5).stop()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM pets")
+    conn.close()
+    again = petstore_server(db_path=db, seed_pets=5)
+    assert again.seeded == 0
+    assert again.store.count() == 0
+    assert create(again, "First after the purge")["id"] == 6
+
+
 def test_seeding_is_deterministic_and_a_prefix_of_a_bigger_seed() -> None:
     assert list(seed_rows(300)) == list(seed_rows(300))
     assert list(seed_rows(1000))[:300] == list(seed_rows(300))

@@ -141,8 +141,8 @@ class RunningServer:
 def open_store(config: ServerConfig) -> tuple[PetStore, int]:
     """Open the store and seed it; returns the store and how many pets were seeded.
 
-    Seeding fills an empty catalogue only: a ``--db`` file that already holds pets keeps
-    them as they are (seeding again would collide with their ids).
+    Seeding fills a catalogue that never held pets: a ``--db`` file that holds or held pets
+    is left as it is (seeding again would collide with their ids, or reuse old ones).
     """
     try:
         store = PetStore(config.db_path)
@@ -152,7 +152,7 @@ def open_store(config: ServerConfig) -> tuple[PetStore, int]:
             "existing directory, to a petsync database or a new file"
         ) from exc
     seeded = 0
-    if config.seed_pets and store.count() == 0:
+    if config.seed_pets and not store.ever_held_pets():
         started = time.perf_counter()
         seeded = store.insert_many(seed_rows(config.seed_pets))
         logger.info(

@@ -125,6 +125,19 @@ class PetStore:
             rows = self._conn.execute(f"SELECT {_COLUMNS} FROM pets ORDER BY id").fetchall()
         return [_pet(r) for r in rows]
 
+    def ever_held_pets(self) -> bool:
+        """True once any pet was stored here, even if every pet is gone since.
+
+        ``AUTOINCREMENT`` keeps the highest id ever handed out in ``sqlite_sequence``; seeding
+        a catalogue that once held pets could hand those ids out again.
+        """
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'pets'"
+            ).fetchone()
+            (n,) = self._conn.execute("SELECT count(*) FROM pets").fetchone()
+        return row is not None or n > 0
+
     def count(self) -> int:
         """How many pets are stored."""
         with self._lock:
