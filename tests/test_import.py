@@ -425,3 +425,22 @@ def test_journal_records_every_row_before_and_after(
             2: next(p.id for p in srv.store.all() if p.name == "Rex"),
             3: next(p.id for p in srv.store.all() if p.name == "Tom"),
         }
+
+
+def test_rows_queued_at_a_stop_are_unsent_not_uncertain(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(40)))
+    from petsync.apikey import ApiKey
+
+    config = ClientConfig(base_url=srv.base_url, api_key=ApiKey("wrong-key"))
+    with PetstoreClient(config) as client:
+        report = run_import(ImportConfig(path, concurrency=8), client)
+        assert client.requests <= 8
+    assert isinstance(report.stop, AuthenticationError)
+    assert (report.uncertain, report.pending, report.created) == (0, 40, 0)
+    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
+    states = {json.loads(line)["row"]: json.loads(line)["state"] for line in lines}
+    assert set(states.values()) <= {"unsent"}
