@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from petsync.apikey import redact
 from petsync.columns import ColumnMap, resolve_columns
 from petsync.errors import (
     ApiError,
@@ -187,6 +188,7 @@ class ImportReport:
             "journal_fsync_seconds": round(self.journal_fsync_seconds, 3),
             "files": self.files,
             "stopped_reason": self.stopped_reason,
+            "error": None if self.stop is None else redact(str(self.stop)),
             "exit_code": int(self.exit_code),
         }
 
@@ -249,7 +251,14 @@ def run_import(
         )
     try:
         if journal is not None and client is not None:
-            _send_pass(config, client, journal, columns, sha256, report)
+            try:
+                _send_pass(config, client, journal, columns, sha256, report)
+            except KeyboardInterrupt:
+                # Ctrl-C: in-flight rows finished and queued ones were journaled unsent;
+                # leave complete output files behind, then let the interrupt go on.
+                journal.sync()
+                _write_pass(config, journal, sha256, report, paths)
+                raise
             journal.sync()
         _write_pass(config, journal, sha256, report, paths)
     finally:
@@ -452,11 +461,27 @@ def _send_pass(
             _drain(jobs, sender)  # queued rows stay pending; on a normal end workers finish them
         for _ in workers:
             jobs.put(_STOP)
-        for worker in workers:
-            worker.join()
+        interrupted = _join(workers, sender)
     report.created = sender.created
     report.stop = sender.stop
     report.stopped_reason = sender.stopped_reason
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def _join(workers: list[threading.Thread], sender: _Sender) -> bool:
+    """Wait for the workers to finish their POSTs, even through Ctrl-C; True if pressed."""
+    interrupted = False
+    for worker in workers:
+        while worker.is_alive():
+            try:
+                worker.join(timeout=0.5)
+            except KeyboardInterrupt:
+                # Leaving now would abandon POSTs in flight with no outcome journaled;
+                # each ends within the client's timeouts.
+                interrupted = True
+                sender.halt("interrupted")
+    return interrupted
 
 
 def _dispatch(batch: list[tuple[int, NewPet]], sender: _Sender, jobs: queue.Queue[Any]) -> None:
@@ -474,10 +499,16 @@ def _dispatch(batch: list[tuple[int, NewPet]], sender: _Sender, jobs: queue.Queu
             taken += 1
         if sender.stopped.is_set() or not batch:
             return
-        sender.journal.mark_sending([number for number, _ in batch])
-        for job in batch:
-            jobs.put(job)
-        taken = 0  # the workers release them
+        queued = 0
+        try:
+            sender.journal.mark_sending([number for number, _ in batch])
+            for job in batch:
+                jobs.put(job)
+                queued += 1
+                taken -= 1  # the worker that takes it releases its slot
+        finally:
+            for number, _ in batch[queued:]:  # interrupted: journaled, never sent
+                sender.not_sent(number)
     finally:
         for _ in range(taken):
             sender.slots.release()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from petsync.config import ClientConfig, RetryPolicy
 from petsync.errors import AuthenticationError, InputError
 from petsync.importer import ImportConfig, ImportReport, run_import
 from petsync.journal import Journal
+from petsync.models import NewPet, Pet
 from petsync.server.runner import RunningServer
 from petsync.spreadsheet import open_spreadsheet
 from tests.conftest import FakeClock
@@ -444,3 +446,49 @@ def test_rows_queued_at_a_stop_are_unsent_not_uncertain(
     lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
     states = {json.loads(line)["row"]: json.loads(line)["state"] for line in lines}
     assert set(states.values()) <= {"unsent"}
+
+
+class InstantClient:
+    """Creates pets in memory, instantly."""
+
+    requests = 0
+    retries = 0
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def create_pet(self, pet: NewPet) -> Pet:
+        with self.lock:
+            self.calls += 1
+            return Pet(id=self.calls, name=pet.name, categoryId=pet.categoryId)
+
+
+def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import petsync.importer as importer
+
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(50)))
+    validate = importer.validate_row
+    calls = Counter[str]()
+
+    def press_ctrl_c_on_the_send_pass(*args: Any) -> Any:
+        calls["validate"] += 1
+        if calls["validate"] == 50 + 20:  # the check pass reads 50 rows first
+            raise KeyboardInterrupt
+        return validate(*args)
+
+    monkeypatch.setattr(importer, "validate_row", press_ctrl_c_on_the_send_pass)
+    client = InstantClient()
+    with pytest.raises(KeyboardInterrupt):
+        run_import(ImportConfig(path, concurrency=4), client)  # type: ignore[arg-type]
+    monkeypatch.setattr(importer, "validate_row", validate)
+    accepted = read_csv(tmp_path / "pets.accepted.csv")
+    assert 0 < len(accepted) == client.calls < 50
+    assert read_csv(tmp_path / "pets.uncertain.csv") == []  # in-flight rows finished
+    again = InstantClient()
+    report = run_import(ImportConfig(path), again)  # type: ignore[arg-type]
+    assert (report.already_created, report.created) == (client.calls, 50 - client.calls)
+    assert report.exit_code == 0
