@@ -1,37 +1,43 @@
-"""Collect listed pets into Arrow columns and deduplicate them by id.
+"""Collect listed pets on disk, deduplicate them by id, and write them out as a stream.
 
 Pages arrive from several listings at once (one per status plus the unfiltered sweep). Each
 listing appends its pets to plain Python column lists, turned into an Arrow record batch
-every :data:`BATCH_ROWS` rows, so memory holds compact columns (about 40 bytes a pet), never
-a list of a million ``Pet`` objects or a DataFrame of dicts. :meth:`PetCollector.finish`
-deduplicates with Arrow compute: for each id the row from the latest fetched page wins (a
-pet that changed status while the export ran is kept as last seen), and it counts what the
-manifest reports about duplicates and status mismatches.
+every :data:`BATCH_ROWS` rows and appended to a scratch Arrow IPC file. Memory keeps only
+four small key columns per fetched row (id, page sequence, listing, content hash: 21 bytes),
+never a list of a million ``Pet`` objects or a DataFrame of dicts.
+
+:meth:`PetCollector.finish` deduplicates on those keys with numpy: for each id the row from
+the latest fetched page wins (a pet that changed status while the export ran is kept as
+last seen), and it counts what the manifest reports about duplicates. :meth:`Deduplicated.write`
+then streams the scratch file once, keeping the winning rows, into Parquet and CSV.
+Rows are written in the order they were fetched, not sorted.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from petsync.models import STATUS_VALUES, Pet, PetStatus
-from petsync.schema import COLUMNS, PET_SCHEMA, conform, empty_table
+from petsync.schema import PET_SCHEMA
 
 BATCH_ROWS = 16_384  # per listing: bounds the Python objects held between batches
+ROW_GROUP_ROWS = 131_072  # Parquet row groups of this size: big enough to scan fast
 
-# Listing sources are small integers in the collected rows: 0 is the unfiltered sweep,
-# 1.. are the statuses in interface order.
+# Listing sources are small integers: 0 is the unfiltered sweep, 1.. the statuses in
+# interface order.
 SWEEP_SOURCE = 0
 _SOURCE_STATUS: tuple[str | None, ...] = (None, *STATUS_VALUES)
 
-_WORK_SCHEMA = pa.schema(
-    [*PET_SCHEMA, pa.field("seq", pa.int32(), False), pa.field("source", pa.int8(), False)]
-)
+BoolArray = npt.NDArray[np.bool_]
 
 
 def source_of(status: PetStatus | None) -> int:
@@ -39,18 +45,24 @@ def source_of(status: PetStatus | None) -> int:
     return SWEEP_SOURCE if status is None else _SOURCE_STATUS.index(status.value)
 
 
-@dataclass(frozen=True)
-class CollectedPets:
-    """The deduplicated pets (ordered by id) and what deduplication found."""
+@dataclass
+class StatusCounts:
+    """Pets per enum status, without status, and per unknown status value."""
 
-    table: pa.Table
-    rows_fetched: int
-    seen_under_two_statuses: int
-    conflicting_duplicates: int
-    status_mismatches: int
-    by_status: dict[str, int] = field(default_factory=dict)
+    by_status: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUS_VALUES, 0))
     no_status: int = 0
     unknown_status: dict[str, int] = field(default_factory=dict)
+
+    def add(self, column: pa.Array) -> None:
+        for item in pc.value_counts(column).to_pylist():
+            value, count = item["values"], int(item["counts"])
+            if value is None:
+                self.no_status += count
+            elif value in self.by_status:
+                self.by_status[value] += count
+            else:
+                self.unknown_status[value] = self.unknown_status.get(value, 0) + count
+        self.unknown_status = dict(sorted(self.unknown_status.items()))
 
 
 class _Buffer:
@@ -68,6 +80,7 @@ class _Buffer:
         self.categories: list[int] = []
         self.statuses: list[str | None] = []
         self.seqs: list[int] = []
+        self.hashes: list[int] = []
 
     def add(self, pets: list[Pet], seq: int) -> None:
         self.ids.extend([p.id for p in pets])
@@ -76,44 +89,49 @@ class _Buffer:
         statuses = [p.status for p in pets]
         self.statuses.extend(statuses)
         self.seqs.extend(itertools.repeat(seq, len(pets)))
+        # Pet is a frozen dataclass: its hash covers every field, so two fetches of one id
+        # with equal hashes have (all but surely) the same content.
+        self.hashes.extend(map(hash, pets))
         if self.expected is not None:
             # Listed under status=X but the body says otherwise: the body wins, counted.
             self.mismatches += len(statuses) - statuses.count(self.expected)
 
-    def take_batch(self) -> pa.RecordBatch | None:
-        if not self.ids:
-            return None
-        batch = pa.record_batch(
-            [
-                pa.array(self.ids, pa.int64()),
-                pa.array(self.names, pa.string()),
-                pa.array(self.categories, pa.int64()),
-                pa.array(self.statuses, pa.string()),
-                pa.array(self.seqs, pa.int32()),
-                pa.repeat(pa.scalar(self.source, pa.int8()), len(self.ids)),
-            ],
-            schema=_WORK_SCHEMA,
-        )
-        self.reset()
-        return batch
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class _Keys:
+    """The in-memory key columns of every spilled row, in spill order."""
+
+    ids: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    seqs: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    sources: list[npt.NDArray[np.int8]] = field(default_factory=list)
+    hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
 
 
 class PetCollector:
-    """Thread-safe sink for the pages of several listings; :meth:`finish` dedups them.
+    """Thread-safe sink for the pages of several listings, spilling rows to ``spill_path``.
 
-    >>> collector = PetCollector()
+    >>> import tempfile, pathlib
+    >>> spill = pathlib.Path(tempfile.mkdtemp()) / "rows.arrow"
+    >>> collector = PetCollector(spill)
     >>> collector.add(source_of(None), [Pet(1, "Rex", 7, "sold")])
     >>> collector.add(source_of(PetStatus.SOLD), [Pet(1, "Rex", 7, "sold")])
-    >>> collector.finish().table.num_rows
+    >>> collector.finish().pets
     1
     """
 
-    def __init__(self, batch_rows: int = BATCH_ROWS) -> None:
+    def __init__(self, spill_path: Path, batch_rows: int = BATCH_ROWS) -> None:
         self._batch_rows = batch_rows
         self._lock = threading.Lock()
         self._seq = 0
         self._buffers: dict[int, _Buffer] = {}
-        self._batches: list[pa.RecordBatch] = []
+        self._keys = _Keys()
+        self._spill_path = spill_path
+        self._writer = pa.ipc.new_file(str(spill_path), PET_SCHEMA)
+        self._rows = 0
+        self._closed = False
 
     def add(self, source: int, pets: list[Pet]) -> None:
         """Append one page of ``source``. Pages of one source must come from one thread."""
@@ -124,28 +142,49 @@ class PetCollector:
             seq = self._seq
             buffer = self._buffers.setdefault(source, _Buffer(source))
         buffer.add(pets, seq)
-        if len(buffer.ids) >= self._batch_rows:
-            batch = buffer.take_batch()
-            with self._lock:
-                if batch is not None:
-                    self._batches.append(batch)
+        if len(buffer) >= self._batch_rows:
+            self._spill(buffer)
 
-    def finish(self) -> CollectedPets:
-        """Deduplicate everything added so far (call once, after every listing ended)."""
+    def _spill(self, buffer: _Buffer) -> None:
+        if not len(buffer):
+            return
+        batch = pa.record_batch(
+            [
+                pa.array(buffer.ids, pa.int64()),
+                pa.array(buffer.names, pa.string()),
+                pa.array(buffer.categories, pa.int64()),
+                pa.array(buffer.statuses, pa.string()),
+            ],
+            schema=PET_SCHEMA,
+        )
+        ids = batch.column(0).to_numpy()
+        seqs = np.array(buffer.seqs, dtype=np.int32)
+        sources = np.full(len(buffer), buffer.source, dtype=np.int8)
+        hashes = np.array(buffer.hashes, dtype=np.int64)
+        buffer.reset()
         with self._lock:
-            for buffer in self._buffers.values():
-                batch = buffer.take_batch()
-                if batch is not None:
-                    self._batches.append(batch)
-            batches, self._batches = self._batches, []
+            self._writer.write_batch(batch)
+            self._keys.ids.append(ids)
+            self._keys.seqs.append(seqs)
+            self._keys.sources.append(sources)
+            self._keys.hashes.append(hashes)
+            self._rows += batch.num_rows
+
+    def finish(self) -> Deduplicated:
+        """Deduplicate everything added so far (call once, after every listing ended)."""
+        for buffer in list(self._buffers.values()):
+            self._spill(buffer)
+        with self._lock:
+            self._close_writer()
+            keys, self._keys = self._keys, _Keys()
             mismatches = sum(b.mismatches for b in self._buffers.values())
-        if not batches:
-            return CollectedPets(empty_table(), 0, 0, 0, 0, dict.fromkeys(STATUS_VALUES, 0))
-        rows = pa.Table.from_batches(batches, schema=_WORK_SCHEMA)
-        del batches
-        fetched = rows.num_rows
-        ids = rows.column("id").to_numpy()
-        seqs = rows.column("seq").to_numpy()
+        fetched = self._rows
+        if not fetched:
+            return Deduplicated(self._spill_path, np.zeros(0, dtype=bool), 0, 0, 0, mismatches)
+        ids = np.concatenate(keys.ids)
+        seqs = np.concatenate(keys.seqs)
+        keys.ids.clear()
+        keys.seqs.clear()
         # Rows of one id together, its latest fetch first (lexsort's last key is primary).
         order = np.lexsort((-seqs.astype(np.int64), ids))
         del seqs
@@ -154,34 +193,36 @@ class PetCollector:
         first = np.empty(fetched, dtype=bool)
         first[0] = True
         np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-        two_statuses = _seen_under_two_statuses(rows, order, first)
-        conflicting = _conflicting_ids(rows, order, sorted_ids, first)
-        del sorted_ids
-        keep = pa.array(order[first])
-        del order, first
-        table = conform(rows.select(list(COLUMNS)).take(keep).combine_chunks())
-        del rows, keep
-        by_status, no_status, unknown = _status_counts(table)
-        return CollectedPets(
-            table=table,
-            rows_fetched=fetched,
-            seen_under_two_statuses=two_statuses,
-            conflicting_duplicates=conflicting,
-            status_mismatches=mismatches,
-            by_status=by_status,
-            no_status=no_status,
-            unknown_status=unknown,
-        )
+        starts = np.flatnonzero(first)
+
+        sources = np.concatenate(keys.sources)[order]
+        two_statuses = _seen_under_two_statuses(sources, starts)
+        del sources
+        hashes = np.concatenate(keys.hashes)[order]
+        conflicting = _conflicting_ids(hashes, sorted_ids, first)
+        del hashes, sorted_ids
+
+        keep = np.zeros(fetched, dtype=bool)
+        keep[order[starts]] = True
+        return Deduplicated(self._spill_path, keep, fetched, two_statuses, conflicting, mismatches)
+
+    def close(self) -> None:
+        """Close the scratch file if :meth:`finish` was never reached (a failed run)."""
+        with self._lock:
+            self._close_writer()
+
+    def _close_writer(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._writer.close()
 
 
-def _seen_under_two_statuses(rows: pa.Table, order: np.ndarray, first: np.ndarray) -> int:
+def _seen_under_two_statuses(sources: npt.NDArray[np.int8], starts: npt.NDArray[np.intp]) -> int:
     """Ids listed under two or more status filters (they moved while the export ran).
 
     The sweep lists every pet again by design, so only filtered listings count: per id
     group, the smallest and largest filtered source differ exactly when there are two.
     """
-    sources = rows.column("source").to_numpy()[order]
-    starts = np.flatnonzero(first)
     filtered = sources != SWEEP_SOURCE
     low = np.minimum.reduceat(np.where(filtered, sources, np.int8(127)), starts)
     high = np.maximum.reduceat(np.where(filtered, sources, np.int8(-1)), starts)
@@ -189,41 +230,90 @@ def _seen_under_two_statuses(rows: pa.Table, order: np.ndarray, first: np.ndarra
 
 
 def _conflicting_ids(
-    rows: pa.Table, order: np.ndarray, sorted_ids: np.ndarray, first: np.ndarray
+    hashes: npt.NDArray[np.int64], sorted_ids: npt.NDArray[np.int64], first: BoolArray
 ) -> int:
     """Ids fetched more than once whose copies differ in name, categoryId or status.
 
     Within an id's rows any difference shows between two neighbours, so comparing each
     row with the one before it (when both have the same id) finds every conflicting id.
     """
-    same = ~first[1:]
-    if not same.any():
-        return 0
-    index = pa.array(order)
-    differs = np.zeros(len(same), dtype=bool)
-    categories = rows.column("categoryId").to_numpy()[order]
-    differs |= categories[1:] != categories[:-1]
-    del categories
-    for name in ("name", "status"):
-        column = pc.fill_null(rows.column(name).take(index), "\x00(none)").combine_chunks()
-        differs |= pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)).to_numpy(
-            zero_copy_only=False
+    differs = ~first[1:] & (hashes[1:] != hashes[:-1])
+    return int(len(np.unique(sorted_ids[1:][differs])))
+
+
+@dataclass
+class Deduplicated:
+    """The outcome of deduplication: which spilled rows win, and what was found."""
+
+    spill_path: Path
+    keep: BoolArray
+    rows_fetched: int
+    seen_under_two_statuses: int
+    conflicting_duplicates: int
+    status_mismatches: int
+    counts: StatusCounts = field(default_factory=StatusCounts)
+
+    @property
+    def pets(self) -> int:
+        return int(np.count_nonzero(self.keep))
+
+    def write(self, parquet_path: Path, csv_path: Path | None) -> StatusCounts:
+        """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
+
+        pyarrow's CSV writer quotes every string and writes null as an empty unquoted
+        field, so a null status (``,``) and an empty string (``,""``) stay distinct; ints
+        are plain digits.
+        """
+        import pyarrow.csv as pa_csv
+        import pyarrow.parquet as pq
+
+        counts = StatusCounts()
+        parquet = pq.ParquetWriter(str(parquet_path), PET_SCHEMA, compression="zstd")
+        csv = (
+            pa_csv.CSVWriter(
+                str(csv_path),
+                PET_SCHEMA,
+                write_options=pa_csv.WriteOptions(include_header=True, quoting_style="needed"),
+            )
+            if csv_path is not None
+            else None
         )
-        del column
-    conflicted = sorted_ids[1:][same & differs]
-    return int(len(np.unique(conflicted)))
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
 
+        def flush() -> None:
+            nonlocal pending, pending_rows
+            if pending:
+                parquet.write_table(pa.Table.from_batches(pending, schema=PET_SCHEMA))
+                pending, pending_rows = [], 0
 
-def _status_counts(table: pa.Table) -> tuple[dict[str, int], int, dict[str, int]]:
-    counts = dict.fromkeys(STATUS_VALUES, 0)
-    unknown: dict[str, int] = {}
-    no_status = 0
-    for item in pc.value_counts(table.column("status")).to_pylist():
-        value, count = item["values"], int(item["counts"])
-        if value is None:
-            no_status = count
-        elif value in counts:
-            counts[value] = count
-        else:
-            unknown[value] = count
-    return counts, no_status, dict(sorted(unknown.items()))
+        try:
+            for batch in self._winning_batches():
+                counts.add(batch.column(3))
+                if csv is not None:
+                    csv.write_batch(batch)
+                pending.append(batch)
+                pending_rows += batch.num_rows
+                if pending_rows >= ROW_GROUP_ROWS:
+                    flush()
+            flush()
+        finally:
+            parquet.close()
+            if csv is not None:
+                csv.close()
+        self.counts = counts
+        return counts
+
+    def _winning_batches(self) -> Iterator[pa.RecordBatch]:
+        """The scratch file's batches, read one at a time (no memory map), winners only."""
+        with pa.OSFile(str(self.spill_path), "rb") as source:
+            reader = pa.ipc.open_file(source)
+            offset = 0
+            for index in range(reader.num_record_batches):
+                batch = reader.get_batch(index)
+                mask = self.keep[offset : offset + batch.num_rows]
+                offset += batch.num_rows
+                if mask.all():
+                    yield batch
+                elif mask.any():
+                    yield batch.filter(pa.array(mask))

@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from petsync._version import API_VERSION, __version__
 from petsync.apikey import redact
 from petsync.client import InvalidRecord, PetstoreClient
-from petsync.collector import CollectedPets, PetCollector, source_of
+from petsync.collector import Deduplicated, PetCollector, StatusCounts, source_of
 from petsync.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.errors import ConfigError, ExitCode, PetsyncError
 from petsync.lock import DirectoryLock
@@ -314,17 +314,56 @@ def _export_into(
     active = client if client is not None else PetstoreClient(config.client)
     requests_before, retries_before = active.requests, active.retries
     quarantine = _Quarantine(staged.file(QUARANTINE_NAME), [config.client.api_key])
+    # Fetched rows wait in a scratch file beside the staged snapshot (never published).
+    spill = staged.path.with_name(staged.path.name + ".rows.arrow")
+    collector = PetCollector(spill)
     try:
-        collector = PetCollector()
-        listings = _fetch_all(config, active, collector, quarantine, monotonic, sink)
-        requests = active.requests - requests_before
-        retries = active.retries - retries_before
+        try:
+            listings = _fetch_all(config, active, collector, quarantine, monotonic, sink)
+            requests = active.requests - requests_before
+            retries = active.retries - retries_before
+        except BaseException:
+            collector.close()
+            raise
+        finally:
+            quarantine.close()
+            if own_client:
+                active.close()
+        return _publish(
+            config,
+            staged,
+            date,
+            previous,
+            collector.finish(),
+            listings,
+            quarantine.count,
+            requests,
+            retries,
+            clock_now,
+            started_at,
+            monotonic,
+            start,
+        )
     finally:
-        quarantine.close()
-        if own_client:
-            active.close()
-    collected = collector.finish()
-    del collector
+        spill.unlink(missing_ok=True)
+
+
+def _publish(
+    config: ExportConfig,
+    staged: StagedSnapshot,
+    date: dt.date,
+    previous: SnapshotInfo | None,
+    collected: Deduplicated,
+    listings: list[ListingResult],
+    quarantined: int,
+    requests: int,
+    retries: int,
+    clock_now: Callable[[], dt.datetime],
+    started_at: dt.datetime,
+    monotonic: Callable[[], float],
+    start: float,
+) -> ExportReport:
+    """Judge the collected pets, write the snapshot files and publish them."""
 
     reasons = [
         f"listing {r.label!r}: {r.incomplete_reason or 'its end could not be proven'}"
@@ -332,8 +371,7 @@ def _export_into(
         if not r.complete
     ]
     complete = not reasons
-    drop = check_drop(collected.table.num_rows, previous, config.max_drop)
-    duration = monotonic() - start
+    drop = check_drop(collected.pets, previous, config.max_drop)
     warnings = _warnings(reasons, drop, config.strict)
     if config.strict and warnings:
         raise PetsyncError(
@@ -342,6 +380,10 @@ def _export_into(
             + " The previous snapshot stays the latest."
         )
 
+    counts = collected.write(
+        staged.file(PARQUET_NAME), staged.file(CSV_NAME) if config.format == "both" else None
+    )
+    duration = monotonic() - start
     manifest = _manifest(
         config,
         date,
@@ -349,15 +391,15 @@ def _export_into(
         clock_now(),
         duration,
         collected,
+        counts,
         listings,
         complete,
         reasons,
         drop,
-        quarantine.count,
+        quarantined,
         requests,
         retries,
     )
-    _write_tables(collected, staged, config.format)
     staged.write_text(
         MANIFEST_NAME, json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     )
@@ -370,7 +412,7 @@ def _export_into(
         extra={
             "fields": {
                 "snapshot": str(path),
-                "pets": collected.table.num_rows,
+                "pets": collected.pets,
                 "complete": complete,
                 "drop_flagged": drop.flagged,
                 "pruned": len(pruned),
@@ -385,11 +427,11 @@ def _export_into(
         complete=complete,
         incomplete_reasons=reasons,
         drop=drop,
-        pets=collected.table.num_rows,
-        by_status=collected.by_status,
-        no_status=collected.no_status,
-        unknown_status=collected.unknown_status,
-        quarantined=quarantine.count,
+        pets=collected.pets,
+        by_status=counts.by_status,
+        no_status=counts.no_status,
+        unknown_status=counts.unknown_status,
+        quarantined=quarantined,
         listings=listings,
         duration_seconds=duration,
         manifest=manifest,
@@ -514,7 +556,8 @@ def _manifest(
     started_at: dt.datetime,
     finished_at: dt.datetime,
     duration: float,
-    collected: CollectedPets,
+    collected: Deduplicated,
+    counts: StatusCounts,
     listings: list[ListingResult],
     complete: bool,
     reasons: list[str],
@@ -526,15 +569,15 @@ def _manifest(
     files: dict[str, str] = {"parquet": PARQUET_NAME, "quarantine": QUARANTINE_NAME}
     if config.format == "both":
         files["csv"] = CSV_NAME
-    pets = collected.table.num_rows
+    pets = collected.pets
     return {
         "snapshot_date": date.isoformat(),
         "complete": complete,
         "incomplete_reasons": reasons,
         "pets": pets,
-        "by_status": collected.by_status,
-        "no_status": collected.no_status,
-        "unknown_status": collected.unknown_status,
+        "by_status": counts.by_status,
+        "no_status": counts.no_status,
+        "unknown_status": counts.unknown_status,
         "rows_fetched": collected.rows_fetched,
         "seen_under_two_statuses": collected.seen_under_two_statuses,
         "conflicting_duplicates": collected.conflicting_duplicates,
@@ -558,18 +601,3 @@ def _manifest(
         "files": files,
         "csv_null": CSV_NULL,
     }
-
-
-def _write_tables(collected: CollectedPets, staged: StagedSnapshot, fmt: ExportFormat) -> None:
-    import pyarrow.csv as pa_csv
-    import pyarrow.parquet as pq
-
-    pq.write_table(collected.table, staged.file(PARQUET_NAME), compression="zstd")
-    if fmt == "both":
-        # pyarrow quotes every string and writes null as an empty unquoted field, so null
-        # status (``,``) and an empty string (``,""``) stay distinct; ints are plain digits.
-        pa_csv.write_csv(
-            collected.table,
-            staged.file(CSV_NAME),
-            pa_csv.WriteOptions(include_header=True, quoting_style="needed"),
-        )

@@ -152,13 +152,17 @@ def find_snapshot(ref: str | Path | dt.date, *, directory: Path | None = None) -
 
 
 def read_table(info: SnapshotInfo) -> pa.Table:
-    """The pets of one snapshot as an Arrow table with the snapshot schema."""
+    """The pets of one snapshot as an Arrow table with the snapshot schema, ordered by id.
+
+    The file holds rows in the order they were fetched; sorting here gives notebooks and
+    diffs a stable order.
+    """
     import pyarrow.parquet as pq
 
     from petsync.schema import conform
 
     try:
-        return conform(pq.read_table(info.parquet_path))
+        return conform(pq.read_table(info.parquet_path)).sort_by("id")
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read {info.parquet_path}: {exc}") from exc
 

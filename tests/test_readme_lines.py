@@ -64,7 +64,7 @@ def test_every_readme_block_on_the_demo_output_runs(
     for block in blocks:
         exec(block, namespace)
 
-    csv_rows = namespace["csv_table"].to_pylist()
+    csv_rows = sorted(namespace["csv_table"].to_pylist(), key=lambda row: row["id"])
     frame = namespace["df"]  # the library block's load_snapshot() frame
     assert [r["id"] for r in csv_rows] == frame["id"].tolist()
     assert [r["status"] for r in csv_rows] == [
