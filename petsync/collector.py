@@ -186,8 +186,9 @@ class PetCollector:
         keys.ids.clear()
         keys.seqs.clear()
         # Rows of one id together, its latest fetch first (lexsort's last key is primary).
-        order = np.lexsort((-seqs.astype(np.int64), ids))
-        del seqs
+        latest_first = np.subtract(seqs.max(), seqs, out=seqs)  # in place: no second copy
+        order = np.lexsort((latest_first, ids))
+        del seqs, latest_first
         sorted_ids = ids[order]
         del ids
         first = np.empty(fetched, dtype=bool)
