@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from petsync.apikey import redact
 from petsync.columns import ColumnMap, resolve_columns
+from petsync.concurrency_limit import ConcurrencyLimit
 from petsync.errors import (
     ApiError,
     AuthenticationError,
@@ -134,6 +135,8 @@ class ImportReport:
     retries: int = 0
     journal_fsyncs: int = 0
     journal_fsync_seconds: float = 0.0
+    concurrency_final: int | None = None
+    concurrency_lowest: int | None = None
     files: dict[str, str] = field(default_factory=dict)
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
@@ -186,6 +189,8 @@ class ImportReport:
             "retries": self.retries,
             "journal_fsyncs": self.journal_fsyncs,
             "journal_fsync_seconds": round(self.journal_fsync_seconds, 3),
+            "concurrency_final": self.concurrency_final,
+            "concurrency_lowest": self.concurrency_lowest,
             "files": self.files,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),
@@ -252,7 +257,7 @@ def run_import(
     try:
         if journal is not None and client is not None:
             try:
-                _send_pass(config, client, journal, columns, sha256, report)
+                _send_pass(config, client, journal, columns, sha256, report, clock)
             except KeyboardInterrupt:
                 # Ctrl-C: in-flight rows finished and queued ones were journaled unsent;
                 # leave complete output files behind, then let the interrupt go on.
@@ -303,10 +308,18 @@ def _count_rows(counts: Counter[str]) -> int:
 class _Sender:
     """Shared state of the worker threads: the stop flag, the error budget, counters."""
 
-    def __init__(self, config: ImportConfig, client: PetstoreClient, journal: Journal):
+    def __init__(
+        self,
+        config: ImportConfig,
+        client: PetstoreClient,
+        journal: Journal,
+        clock: Callable[[], float],
+    ):
         self.config = config
         self.client = client
         self.journal = journal
+        self.clock = clock
+        self.limit = ConcurrencyLimit(config.concurrency)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.stop: PetsyncError | None = None
@@ -337,10 +350,10 @@ class _Sender:
                 return
             self.slots.release()  # taken: the feeder may journal the next row
             try:
-                if self.stopped.is_set():
+                if self.stopped.is_set() or not self.limit.acquire(self.stopped):
                     self.not_sent(job[0])
                 else:
-                    self.send(*job)
+                    self.timed_send(*job)
             except BaseException as exc:  # a bug must not leave the others waiting
                 error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
                 self.halt(f"unexpected error: {exc!r}", error)
@@ -349,7 +362,19 @@ class _Sender:
         """A row journaled ``sending`` that the stop kept from leaving: surely not created."""
         self.journal.record(RowRecord(row, RowState.UNSENT, message="not sent: the run stopped"))
 
-    def send(self, row: int, pet: NewPet) -> None:
+    def timed_send(self, row: int, pet: NewPet) -> None:
+        """Send under a permit of the adaptive limit, telling it the round trip."""
+        retries, started = self.client.retries, self.clock()
+        answered = False
+        try:
+            answered = self.send(row, pet)
+        finally:
+            rtt = self.clock() - started if answered else None
+            throttled = self.client.retries > retries  # a 429 (or refusal) was waited out
+            self.limit.release(rtt=rtt, throttled=throttled)
+
+    def send(self, row: int, pet: NewPet) -> bool:
+        """POST one row and journal its outcome; True when the API answered it."""
         # The feeder journaled this row as `sending` (on disk) before queueing it.
         try:
             created = self.client.create_pet(pet)
@@ -371,6 +396,7 @@ class _Sender:
                     )
                 )
                 self.count_rejection()
+                return True
             elif exc.http_status == 429:
                 self._unsent(row, exc)
             else:  # a 5xx the client did not classify: it was sent, outcome unknown
@@ -391,6 +417,8 @@ class _Sender:
             self.journal.record(RowRecord(row, RowState.CREATED, id=created.id))
             with self.lock:
                 self.created += 1
+            return True
+        return False
 
     def _uncertain(self, row: int, exc: PetsyncError, status: int | None) -> None:
         if status is None:
@@ -422,8 +450,9 @@ def _send_pass(
     columns: ColumnMap,
     sha256: str,
     report: ImportReport,
+    clock: Callable[[], float],
 ) -> None:
-    sender = _Sender(config, client, journal)
+    sender = _Sender(config, client, journal, clock)
     jobs: queue.Queue[tuple[int, NewPet] | None] = queue.Queue()
     workers = [
         threading.Thread(target=sender.work, args=(jobs,), name=f"petsync-import-{i}", daemon=True)
@@ -465,6 +494,8 @@ def _send_pass(
     report.created = sender.created
     report.stop = sender.stop
     report.stopped_reason = sender.stopped_reason
+    report.concurrency_final = sender.limit.permits
+    report.concurrency_lowest = max(1, int(sender.limit.lowest))
     if interrupted:
         raise KeyboardInterrupt
 
