@@ -7,7 +7,9 @@ processes side by side, alternating their order each round:
   one after another, checking for 201, nothing else;
 * ``import``: ``petsync import`` of the same rows at the default concurrency (8), with its
   journal (an fsync before each POST, shared between threads), validation and output files;
-* ``import -c1``: the same with ``--concurrency 1``, to show what concurrency adds or costs.
+* ``import -c1``: the same with ``--concurrency 1``, to show what concurrency adds or costs;
+* ``import shm``: diagnostic only, the journal on tmpfs (``/dev/shm``) where a sync is
+  free: the difference to ``import`` is what the disk's syncs cost (not a durable setup).
 
 For each it reports wall time, rows/s, the child's CPU time (user + system, from
 ``os.wait4``) and its peak RSS (``ru_maxrss``), and for the imports the journal's fsync
@@ -160,12 +162,16 @@ def scenario(
                     args, report_path = [sys.executable, str(floor_file), str(source)], None
                 elif name == "import":
                     args, report_path = import_args(source, out, report), report
-                else:
+                elif name == "import -c1":
                     args = import_args(source, out, report, "--concurrency", "1")
+                    report_path = report
+                else:  # diagnostic: a journal on tmpfs, where a sync costs nothing
+                    journal = Path("/dev/shm") / f"petsync-bench-{tag}.jsonl"
+                    args = import_args(source, out, report, "--journal", str(journal))
                     report_path = report
                 run = run_child(name, args, env, report_path)
                 runs[name].append(run)
-                print(f"  round {round_no + 1} {name:<11} {describe(run, rows)}")
+                print(f"  round {round_no + 1} {name:<11} {describe(run, rows)}", flush=True)
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -195,9 +201,14 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-import-") as tmp:
         workdir = Path(tmp)
-        plain = scenario(
-            options.rows, options.rounds, 0.0, workdir, ["floor", "import", "import -c1"]
-        )
+        variants = ["floor", "import", "import -c1"]
+        if Path("/dev/shm").is_dir():
+            variants.append("import shm")
+        try:
+            plain = scenario(options.rows, options.rounds, 0.0, workdir, variants)
+        finally:
+            for leftover in Path("/dev/shm").glob("petsync-bench-*.jsonl"):
+                leftover.unlink()
         print(f"  import / floor, no latency: {plain['import']:.2f}x (target <= 1.1x)")
         if not options.no_latency:
             slow = scenario(
