@@ -56,7 +56,7 @@ from petsync.import_files import (
 from petsync.journal import Journal, RowRecord, RowState
 from petsync.models import NewPet
 from petsync.spreadsheet import ReadOptions, SheetRow, Spreadsheet, open_spreadsheet
-from petsync.validation import validate_row
+from petsync.validation import Validated, validate_row
 
 if TYPE_CHECKING:
     from petsync.client import PetstoreClient
@@ -244,10 +244,8 @@ def run_import(
             "delimiter": report.delimiter,
             "sheet": report.sheet,
         }
-        normalisations = _check_pass(sheet, columns)
-        report.rows_read = _count_rows(normalisations)
+        report.rows_read = _check_pass(sheet)
         report.skipped_blank = sheet.blank_rows
-        report.normalisations = {k: v for k, v in sorted(normalisations.items()) if k != ""}
 
     journal: Journal | None = None
     if not config.dry_run:
@@ -284,22 +282,10 @@ def run_import(
 
 # -- pass 1: check ---------------------------------------------------------------------------
 
-_ROWS_KEY = ""  # the row count rides in the normalisation counter under an empty key
 
-
-def _check_pass(sheet: Spreadsheet, columns: ColumnMap) -> Counter[str]:
-    """Read and validate every row (raising InputError on a malformed file)."""
-    counts: Counter[str] = Counter()
-    width = len(sheet.header)
-    for row in sheet.rows():
-        counts[_ROWS_KEY] += 1
-        for normalisation in validate_row(row.cells, columns, width).normalisations:
-            counts[normalisation.value] += 1
-    return counts
-
-
-def _count_rows(counts: Counter[str]) -> int:
-    return counts[_ROWS_KEY]
+def _check_pass(sheet: Spreadsheet) -> int:
+    """Read every row once (a malformed file raises InputError here); the row count."""
+    return sum(1 for _ in sheet.rows())
 
 
 # -- pass 2: send ----------------------------------------------------------------------------
@@ -461,6 +447,7 @@ def _send_pass(
     for worker in workers:
         worker.start()
     batch: list[tuple[int, NewPet]] = []
+    normalisations: Counter[str] = Counter()
     try:
         with open_spreadsheet(config.path, config.read_options) as sheet:
             if sheet.sha256 != sha256:
@@ -476,6 +463,7 @@ def _send_pass(
                 if result.pet is None:
                     sender.count_rejection()
                     continue
+                normalisations.update(n.value for n in result.normalisations)
                 if _should_send(journal.states.get(row.number), config.resend_uncertain):
                     batch.append((row.number, result.pet))
                     if len(batch) >= config.send_batch:
@@ -492,6 +480,7 @@ def _send_pass(
             jobs.put(_STOP)
         interrupted = _join(workers, sender)
     report.created = sender.created
+    report.normalisations = dict(sorted(normalisations.items()))
     report.stop = sender.stop
     report.stopped_reason = sender.stopped_reason
     report.concurrency_final = sender.limit.permits
@@ -593,9 +582,14 @@ def _write_pass(
             outputs += [accepted, uncertain]
         try:
             created_total = 0
+            normalisations: Counter[str] = Counter()
             for row in sheet.rows():
                 carried = _carried(row, columns, width)
-                result = validate_row(row.cells, columns, width)
+                record = states.get(row.number)
+                # A row in the journal was valid when it was sent: no need to check it again.
+                result = _VALID if record is not None else validate_row(row.cells, columns, width)
+                if journal is None:
+                    normalisations.update(n.value for n in result.normalisations)
                 if result.errors:
                     report.rejected_local += 1
                     rejects.write(
@@ -610,7 +604,6 @@ def _write_pass(
                         ]
                     )
                     continue
-                record = states.get(row.number)
                 state = record.state if record is not None else None
                 if journal is None:
                     report.would_send += 1
@@ -646,6 +639,8 @@ def _write_pass(
                     report.pending += 1
             for output in outputs:
                 output.commit()
+            if journal is None:  # a dry run: no send pass counted them
+                report.normalisations = dict(sorted(normalisations.items()))
         except BaseException:
             for output in outputs:
                 output.abort()
@@ -657,6 +652,9 @@ def _write_pass(
     }
     if journal is not None:
         report.files["journal"] = str(journal.path)
+
+
+_VALID = Validated(pet=None, errors=(), normalisations=())
 
 
 def _carried(row: SheetRow, columns: ColumnMap, width: int) -> list[str]:
