@@ -69,4 +69,7 @@ class ConcurrencyLimit:
                 smoothed = (1 - SMOOTHING) * self.limit + SMOOTHING * target
                 self.limit = min(float(self.maximum), max(1.0, smoothed))
             self.lowest = min(self.lowest, self.limit)
-            self._cond.notify_all()
+            # Wake only as many waiters as there are free permits (not all eight threads).
+            free = self.permits - self.in_flight
+            if free > 0:
+                self._cond.notify(free)
