@@ -75,7 +75,7 @@ _MAX_DIGITS = 40
 def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
     """Parse a categoryId cell: (value, error, used_integral_decimal).
 
-    >>> parse_category_id(" 12.0 ")[0], parse_category_id("12.5")[1].code
+    >>> parse_category_id(" 12.0 ")[0], str(parse_category_id("12.5")[1].code)
     (12, 'category_not_integer')
     """
     stripped = text.strip()
