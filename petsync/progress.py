@@ -24,6 +24,7 @@ class _Row:
     pages: int = 0
     pets: int = 0
     started: float = 0.0
+    ended: float | None = None
     done: str = ""
 
 
@@ -65,6 +66,7 @@ class ProgressDisplay:
             row = self._rows.setdefault(result.label, _Row(started=self._clock()))
             row.pages, row.pets = result.pages, result.pets
             row.done = "complete" if result.complete else "INCOMPLETE"
+            row.ended = self._clock()
             if self._live:
                 self._redraw(force=True)
             else:
@@ -87,7 +89,8 @@ class ProgressDisplay:
         self._last_draw = now
         lines = []
         for label, row in self._rows.items():
-            elapsed = max(now - row.started, 1e-9)
+            # A finished listing's rate is frozen at its end, not diluted by later redraws.
+            elapsed = max((row.ended if row.ended is not None else now) - row.started, 1e-9)
             rate = row.pets / elapsed
             state = row.done or "paging"
             lines.append(

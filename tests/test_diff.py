@@ -1,9 +1,8 @@
-"""diff_snapshots on two crafted snapshots, and the progress display."""
+"""diff_snapshots on two crafted snapshots."""
 
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 from pathlib import Path
 
@@ -13,8 +12,6 @@ import pytest
 
 from petsync.diff import diff_snapshots
 from petsync.errors import InputError
-from petsync.export import ListingResult
-from petsync.progress import ProgressDisplay, format_listing_line
 from petsync.schema import PET_SCHEMA
 from petsync.snapshot import MANIFEST_NAME, PARQUET_NAME, StagedSnapshot
 
@@ -112,59 +109,3 @@ def test_diff_by_path(snapshots: Path) -> None:
 def test_diff_of_a_missing_snapshot_names_it(snapshots: Path) -> None:
     with pytest.raises(InputError, match="no petsync snapshot at .*snapshot_date=2020-01-01"):
         diff_snapshots("2020-01-01", "2026-11-22", directory=snapshots)
-
-
-def result(label: str, *, complete: bool = True) -> ListingResult:
-    return ListingResult(
-        label=label,
-        style="link",
-        pages=3,
-        requests=4,
-        retries=1,
-        pets=250,
-        invalid=0,
-        complete=complete,
-        incomplete_reason=None if complete else "no proof of the end",
-        seconds=0.5,
-    )
-
-
-def test_progress_off_a_terminal_writes_one_line_per_listing() -> None:
-    out = io.StringIO()
-    display = ProgressDisplay(out, live=False, clock=lambda: 0.0)
-
-    display.listing_started("sold")
-    display.page_done("sold", 1, 100)
-    display.listing_done(result("sold"))
-    display.listing_done(result("all", complete=False))
-    display.close()
-
-    assert out.getvalue().splitlines() == [
-        "export listing=sold style=link pages=3 pets=250 invalid=0 retries=1 seconds=0.50 "
-        "rate=500/s complete",
-        "export listing=all style=link pages=3 pets=250 invalid=0 retries=1 seconds=0.50 "
-        "rate=500/s INCOMPLETE (no proof of the end)",
-    ]
-
-
-def test_progress_on_a_terminal_redraws_a_table_in_place() -> None:
-    out = io.StringIO()
-    now = [0.0]
-    display = ProgressDisplay(out, live=True, clock=lambda: now[0])
-
-    display.listing_started("sold")
-    now[0] = 2.0
-    display.page_done("sold", 2, 200)
-    display.page_done("sold", 3, 300)  # within the redraw interval: not drawn
-
-    frames = out.getvalue().split("\x1b[1F")
-    assert len(frames) == 2
-    assert (
-        frames[1] == "\x1b[2K  sold             2 pages        200 pets       100 pets/s  paging\n"
-    )
-
-
-def test_format_listing_line_without_elapsed_time() -> None:
-    line = format_listing_line(ListingResult("x", "none", 0, 1, 0, 0, 0, True, None, 0.0))
-
-    assert line.endswith("seconds=0.00 rate=0/s complete")
