@@ -492,3 +492,20 @@ def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
     report = run_import(ImportConfig(path), again)  # type: ignore[arg-type]
     assert (report.already_created, report.created) == (client.calls, 50 - client.calls)
     assert report.exit_code == 0
+
+
+def test_unreachable_api_stops_with_rows_pending_not_uncertain(
+    tmp_path: Path, petstore_server: StartServer, fake_clock: FakeClock
+) -> None:
+    srv = petstore_server()
+    base_url, key = srv.base_url, srv.api_key
+    srv.stop()  # a network outage: connections are refused
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(10)))
+    config = ClientConfig(base_url=base_url, api_key=key)
+    with PetstoreClient(config, sleep=fake_clock.sleep, clock=fake_clock) as client:
+        report = run_import(ImportConfig(path, concurrency=2), client)
+    assert report.stop is not None and report.exit_code == 1
+    assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
+    assert report.stopped_reason is not None
+    assert report.stopped_reason.endswith("re-run the same command to resume")
