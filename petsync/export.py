@@ -83,7 +83,7 @@ class ExportConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out_dir", Path(self.out_dir))
-        object.__setattr__(self, "statuses", tuple(dict.fromkeys(self.statuses)))
+        object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
         if not self.statuses and not self.sweep:
             raise ConfigError("nothing to export: no status given and the sweep is off")
         if self.format not in EXPORT_FORMATS:
@@ -103,6 +103,18 @@ class ExportConfig:
                 f"page_limit must be between 1 and 100 (the interface's limits), "
                 f"got {self.page_limit}"
             )
+
+
+def _statuses(values: tuple[PetStatus | str, ...]) -> list[PetStatus]:
+    """Accept enum members or their strings (job files give strings)."""
+    statuses: list[PetStatus] = []
+    for value in values:
+        try:
+            statuses.append(PetStatus(value))
+        except ValueError:
+            allowed = ", ".join(s.value for s in PetStatus)
+            raise ConfigError(f"unknown status {value!r}; use one of: {allowed}") from None
+    return statuses
 
 
 @dataclass(frozen=True)
@@ -282,19 +294,29 @@ def run_export(
     started_at = clock_now()
     date = today or started_at.astimezone(dt.UTC).date()
     sink: ExportProgress = progress or _NoProgress()
-    with DirectoryLock(config.out_dir):
-        stale = clean_staging(config.out_dir)
-        if stale:
-            logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
-        previous = latest_snapshot(config.out_dir)
-        staged = StagedSnapshot.create(config.out_dir)
-        try:
-            report = _export_into(
-                config, staged, date, previous, client, clock_now, started_at, monotonic, sink
-            )
-        except BaseException:
-            staged.discard()
-            raise
+    try:
+        with DirectoryLock(config.out_dir):
+            stale = clean_staging(config.out_dir)
+            if stale:
+                logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
+            previous = latest_snapshot(config.out_dir)
+            staged = StagedSnapshot.create(config.out_dir)
+            try:
+                report = _export_into(
+                    config, staged, date, previous, client, clock_now, started_at, monotonic, sink
+                )
+            except BaseException:
+                staged.discard()
+                raise
+    except OSError as exc:
+        # The one boundary for file-system failures: disk full, permissions, a read-only
+        # mount. Nothing was published, so earlier snapshots are as they were.
+        where = exc.filename or config.out_dir
+        raise PetsyncError(
+            f"cannot write the snapshot under {config.out_dir}: {exc.strerror or exc} "
+            f"({where}). Nothing was published; earlier snapshots are untouched. Free space "
+            "or fix permissions, or choose another --out."
+        ) from exc
     return report
 
 

@@ -585,3 +585,35 @@ def test_csv_round_trips_exactly_through_pyarrow_pandas_and_duckdb(
     assert frame["name"].tolist() == [r["name"] for r in expected]
     text = csv_path.read_text(encoding="utf-8")
     assert "9223372036854775807," in text and "e+" not in text and ".0," not in text
+
+
+def test_unwritable_output_is_a_petsync_error_naming_the_directory(tmp_path: Path) -> None:
+    blocker = tmp_path / "out"
+    blocker.write_text("a file where the snapshot directory should be")
+
+    with pytest.raises(PetsyncError) as caught:
+        export(blocker, ScriptedClient(CATALOGUE))
+
+    assert caught.value.exit_code == ExitCode.FAILURE
+    assert str(caught.value).startswith(f"cannot write the snapshot under {blocker}: ")
+    assert str(caught.value).endswith(
+        "Nothing was published; earlier snapshots are untouched. Free space or fix "
+        "permissions, or choose another --out."
+    )
+
+
+def test_statuses_may_be_given_as_strings(tmp_path: Path) -> None:
+    config = ExportConfig(
+        client=ClientConfig(BASE, None), out_dir=tmp_path, statuses=("sold", "sold", "pending")
+    )
+
+    assert config.statuses == (PetStatus.SOLD, PetStatus.PENDING)
+
+
+def test_unknown_status_is_a_config_error(tmp_path: Path) -> None:
+    from petsync.errors import ConfigError
+
+    with pytest.raises(
+        ConfigError, match="unknown status 'lost'; use one of: available, pending, sold"
+    ):
+        ExportConfig(client=ClientConfig(BASE, None), out_dir=tmp_path, statuses=("lost",))
