@@ -518,6 +518,7 @@ def _finish_export(ctx: click.Context, report: Any) -> None:
 @click.pass_context
 def export_command(
     ctx: click.Context,
+    /,
     out_dir: Path,
     statuses: tuple[str, ...],
     sweep: bool,
@@ -1156,4 +1157,4 @@ __all__ = [
 ]
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()
