@@ -444,7 +444,7 @@ def _progress_display() -> Any:
 
     from petsync.progress import ProgressDisplay
 
-    stream = click.get_text_stream("stderr")
+    stream = sys.stderr  # CliRunner swaps it; click.get_text_stream is deprecated in click 8.5
     if _json_logs() and not stream.isatty():
         # stderr carries JSON lines only; the export.listing_done log event has the same facts.
         return ProgressDisplay(io.StringIO(), live=False)
