@@ -37,6 +37,7 @@ from petsync.errors import (
 from petsync.models import NewPet, Pet, PetStatus, is_int64, parse_error_body, parse_pet
 from petsync.pagination import FetchedPage, PageRequest, make_strategy
 from petsync.retry import Failure, RetrySchedule, parse_retry_after
+from petsync.seen_ids import SeenIds
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Listing:
         self._reset()
         strategy = make_strategy(self._style_setting, self._list_url, self._limit)
         requested: set[str] = set()
-        seen: set[Hashable] = set()
+        seen = SeenIds()
         fetched = 0
         request: PageRequest | None = strategy.first()
         while request is not None:
@@ -175,15 +176,15 @@ class Listing:
             )
 
     def _fresh_page(
-        self, entries: list[_Entry], seen: set[Hashable], url: str, request: PageRequest
+        self, entries: list[_Entry], seen: SeenIds, url: str, request: PageRequest
     ) -> Page:
         pets: list[Pet] = []
         invalid: list[InvalidRecord] = []
-        for key, item in entries:
-            if key in seen:
+        fresh = seen.add_page([key for key, _ in entries])
+        for (_, item), is_fresh in zip(entries, fresh, strict=True):
+            if not is_fresh:
                 self.duplicates += 1
                 continue
-            seen.add(key)
             if isinstance(item, Pet):
                 pets.append(item)
             else:
