@@ -33,6 +33,7 @@ from petsync.errors import PaginationError, ProtocolError
 
 OFFSET_PARAM = "offset"
 PAGE_PARAM = "page"
+LIMIT_PARAM = "limit"
 FIRST_REQUEST = "the first request"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -295,10 +296,11 @@ class AutoPaging:
     page is followed by a probe with ``offset`` and, if the server ignored that, ``page=2``
     (even after a short first page: the server may cap pages below ``limit``). A probe is
     accepted only when it brings records and none of them was on the first page; an empty
-    probe answer proves the end. When the first page was short and the server ignored both
-    probes, the short page proves the end (style ``none``: the interface makes ``limit`` the
-    maximum returned, so a server that pages no way at all has sent everything). When it was
-    full and nothing worked, the listing is flagged incomplete.
+    probe answer proves the end. When the first page was short (n records) and the server
+    ignored both probes, a last probe asks for ``limit=n-1``: if the server honours it, the
+    short page proves the end (style ``none``); if it sends n again, it ignores ``limit`` and
+    the listing is flagged incomplete. When the first page was full and nothing worked, the
+    listing is flagged incomplete.
     """
 
     def __init__(self, list_url: httpx.URL, limit: int) -> None:
@@ -343,6 +345,8 @@ class AutoPaging:
         )
 
     def _after_probe(self, first: FetchedPage, probe: FetchedPage) -> Step:
+        if self._probing == LIMIT_PARAM:
+            return self._after_limit_probe(first, probe)
         if probe.rows == 0:
             # A server honouring the parameter has nothing after the first page; one
             # ignoring it would have sent the first page again, not an empty one.
@@ -363,8 +367,13 @@ class AutoPaging:
             # `limit`, and then its short first page is not the end.
             return Step(keep=False, next=self._probe(PAGE_PARAM, 2).next)
         if first.rows < self._limit:
-            self.name = "none"  # the short first page is the whole catalogue
-            return Step(keep=False, next=None)
+            if first.rows < 2:
+                self.name = "none"  # one record: no smaller limit can test the server
+                return Step(keep=False, next=None)
+            # A short page proves the end only if the server honours `limit`: one that
+            # ignores it and always sends its own page size (the interface's default is 20)
+            # would otherwise pass off its first page as the whole catalogue.
+            return Step(keep=False, next=self._probe(LIMIT_PARAM, first.rows - 1).next)
         self.name = "unknown"
         return Step(
             keep=False,
@@ -376,5 +385,23 @@ class AutoPaging:
                 f"{OFFSET_PARAM} and {PAGE_PARAM} probes with records already on the first "
                 "page; petsync cannot prove it has the whole catalogue. Ask the API owner how "
                 "listPets pages and set that pagination style (link, cursor, offset or page)"
+            ),
+        )
+
+    def _after_limit_probe(self, first: FetchedPage, probe: FetchedPage) -> Step:
+        if probe.rows == first.rows - 1:
+            self.name = "none"  # limit is honoured, so the short first page is everything
+            return Step(keep=False, next=None)
+        self.name = "unknown"
+        return Step(
+            keep=False,
+            next=None,
+            complete=False,
+            reason=(
+                f"the server sent {first.rows} records at {first.url} when asked for up to "
+                f"{self._limit}, offers no way to the next page, and answered "
+                f"limit={first.rows - 1} with {probe.rows} records: it does not honour "
+                "`limit`, so its short first page does not prove the end of the catalogue. "
+                "Ask the API owner how listPets pages and set that pagination style"
             ),
         )

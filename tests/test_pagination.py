@@ -28,16 +28,19 @@ def _pet(i: int) -> dict[str, object]:
 class Catalogue:
     """A fake listPets paging one way, recording every URL asked for."""
 
-    def __init__(self, count: int, style: str, *, cap: int | None = None) -> None:
+    def __init__(
+        self, count: int, style: str, *, cap: int | None = None, fixed: int | None = None
+    ) -> None:
         self.ids = list(range(1, count + 1))
         self.style = style
         self.cap = cap
+        self.fixed = fixed  # a page size sent whatever `limit` asks for
         self.urls: list[str] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.urls.append(str(request.url))
         q = request.url.params
-        size = int(q.get("limit", "20"))
+        size = self.fixed or int(q.get("limit", "20"))
         if self.cap:
             size = min(size, self.cap)
         headers: dict[str, str] = {}
@@ -138,7 +141,33 @@ def test_auto_accepts_a_short_first_page_from_a_server_that_does_not_page(
     listing = _client(server, fake_clock).list_pets(limit=100)
     assert _ids(listing) == list(range(1, 31))
     assert (listing.style, listing.complete, listing.pages) == ("none", True, 1)
-    assert server.urls[1:] == [f"{PETS}?limit=100&offset=30", f"{PETS}?limit=100&page=2"]
+    assert server.urls[1:] == [
+        f"{PETS}?limit=100&offset=30",
+        f"{PETS}?limit=100&page=2",
+        f"{PETS}?limit=29",  # the server honours limit, so 30 < 100 is the end
+    ]
+
+
+def test_auto_flags_a_short_page_from_a_server_that_ignores_limit(fake_clock: FakeClock) -> None:
+    # It always sends its default 20 and pages no way: 20 of 500 must not pass as complete.
+    server = Catalogue(500, "none", fixed=20)
+    listing = _client(server, fake_clock).list_pets(limit=100)
+    assert _ids(listing) == list(range(1, 21))
+    assert (listing.style, listing.complete) == ("unknown", False)
+    assert server.urls[-1] == f"{PETS}?limit=19"
+    assert listing.incomplete_reason == (
+        f"the server sent 20 records at {PETS}?limit=100 when asked for up to 100, offers no "
+        "way to the next page, and answered limit=19 with 20 records: it does not honour "
+        "`limit`, so its short first page does not prove the end of the catalogue. Ask the "
+        "API owner how listPets pages and set that pagination style"
+    )
+
+
+def test_auto_takes_a_single_record_page_as_the_end(fake_clock: FakeClock) -> None:
+    server = Catalogue(1, "none")
+    listing = _client(server, fake_clock).list_pets(limit=100)
+    assert (_ids(listing), listing.style, listing.complete) == ([1], "none", True)
+    assert len(server.urls) == 3  # first page, offset and page probes; no limit=0 probe
 
 
 def test_auto_on_an_empty_catalogue_is_complete_after_one_request(fake_clock: FakeClock) -> None:
