@@ -136,6 +136,23 @@ def _full_page_reason(page: FetchedPage, style: str, missing: str) -> str:
     )
 
 
+_NO_LINK = 'no Link rel="next" header'
+_NO_CURSOR = f"no {CURSOR_HEADER} header"
+
+
+def _end_of_tokens(page: FetchedPage, style: str, limit: int, seen: bool, missing: str) -> Step:
+    """The end rule of the server-driven styles when a page brings no next token.
+
+    After a token has been seen, its absence (or an empty page) is the server saying "done";
+    on the first page only a short page proves the end, a full one is flagged incomplete.
+    """
+    if seen or page.rows < limit:
+        return Step(keep=True, next=None)
+    return Step(
+        keep=True, next=None, complete=False, reason=_full_page_reason(page, style, missing)
+    )
+
+
 class LinkPaging:
     """Follows RFC 8288 ``Link: <...>; rel="next"``, resolved against the response URL.
 
@@ -156,14 +173,7 @@ class LinkPaging:
     def next(self, page: FetchedPage) -> Step:
         target = next_link(page.headers)
         if target is None or page.rows == 0:
-            if self._seen_link or page.rows < self._limit:
-                return Step(keep=True, next=None)
-            return Step(
-                keep=True,
-                next=None,
-                complete=False,
-                reason=_full_page_reason(page, self.name, 'no Link rel="next" header'),
-            )
+            return _end_of_tokens(page, self.name, self._limit, self._seen_link, _NO_LINK)
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error
@@ -197,14 +207,7 @@ class CursorPaging:
     def next(self, page: FetchedPage) -> Step:
         cursor = next_cursor(page.headers)
         if cursor is None or page.rows == 0:
-            if self._seen_cursor or page.rows < self._limit:
-                return Step(keep=True, next=None)
-            return Step(
-                keep=True,
-                next=None,
-                complete=False,
-                reason=_full_page_reason(page, self.name, f"no {CURSOR_HEADER} header"),
-            )
+            return _end_of_tokens(page, self.name, self._limit, self._seen_cursor, _NO_CURSOR)
         self._seen_cursor = True
         url = self._list_url.copy_set_param(CURSOR_PARAM, cursor)
         return Step(keep=True, next=PageRequest(url, f"the cursor {cursor!r}"))
