@@ -270,6 +270,7 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
             raise _decode_error(path, codec, error)
         return sha256, encoding, codec, None
     sha256, first, error = _decode_all(path, "utf-8")
+    head = _head(path)
     if first.startswith(b"PK\x03\x04"):
         raise InputError(
             f"{path}: this is a zip file (an .xlsx workbook?), not CSV; "
@@ -280,6 +281,11 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
         if error is not None:
             raise _decode_error(path, "utf-16", error)
         return sha256, "utf-16", "utf-16 (BOM)", None
+    if b"\x00" in head:
+        raise InputError(
+            f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark "
+            "does; pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
+        )
     if first.startswith(_UTF8_BOM):
         if error is not None:
             raise _decode_error(path, "utf-8", error)
@@ -294,6 +300,14 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
         "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
     )
     return sha256, "cp1252", "cp1252", notice
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4096)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 def _decode_all(path: Path, encoding: str) -> tuple[str, bytes, tuple[int, int, str] | None]:

@@ -42,6 +42,18 @@ def test_utf16_with_bom_is_decoded(tmp_path: Path) -> None:
     assert sheet.delimiter_name == "tab"  # type: ignore[attr-defined]
 
 
+def test_utf16_without_bom_is_explained(tmp_path: Path) -> None:
+    path = write(tmp_path, "name,categoryId\nRex,1\n".encode("utf-16-le"))
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert str(info.value) == (
+        f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark does; "
+        "pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
+    )
+    header, rows, _ = read(path, encoding="utf-16-le")
+    assert (header, rows) == (("name", "categoryId"), [SheetRow(2, ("Rex", "1"))])
+
+
 def test_plain_utf8_has_no_notice(tmp_path: Path) -> None:
     path = write(tmp_path, "name,categoryId\nZoë,1\n".encode())
     _, rows, sheet = read(path)
