@@ -8,7 +8,8 @@ CSV encoding, first rule that applies:
 
 1. ``encoding=`` given (``--encoding``): decode strictly with it (a UTF-8 BOM is still
    dropped when the encoding is UTF-8).
-2. A UTF-8 byte-order mark: UTF-8, BOM removed. A UTF-16 BOM: UTF-16.
+2. A UTF-8 byte-order mark: UTF-8, BOM removed. A UTF-16 BOM: UTF-16. NUL bytes without a
+   BOM (UTF-16 that lost its mark) stop the read with the ``--encoding`` to pass.
 3. The whole file decodes as strict UTF-8: UTF-8.
 4. Otherwise cp1252 (what Excel on Windows writes), with a notice for the summary; a byte
    cp1252 does not define stops the read. Replacement characters are never produced.
