@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,15 +83,19 @@ class _Buffer:
         self.hashes: list[int] = []
 
     def add(self, pets: list[Pet], seq: int) -> None:
-        self.ids.extend([p.id for p in pets])
-        self.names.extend([p.name for p in pets])
-        self.categories.extend([p.categoryId for p in pets])
+        ids = [p.id for p in pets]
+        names = [p.name for p in pets]
+        categories = [p.categoryId for p in pets]
         statuses = [p.status for p in pets]
+        # A hash over every field (tuples hashed in C, cheaper than Pet's generated
+        # __hash__): two fetches of one id with equal hashes have (all but surely) the
+        # same content.
+        self.hashes.extend(map(hash, zip(ids, names, categories, statuses, strict=True)))
+        self.ids.extend(ids)
+        self.names.extend(names)
+        self.categories.extend(categories)
         self.statuses.extend(statuses)
         self.seqs.extend(itertools.repeat(seq, len(pets)))
-        # Pet is a frozen dataclass: its hash covers every field, so two fetches of one id
-        # with equal hashes have (all but surely) the same content.
-        self.hashes.extend(map(hash, pets))
         if self.expected is not None:
             # Listed under status=X but the body says otherwise: the body wins, counted.
             self.mismatches += len(statuses) - statuses.count(self.expected)
@@ -148,16 +152,16 @@ class PetCollector:
     def _spill(self, buffer: _Buffer) -> None:
         if not len(buffer):
             return
+        ids = np.array(buffer.ids, dtype=np.int64)  # exact: every id passed is_int64
         batch = pa.record_batch(
             [
-                pa.array(buffer.ids, pa.int64()),
-                pa.array(buffer.names, pa.string()),
-                pa.array(buffer.categories, pa.int64()),
-                pa.array(buffer.statuses, pa.string()),
+                _int64_array(ids),
+                _string_array(buffer.names),
+                _int64_array(np.array(buffer.categories, dtype=np.int64)),
+                _string_array(buffer.statuses),
             ],
             schema=PET_SCHEMA,
         )
-        ids = batch.column(0).to_numpy()
         seqs = np.array(buffer.seqs, dtype=np.int32)
         sources = np.full(len(buffer), buffer.source, dtype=np.int8)
         hashes = np.array(buffer.hashes, dtype=np.int64)
@@ -216,6 +220,23 @@ class PetCollector:
         if not self._closed:
             self._closed = True
             self._writer.close()
+
+
+# Columns are built without pa.array(): on its first call pa.array() imports pandas (its
+# array-like check), which costs about 0.6 s of CPU and 40 MiB of RSS in an export that never
+# uses pandas.
+
+
+def _int64_array(values: npt.NDArray[np.int64]) -> pa.Array:
+    """An Arrow int64 array over a numpy array's buffer (no copy)."""
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _string_array(values: Sequence[str | None]) -> pa.Array:
+    """An Arrow string array; None becomes null."""
+    builder = pa.lib.StringBuilder()
+    builder.append_values(values)
+    return builder.finish()
 
 
 def _seen_under_two_statuses(sources: npt.NDArray[np.int8], starts: npt.NDArray[np.intp]) -> int:
