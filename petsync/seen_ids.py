@@ -46,6 +46,7 @@ class SeenIds:
         self._other: set[Hashable] = set()
         # Sorted, pairwise disjoint arrays, larger ones first.
         self._levels: list[npt.NDArray[np.int64]] = []
+        self._low = self._high = 0  # the smallest and largest id in the arrays
         self._size = 0
 
     def __len__(self) -> int:
@@ -94,6 +95,11 @@ class SeenIds:
         """Per key: True when it is an int already in one of the sorted arrays."""
         if not self._levels or not keys:
             return [False] * len(keys)
+        if all_ints:
+            ints = cast("Sequence[int]", keys)
+            if min(ints) > self._high or max(ints) < self._low:
+                # Beyond every id in the arrays: the usual page of a listing ordered by id.
+                return [False] * len(keys)
         import numpy as np
 
         if all_ints:
@@ -122,6 +128,10 @@ class SeenIds:
         level.sort()
         self._recent = set()
         self._levels.append(level)
+        if len(self._levels) == 1:
+            self._low, self._high = int(level[0]), int(level[-1])
+        else:
+            self._low, self._high = min(self._low, int(level[0])), max(self._high, int(level[-1]))
         # Merge while the newest array is at least half as big as the one before it: each
         # id is copied a logarithmic number of times, and there are few arrays to search.
         while len(self._levels) > 1 and 2 * len(self._levels[-1]) >= len(self._levels[-2]):

@@ -72,3 +72,12 @@ def test_an_empty_page_adds_nothing() -> None:
     seen.add_page([1])
     assert seen.add_page([]) == []
     assert len(seen) == 1
+
+
+def test_pages_beyond_the_flushed_range_and_straddling_it() -> None:
+    seen = SeenIds(flush_ids=4)
+    seen.add_page([10, 11, 12, 13])  # flushed: the arrays hold 10..13
+    assert seen.add_page([20, 21]) == [True, True]  # above every flushed id
+    assert seen.add_page([1, 2]) == [True, True]  # below every flushed id (now flushed too)
+    assert seen.add_page([30, 12, 0]) == [True, False, True]  # straddles: still looked up
+    assert seen.add_page([21, 1]) == [False, False]
