@@ -15,7 +15,7 @@ import time
 import warnings
 from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import httpx
 
@@ -34,7 +34,16 @@ from petsync.errors import (
     TransportError,
     UsageError,
 )
-from petsync.models import NewPet, Pet, PetStatus, is_int64, parse_error_body, parse_pet
+from petsync.models import (
+    INT64_MAX,
+    INT64_MIN,
+    NewPet,
+    Pet,
+    PetStatus,
+    is_int64,
+    parse_error_body,
+    parse_pet,
+)
 from petsync.pagination import FetchedPage, PageRequest, make_strategy
 from petsync.retry import Failure, RetrySchedule, parse_retry_after
 from petsync.seen_ids import SeenIds
@@ -68,7 +77,16 @@ class Page:
     url: str
 
 
-_Entry = tuple[Hashable, Pet | InvalidRecord]
+@dataclass(frozen=True)
+class _Records:
+    """A fetched page's records in server order: identity keys, and each record parsed.
+
+    ``all_valid`` is True when every item is a :class:`Pet` (no :class:`InvalidRecord`).
+    """
+
+    keys: list[Hashable]
+    items: list[Pet | InvalidRecord]
+    all_valid: bool
 
 
 class Listing:
@@ -143,14 +161,14 @@ class Listing:
                     "broken; report it to the API owner"
                 )
             requested.add(str(request.url))
-            response_url, headers, entries = self._client._fetch_page(request.url, self)
+            response_url, headers, records = self._client._fetch_page(request.url, self)
             fetched += 1
-            view = FetchedPage(request, response_url, headers, [key for key, _ in entries])
+            view = FetchedPage(request, response_url, headers, records.keys)
             step = strategy.next(view)
             self.style = strategy.name
             page = None
             if step.keep:
-                page = self._fresh_page(entries, seen, self._client._shown(response_url), request)
+                page = self._fresh_page(records, seen, self._client._shown(response_url), request)
             if step.next is None:  # set before the last page is yielded: the end is known
                 self.complete = step.complete
                 self.incomplete_reason = step.reason
@@ -175,13 +193,13 @@ class Listing:
                 extra={"fields": {"style": self.style, "reason": self.incomplete_reason}},
             )
 
-    def _fresh_page(
-        self, entries: list[_Entry], seen: SeenIds, url: str, request: PageRequest
-    ) -> Page:
+    def _fresh_page(self, records: _Records, seen: SeenIds, url: str, request: PageRequest) -> Page:
+        fresh = seen.add_page(records.keys)
+        if records.all_valid and False not in fresh:  # the usual page: all new valid pets
+            return Page(pets=cast("list[Pet]", records.items), invalid=[], url=url)
         pets: list[Pet] = []
         invalid: list[InvalidRecord] = []
-        fresh = seen.add_page([key for key, _ in entries])
-        for (_, item), is_fresh in zip(entries, fresh, strict=True):
+        for item, is_fresh in zip(records.items, fresh, strict=True):
             if not is_fresh:
                 self.duplicates += 1
                 continue
@@ -189,7 +207,7 @@ class Listing:
                 pets.append(item)
             else:
                 invalid.append(item)
-        if entries and not pets and not invalid:
+        if records.keys and not pets and not invalid:
             raise PaginationError(
                 f"the page at {url} (reached by {request.via}) holds only records already "
                 "listed: the server is sending the same records again (a loop). Report it to "
@@ -397,7 +415,7 @@ class PetstoreClient:
 
     def _fetch_page(
         self, url: httpx.URL, tally: _Tally
-    ) -> tuple[httpx.URL, httpx.Headers, list[_Entry]]:
+    ) -> tuple[httpx.URL, httpx.Headers, _Records]:
         response = self._send("GET", url, tally=tally)
         shown = self._shown(response.url)
         try:
@@ -412,16 +430,7 @@ class PetstoreClient:
                 f"GET {shown} answered a JSON {type(data).__name__} where listPets must "
                 "return a JSON array of Pet (interface, listPets)"
             )
-        entries: list[_Entry] = []
-        for record in data:
-            try:
-                pet = parse_pet(record)
-            except ProtocolError as exc:
-                invalid = InvalidRecord(record=record, reason=exc.message, url=shown)
-                entries.append((_record_key(record), invalid))
-            else:
-                entries.append((pet.id, pet))
-        return response.url, response.headers, entries
+        return response.url, response.headers, _parse_records(data, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
 
@@ -558,6 +567,46 @@ class PetstoreClient:
         if len(text) > EXCERPT_CHARS:
             text = text[: EXCERPT_CHARS - 3] + "..."
         return text
+
+
+def _parse_records(data: list[Any], shown: str) -> _Records:
+    """Parse a listPets page; records that break the interface become InvalidRecords.
+
+    A record that is an object with exactly the expected types is built into a Pet inline
+    (the checks of :func:`~petsync.models.parse_pet`, without its per-field loop and calls:
+    this runs once per pet); anything else goes through ``parse_pet``, which gives the same
+    Pet or the reason the record is invalid.
+    """
+    keys: list[Hashable] = []
+    items: list[Pet | InvalidRecord] = []
+    all_valid = True
+    for record in data:
+        if type(record) is dict:
+            pet_id = record.get("id")
+            category = record.get("categoryId")
+            name = record.get("name")
+            status = record.get("status")
+            if (
+                type(pet_id) is int
+                and type(category) is int
+                and type(name) is str
+                and (status is None or type(status) is str)
+                and INT64_MIN <= pet_id <= INT64_MAX
+                and INT64_MIN <= category <= INT64_MAX
+            ):
+                keys.append(pet_id)
+                items.append(Pet(pet_id, name, category, status))
+                continue
+        try:
+            pet = parse_pet(record)
+        except ProtocolError as exc:
+            keys.append(_record_key(record))
+            items.append(InvalidRecord(record=record, reason=exc.message, url=shown))
+            all_valid = False
+        else:
+            keys.append(pet.id)
+            items.append(pet)
+    return _Records(keys, items, all_valid)
 
 
 def _json(response: httpx.Response) -> object:
