@@ -4,9 +4,13 @@
 
 1. **check**: read and validate every row, before anything is sent, so a malformed file
    stops with nothing created;
-2. **send**: valid rows not yet done go to ``concurrency`` worker threads sharing one
-   :class:`~petsync.client.PetstoreClient`; each row is journaled ``sending`` (durably)
-   before its POST and its outcome after;
+2. **send**: ``concurrency`` worker threads share one
+   :class:`~petsync.client.PetstoreClient`; an adaptive limit decides how many of them
+   send at once. A worker with a permit takes a batch of valid rows not yet done (reading
+   and validating them itself, under one lock: no feeder thread, no hand-off per row),
+   journals the batch ``sending`` (durably, one sync) and POSTs its rows one after
+   another, journaling each outcome. Batches share a window of rows journaled but not yet
+   answered (what a crash can leave uncertain), so fewer senders take bigger batches;
 3. **write**: the reject, accepted and uncertain files are rebuilt from the input and the
    journal, so they are complete after a resumed run too.
 
@@ -21,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 import time
 from collections import Counter
@@ -65,7 +68,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
 MAX_CONCURRENCY = 64
-_STOP = None  # sentinel that ends a worker
+# Rows journaled `sending` and not yet answered, across all workers, at most: what a crash
+# can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
+# senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
+SENDING_WINDOW = 32
 
 
 @dataclass(frozen=True)
@@ -95,9 +101,15 @@ class ImportConfig:
             raise ConfigError("--max-errors must be at least 1")
 
     @property
-    def send_batch(self) -> int:
-        """Rows journaled `sending` with one sync: half the concurrency, at least one."""
-        return max(1, self.concurrency // 2)
+    def sending_window(self) -> int:
+        """Rows journaled `sending` and not yet answered, at most: what a crash leaves uncertain.
+
+        >>> ImportConfig(Path("p.csv")).sending_window
+        32
+        >>> ImportConfig(Path("p.csv"), concurrency=64).sending_window
+        64
+        """
+        return max(SENDING_WINDOW, self.concurrency)
 
     @property
     def read_options(self) -> ReadOptions:
@@ -313,8 +325,6 @@ class _Sender:
         self.stopped_reason: str | None = None
         self.errors = 0
         self.created = 0
-        # Rows journaled `sending` but not yet taken by a worker: at most `concurrency`.
-        self.slots = threading.BoundedSemaphore(config.concurrency)
 
     def halt(self, reason: str, error: PetsyncError | None = None) -> None:
         with self.lock:
@@ -330,27 +340,47 @@ class _Sender:
         if reached:
             self.halt(f"--max-errors {limit} reached; the remaining rows are pending")
 
-    def work(self, jobs: queue.Queue[tuple[int, NewPet] | None]) -> None:
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            self.slots.release()  # taken: the feeder may journal the next row
-            try:
-                if self.stopped.is_set() or not self.limit.acquire(self.stopped):
-                    self.not_sent(job[0])
-                else:
-                    self.timed_send(*job)
-            except BaseException as exc:  # a bug must not leave the others waiting
-                error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
-                self.halt(f"unexpected error: {exc!r}", error)
+    def work(self, source: _RowSource) -> None:
+        """One worker: under a permit, take a batch, journal it `sending`, POST its rows."""
+        try:
+            while not self.stopped.is_set():
+                if not self.limit.acquire(self.stopped):
+                    return
+                batch: list[tuple[int, NewPet]] = []
+                try:
+                    # Fewer senders (a saturated server) take bigger batches: fewer syncs
+                    # and hand-offs; the window bounds the rows a crash can leave uncertain.
+                    batch = source.take(self.limit.permits)
+                    if not batch or self.stopped.is_set():
+                        return  # rows taken at a stop were not journaled: they stay pending
+                    self.journal.mark_sending([number for number, _ in batch])
+                    self.send_batch(batch)
+                finally:
+                    self.limit.release()
+                    source.done(len(batch))
+        except BaseException as exc:  # a bug must not leave the others waiting
+            error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
+            self.halt(f"unexpected error: {exc!r}", error)
+
+    def send_batch(self, batch: list[tuple[int, NewPet]]) -> None:
+        """POST a journaled batch, one row after another; rows a stop kept back are unsent."""
+        started = 0
+        try:
+            for index, (row, pet) in enumerate(batch):
+                if self.stopped.is_set():
+                    return
+                started = index + 1  # from here on the row may have left
+                self.timed_send(row, pet)
+        finally:
+            for row, _ in batch[started:]:
+                self.not_sent(row)
 
     def not_sent(self, row: int) -> None:
         """A row journaled ``sending`` that the stop kept from leaving: surely not created."""
         self.journal.record(RowRecord(row, RowState.UNSENT, message="not sent: the run stopped"))
 
     def timed_send(self, row: int, pet: NewPet) -> None:
-        """Send under a permit of the adaptive limit, telling it the round trip."""
+        """Send (under a permit of the adaptive limit), telling the limit its round trip."""
         retries, started = self.client.retries, self.clock()
         answered = False
         try:
@@ -358,11 +388,11 @@ class _Sender:
         finally:
             rtt = self.clock() - started if answered else None
             throttled = self.client.retries > retries  # a 429 (or refusal) was waited out
-            self.limit.release(rtt=rtt, throttled=throttled)
+            self.limit.observe(rtt=rtt, throttled=throttled)
 
     def send(self, row: int, pet: NewPet) -> bool:
         """POST one row and journal its outcome; True when the API answered it."""
-        # The feeder journaled this row as `sending` (on disk) before queueing it.
+        # The worker journaled this row as `sending` (on disk) with its batch.
         try:
             created = self.client.create_pet(pet)
         except AuthenticationError as exc:
@@ -430,6 +460,77 @@ def _status_in(exc: PetsyncError) -> int | None:
     return _status_in(cause) if isinstance(cause, PetsyncError) else None
 
 
+class _RowSource:
+    """The send pass's rows, read and validated by the workers themselves, under one lock.
+
+    Only rows to send are handed out; invalid rows count against ``--max-errors``. Rows
+    handed out and not yet :meth:`done` stay within ``config.sending_window``. An exception
+    while reading (or a Ctrl-C test double) is kept in ``error`` and re-raised by the main
+    thread once the workers are done.
+    """
+
+    def __init__(
+        self,
+        sheet: Spreadsheet,
+        columns: ColumnMap,
+        sender: _Sender,
+        states: dict[int, RowRecord],
+    ) -> None:
+        self.rows = iter(sheet.rows())
+        self.columns = columns
+        self.width = len(sheet.header)
+        self.sender = sender
+        self.states = states
+        self.normalisations: Counter[str] = Counter()
+        self.error: BaseException | None = None
+        self.window = sender.config.sending_window
+        self.outstanding = 0
+        self.cond = threading.Condition(threading.Lock())
+
+    def take(self, senders: int) -> list[tuple[int, NewPet]]:
+        """The next rows to send: a share of the window for one of ``senders``, at least one.
+
+        Waits while the window is full (other senders hold it and are sending); fewer rows at
+        the end of the file, none at a stop.
+        """
+        batch: list[tuple[int, NewPet]] = []
+        sender, resend = self.sender, self.sender.config.resend_uncertain
+        with self.cond:
+            while self.outstanding >= self.window:
+                if sender.stopped.is_set():
+                    return batch
+                self.cond.wait(timeout=0.1)
+            if self.error is not None:
+                return batch
+            count = max(1, min(self.window // max(1, senders), self.window - self.outstanding))
+            try:
+                while len(batch) < count and not sender.stopped.is_set():
+                    row = next(self.rows, None)
+                    if row is None:
+                        break
+                    result = validate_row(row.cells, self.columns, self.width)
+                    if result.pet is None:
+                        sender.count_rejection()
+                        continue
+                    if result.normalisations:
+                        self.normalisations.update(n.value for n in result.normalisations)
+                    if _should_send(self.states.get(row.number), resend):
+                        batch.append((row.number, result.pet))
+            except BaseException as exc:
+                self.error = exc
+                sender.halt("interrupted")
+                return []  # nothing journaled yet: these rows stay pending
+            self.outstanding += len(batch)
+        return batch
+
+    def done(self, rows: int) -> None:
+        """A batch of ``rows`` rows was answered or journaled unsent: free its window share."""
+        if rows:
+            with self.cond:
+                self.outstanding -= rows
+                self.cond.notify()
+
+
 def _send_pass(
     config: ImportConfig,
     client: PetstoreClient,
@@ -440,52 +541,30 @@ def _send_pass(
     clock: Callable[[], float],
 ) -> None:
     sender = _Sender(config, client, journal, clock)
-    jobs: queue.Queue[tuple[int, NewPet] | None] = queue.Queue()
-    workers = [
-        threading.Thread(target=sender.work, args=(jobs,), name=f"petsync-import-{i}", daemon=True)
-        for i in range(config.concurrency)
-    ]
-    for worker in workers:
-        worker.start()
-    batch: list[tuple[int, NewPet]] = []
-    normalisations: Counter[str] = Counter()
-    try:
-        with open_spreadsheet(config.path, config.read_options) as sheet:
-            if sheet.sha256 != sha256:
-                raise InputError(
-                    f"{config.path} changed while the import was running; re-run the same "
-                    "command once nobody is editing it"
-                )
-            width = len(sheet.header)
-            for row in sheet.rows():
-                if sender.stopped.is_set():
-                    break
-                result = validate_row(row.cells, columns, width)
-                if result.pet is None:
-                    sender.count_rejection()
-                    continue
-                normalisations.update(n.value for n in result.normalisations)
-                if _should_send(journal.states.get(row.number), config.resend_uncertain):
-                    batch.append((row.number, result.pet))
-                    if len(batch) >= config.send_batch:
-                        _dispatch(batch, sender, jobs)
-                        batch = []
-            _dispatch(batch, sender, jobs)
-    except BaseException:
-        sender.halt("interrupted")
-        raise
-    finally:
-        if sender.stopped.is_set():
-            _drain(jobs, sender)  # queued rows stay pending; on a normal end workers finish them
-        for _ in workers:
-            jobs.put(_STOP)
+    with open_spreadsheet(config.path, config.read_options) as sheet:
+        if sheet.sha256 != sha256:
+            raise InputError(
+                f"{config.path} changed while the import was running; re-run the same "
+                "command once nobody is editing it"
+            )
+        source = _RowSource(sheet, columns, sender, journal.states)
+        workers = [
+            threading.Thread(
+                target=sender.work, args=(source,), name=f"petsync-import-{i}", daemon=True
+            )
+            for i in range(config.concurrency)
+        ]
+        for worker in workers:
+            worker.start()
         interrupted = _join(workers, sender)
     report.created = sender.created
-    report.normalisations = dict(sorted(normalisations.items()))
+    report.normalisations = dict(sorted(source.normalisations.items()))
     report.stop = sender.stop
     report.stopped_reason = sender.stopped_reason
     report.concurrency_final = sender.limit.permits
     report.concurrency_lowest = max(1, int(sender.limit.lowest))
+    if source.error is not None:
+        raise source.error
     if interrupted:
         raise KeyboardInterrupt
 
@@ -505,53 +584,12 @@ def _join(workers: list[threading.Thread], sender: _Sender) -> bool:
     return interrupted
 
 
-def _dispatch(batch: list[tuple[int, NewPet]], sender: _Sender, jobs: queue.Queue[Any]) -> None:
-    """Journal a batch as `sending` with one sync, then hand it to the workers.
-
-    Slots bound the rows journaled but not yet taken by a worker, so a crash leaves at most
-    ``2 * concurrency`` rows uncertain (those queued and those in flight).
-    """
-    taken = 0
-    try:
-        for _ in batch:
-            while not sender.slots.acquire(timeout=0.1):
-                if sender.stopped.is_set():
-                    return
-            taken += 1
-        if sender.stopped.is_set() or not batch:
-            return
-        queued = 0
-        try:
-            sender.journal.mark_sending([number for number, _ in batch])
-            for job in batch:
-                jobs.put(job)
-                queued += 1
-                taken -= 1  # the worker that takes it releases its slot
-        finally:
-            for number, _ in batch[queued:]:  # interrupted: journaled, never sent
-                sender.not_sent(number)
-    finally:
-        for _ in range(taken):
-            sender.slots.release()
-
-
 def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:
     if record is None or record.state is RowState.UNSENT:
         return True
     if record.state in (RowState.UNCERTAIN, RowState.SENDING):
         return resend_uncertain
     return False  # created or rejected by the API: final
-
-
-def _drain(jobs: queue.Queue[tuple[int, NewPet] | None], sender: _Sender) -> None:
-    while True:
-        try:
-            job = jobs.get_nowait()
-        except queue.Empty:
-            return
-        if job is not None:
-            sender.not_sent(job[0])
-            sender.slots.release()
 
 
 # -- pass 3: write ---------------------------------------------------------------------------
