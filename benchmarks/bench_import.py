@@ -6,7 +6,7 @@ processes side by side, alternating their order each round:
 * ``floor``: reads the CSV with the csv module and POSTs each row with one httpx client,
   one after another, checking for 201, nothing else;
 * ``import``: ``petsync import`` of the same rows at the default concurrency (8), with its
-  journal (an fsync before each POST, shared between threads), validation and output files;
+  journal (each batch of rows synced to disk before its POSTs), validation and output files;
 * ``import -c1``: the same with ``--concurrency 1``, to show what concurrency adds or costs;
 * ``import shm``: diagnostic only, the journal on tmpfs (``/dev/shm``) where a sync is
   free: the difference to ``import`` is what the disk's syncs cost (not a durable setup).
