@@ -511,3 +511,31 @@ def test_unreachable_api_stops_with_rows_pending_not_uncertain(
     assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
     assert report.stopped_reason is not None
     assert report.stopped_reason.endswith("re-run the same command to resume")
+
+
+@pytest.mark.parametrize(("concurrency", "syncs"), [(1, 3), (8, None)])
+def test_rows_journaled_and_unanswered_never_exceed_the_sending_window(
+    tmp_path: Path, concurrency: int, syncs: int | None
+) -> None:
+    from petsync.importer import SENDING_WINDOW
+
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(64)))
+    report = run_import(ImportConfig(path, concurrency=concurrency), InstantClient())  # type: ignore[arg-type]
+    assert report.created == 64
+    # Replay the journal in write order: rows whose last line is `sending` are the ones a
+    # crash at that moment would leave uncertain.
+    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
+    open_rows: set[int] = set()
+    most = 0
+    for line in lines:
+        record = json.loads(line)
+        if record["state"] == "sending":
+            open_rows.add(record["row"])
+        else:
+            open_rows.discard(record["row"])
+        most = max(most, len(open_rows))
+    assert 0 < most <= SENDING_WINDOW
+    assert not open_rows
+    if syncs is not None:  # a lone sender: two batches of 32, then the outcomes at the end
+        assert report.journal_fsyncs == syncs
