@@ -270,7 +270,7 @@ def run_import(
             try:
                 _send_pass(config, client, journal, columns, sha256, report, clock)
             except KeyboardInterrupt:
-                # Ctrl-C: in-flight rows finished and queued ones were journaled unsent;
+                # Ctrl-C: in-flight rows finished, the rest of their batches journaled unsent;
                 # leave complete output files behind, then let the interrupt go on.
                 journal.sync()
                 _write_pass(config, journal, sha256, report, paths)
