@@ -160,10 +160,7 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
     _start_logging(ctx, log_format, log_level)
 
 
-# -- commands are added below, one section each ------------------------------------------
-# Each section is owned by one piece of work; insert your commands right after your marker.
-
-# -- section: check, get -------------------------------------------------------------------
+# -- check, get --
 
 
 def _api_client(target_opts: dict[str, Any]) -> Any:
@@ -226,7 +223,7 @@ def get(pet_id: int, **target_opts: Any) -> None:
     click.echo(json.dumps(fetched.pet.to_json(), ensure_ascii=False))
 
 
-# -- section: serve ------------------------------------------------------------------------
+# -- serve --
 
 _SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.server's (tested)
 
@@ -397,7 +394,7 @@ def serve(
     click.echo("Stopped.")
 
 
-# -- section: export, demo, diff -----------------------------------------------------------
+# -- export, demo, diff --
 
 
 def _max_drop(value: str) -> float:
@@ -671,7 +668,7 @@ def diff_command(old: str, new: str, directory: Path, details: bool, as_json: bo
                 click.echo(frame.to_string(index=False))
 
 
-# -- section: import -----------------------------------------------------------------------
+# -- import --
 
 
 def _import_summary(report: Any) -> list[str]:
@@ -841,7 +838,7 @@ def import_command(
         ctx.exit(int(report.exit_code))
 
 
-# -- section: run, config ------------------------------------------------------------------
+# -- run, config --
 
 META_LOG = META_PREFIX + "log"
 META_LOG_FORMAT = META_PREFIX + "log_format"
