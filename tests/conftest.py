@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,3 +58,15 @@ def petstore_server() -> Iterator[StartServer]:
     yield start
     for srv in started:
         srv.stop()
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Work in tmp_path with no config file or key from the developer's machine."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
+    for name in list(os.environ):
+        if name.startswith("PETSYNC_"):
+            monkeypatch.delenv(name)
+    return tmp_path

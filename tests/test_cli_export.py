@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
@@ -30,18 +29,6 @@ from petsync.snapshot import (
 )
 
 TODAY = dt.datetime.now(dt.UTC).date()
-
-
-@pytest.fixture
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Work in tmp_path with no config file or key from the developer's machine."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
-    for name in list(os.environ):
-        if name.startswith("PETSYNC_"):
-            monkeypatch.delenv(name)
-    return tmp_path
 
 
 def run(srv: Any, *args: str) -> Result:

@@ -13,24 +13,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.config import ClientConfig
 from petsync.server.faults import Faults
-
-
-@pytest.fixture
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Work in tmp_path with no config file or key from the developer's machine."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
-    for name in list(os.environ):
-        if name.startswith("PETSYNC_"):
-            monkeypatch.delenv(name)
-    return tmp_path
 
 
 def run(srv: Any, *args: str) -> Result:
