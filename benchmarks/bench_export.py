@@ -26,13 +26,14 @@ import os
 import secrets
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness import measure, start_server
 
 FLOOR_SCRIPT = textwrap.dedent(
     """
@@ -64,38 +65,9 @@ class Run:
     exit_code: int
 
 
-def start_server(pets: int, latency_ms: float, key: str) -> tuple[subprocess.Popen[str], str]:
-    """Start `petsync serve` and return it with its base URL once it serves."""
-    env = dict(os.environ, PETSYNC_API_KEY=key)
-    args = [sys.executable, "-m", "petsync.cli", "serve", "--port", "0", "--seed-pets", str(pets)]
-    if latency_ms:
-        args += ["--latency-ms", str(latency_ms)]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"server exited with {proc.wait()}")
-        if line.startswith("Serving Petstore at "):
-            return proc, line.split()[-1]
-    proc.kill()
-    raise SystemExit("server did not start in time")
-
-
 def run_child(name: str, args: list[str], env: dict[str, str]) -> Run:
-    """Run one whole process; measure wall time and its own rusage via wait4."""
-    started = time.monotonic()
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    if proc.returncode not in (0,):
-        print(f"  {name} exited {proc.returncode}: {stderr[-400:]}", file=sys.stderr)
-    return Run(name, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+    m = measure(name, args, env)
+    return Run(name, m.wall, m.cpu, m.rss_mib, m.exit_code)
 
 
 def export_args(out: Path, *extra: str) -> list[str]:
@@ -105,7 +77,7 @@ def export_args(out: Path, *extra: str) -> list[str]:
 def scenario(pets: int, rounds: int, workdir: Path) -> None:
     key = "bench-" + secrets.token_hex(8)
     t0 = time.monotonic()
-    server, base_url = start_server(pets, 0, key)
+    server, base_url = start_server(key, seed_pets=pets)
     print(f"\n== {pets:,} pets (server seeded in {time.monotonic() - t0:.1f} s) ==")
     env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
     floor_file = workdir / "floor.py"
@@ -148,7 +120,7 @@ def scenario(pets: int, rounds: int, workdir: Path) -> None:
 
 def latency_scenario(pets: int, latency_ms: float, workdir: Path) -> None:
     key = "bench-" + secrets.token_hex(8)
-    server, base_url = start_server(pets, latency_ms, key)
+    server, base_url = start_server(key, seed_pets=pets, latency_ms=latency_ms)
     print(f"\n== {latency_ms:g} ms latency per request, {pets:,} pets ==")
     env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
     try:

@@ -29,13 +29,13 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness import measure, start_server
 
 FLOOR_SCRIPT = textwrap.dedent(
     """
@@ -67,25 +67,6 @@ class Run:
     report: dict[str, object] = field(default_factory=dict)
 
 
-def start_server(latency_ms: float, key: str) -> tuple[subprocess.Popen[str], str]:
-    """Start `petsync serve` and return it with its base URL once it serves."""
-    env = dict(os.environ, PETSYNC_API_KEY=key)
-    args = [sys.executable, "-m", "petsync.cli", "serve", "--port", "0"]
-    if latency_ms:
-        args += ["--latency-ms", str(latency_ms)]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"server exited with {proc.wait()}")
-        if line.startswith("Serving Petstore at "):
-            return proc, line.split()[-1]
-    proc.kill()
-    raise SystemExit("server did not start in time")
-
-
 def write_rows(path: Path, rows: int) -> None:
     statuses = ("available", "pending", "sold", "")
     with path.open("w", encoding="utf-8", newline="") as handle:
@@ -95,19 +76,9 @@ def write_rows(path: Path, rows: int) -> None:
 
 
 def run_child(name: str, args: list[str], env: dict[str, str], report: Path | None) -> Run:
-    """Run one whole process; measure wall time and its own rusage via wait4."""
-    started = time.monotonic()
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - started
-    code = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    if code != 0:
-        print(f"  {name} exited {code}: {stderr[-400:]}", file=sys.stderr)
+    m = measure(name, args, env)
     data = json.loads(report.read_text()) if report is not None and report.exists() else {}
-    return Run(name, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code, data)
+    return Run(name, m.wall, m.cpu, m.rss_mib, m.exit_code, data)
 
 
 def import_args(source: Path, out: Path, report: Path, *extra: str) -> list[str]:
@@ -142,7 +113,7 @@ def scenario(
     rows: int, rounds: int, latency_ms: float, workdir: Path, variants: list[str]
 ) -> dict[str, float]:
     key = "bench-" + secrets.token_hex(8)
-    server, base_url = start_server(latency_ms, key)
+    server, base_url = start_server(key, latency_ms=latency_ms, timeout=120)
     print(f"\n== {rows:,} rows, {latency_ms:g} ms server latency ==")
     env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
     floor_file = workdir / "floor.py"
