@@ -153,7 +153,19 @@ def _end_of_tokens(page: FetchedPage, style: str, limit: int, seen: bool, missin
     )
 
 
-class LinkPaging:
+class _TokenPaging:
+    """What the server-driven styles share: the first request, and whether a token came."""
+
+    def __init__(self, list_url: httpx.URL, limit: int) -> None:
+        self._list_url = list_url
+        self._limit = limit
+        self._seen = False  # a next token has come, so its absence now means "done"
+
+    def first(self) -> PageRequest:
+        return PageRequest(self._list_url, FIRST_REQUEST)
+
+
+class LinkPaging(_TokenPaging):
     """Follows RFC 8288 ``Link: <...>; rel="next"``, resolved against the response URL.
 
     A next link to another origin (scheme, host, port) is refused: the bearer key must not
@@ -162,18 +174,10 @@ class LinkPaging:
 
     name = "link"
 
-    def __init__(self, list_url: httpx.URL, limit: int, *, seen_link: bool = False) -> None:
-        self._list_url = list_url
-        self._limit = limit
-        self._seen_link = seen_link
-
-    def first(self) -> PageRequest:
-        return PageRequest(self._list_url, FIRST_REQUEST)
-
     def next(self, page: FetchedPage) -> Step:
         target = next_link(page.headers)
         if target is None or page.rows == 0:
-            return _end_of_tokens(page, self.name, self._limit, self._seen_link, _NO_LINK)
+            return _end_of_tokens(page, self.name, self._limit, self._seen, _NO_LINK)
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error
@@ -187,28 +191,20 @@ class LinkPaging:
                 "key would go to that host. Ask the API owner to keep next links on the API's "
                 "own host"
             )
-        self._seen_link = True
+        self._seen = True
         return Step(keep=True, next=PageRequest(url, f"the next link {target!r}"))
 
 
-class CursorPaging:
+class CursorPaging(_TokenPaging):
     """Sends the ``X-Next-Cursor`` response header back as the ``cursor`` query parameter."""
 
     name = "cursor"
 
-    def __init__(self, list_url: httpx.URL, limit: int, *, seen_cursor: bool = False) -> None:
-        self._list_url = list_url
-        self._limit = limit
-        self._seen_cursor = seen_cursor
-
-    def first(self) -> PageRequest:
-        return PageRequest(self._list_url, FIRST_REQUEST)
-
     def next(self, page: FetchedPage) -> Step:
         cursor = next_cursor(page.headers)
         if cursor is None or page.rows == 0:
-            return _end_of_tokens(page, self.name, self._limit, self._seen_cursor, _NO_CURSOR)
-        self._seen_cursor = True
+            return _end_of_tokens(page, self.name, self._limit, self._seen, _NO_CURSOR)
+        self._seen = True
         url = self._list_url.copy_set_param(CURSOR_PARAM, cursor)
         return Step(keep=True, next=PageRequest(url, f"the cursor {cursor!r}"))
 
