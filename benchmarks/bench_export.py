@@ -71,7 +71,7 @@ def run_child(name: str, args: list[str], env: dict[str, str]) -> Run:
 
 
 def export_args(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "petsync.cli", "export", "--out", str(out), *extra]
+    return [sys.executable, "-m", "petsync", "export", "--out", str(out), *extra]
 
 
 def scenario(pets: int, rounds: int, workdir: Path) -> None:

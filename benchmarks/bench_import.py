@@ -85,7 +85,7 @@ def import_args(source: Path, out: Path, report: Path, *extra: str) -> list[str]
     return [
         sys.executable,
         "-m",
-        "petsync.cli",
+        "petsync",
         "import",
         str(source),
         "--out-dir",

@@ -30,7 +30,7 @@ def start_server(
 ) -> tuple[subprocess.Popen[str], str]:
     """Start `petsync serve` on a free loopback port; return it and its base URL."""
     env = dict(os.environ, PETSYNC_API_KEY=key)
-    args = [sys.executable, "-m", "petsync.cli", "serve", "--port", "0"]
+    args = [sys.executable, "-m", "petsync", "serve", "--port", "0"]
     if seed_pets:
         args += ["--seed-pets", str(seed_pets)]
     if latency_ms:

@@ -9,10 +9,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from petsync._version import API_VERSION, __version__
-from petsync.apikey import ApiKey, redact
-from petsync.client import CheckReport, FetchedPet, InvalidRecord, Listing, Page, PetstoreClient
-from petsync.config import ClientConfig, RetryPolicy
-from petsync.errors import (
+from petsync.client.client import (
+    CheckReport,
+    FetchedPet,
+    InvalidRecord,
+    Listing,
+    Page,
+    PetstoreClient,
+)
+from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.core.apikey import ApiKey, redact
+from petsync.core.errors import (
     ApiError,
     AuthenticationError,
     ConfigError,
@@ -29,31 +36,31 @@ from petsync.errors import (
     TransportError,
     UsageError,
 )
-from petsync.importer import ImportConfig, ImportReport, run_import
-from petsync.logs import configure_logging
-from petsync.metrics import RunMetrics, write_metrics
-from petsync.models import ErrorBody, NewPet, Pet, PetStatus
-from petsync.settings import Target, resolve_target
+from petsync.core.models import ErrorBody, NewPet, Pet, PetStatus
+from petsync.importer.run import ImportConfig, ImportReport, run_import
+from petsync.ops.logs import configure_logging
+from petsync.ops.metrics import RunMetrics, write_metrics
+from petsync.ops.settings import Target, resolve_target
 
 if TYPE_CHECKING:
-    from petsync.diff import SnapshotDiff, diff_snapshots
-    from petsync.export import ExportConfig, ExportReport, run_export
+    from petsync.export.diff import SnapshotDiff, diff_snapshots
+    from petsync.export.run import ExportConfig, ExportReport, run_export
+    from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, start_server
-    from petsync.snapshot import SnapshotInfo, list_snapshots, load_snapshot
 
 # Names whose modules pull in pandas or pyarrow load on first use, so `import petsync` and
 # `petsync --help` stay fast: name -> module.
 _LAZY: dict[str, str] = {
-    "ExportConfig": "petsync.export",
-    "ExportReport": "petsync.export",
-    "run_export": "petsync.export",
-    "SnapshotInfo": "petsync.snapshot",
-    "list_snapshots": "petsync.snapshot",
-    "load_snapshot": "petsync.snapshot",
-    "SnapshotDiff": "petsync.diff",
-    "diff_snapshots": "petsync.diff",
+    "ExportConfig": "petsync.export.run",
+    "ExportReport": "petsync.export.run",
+    "run_export": "petsync.export.run",
+    "SnapshotInfo": "petsync.export.snapshot",
+    "list_snapshots": "petsync.export.snapshot",
+    "load_snapshot": "petsync.export.snapshot",
+    "SnapshotDiff": "petsync.export.diff",
+    "diff_snapshots": "petsync.export.diff",
     # The reference server (Starlette, uvicorn) also loads on first use.
     "ServerConfig": "petsync.server.app",
     "Faults": "petsync.server.faults",

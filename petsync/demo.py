@@ -10,9 +10,9 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from petsync.apikey import ApiKey
-from petsync.config import ClientConfig
-from petsync.export import ExportConfig, ExportProgress, ExportReport, run_export
+from petsync.client.config import ClientConfig
+from petsync.core.apikey import ApiKey
+from petsync.export.run import ExportConfig, ExportProgress, ExportReport, run_export
 
 DEFAULT_DEMO_PETS = 10_000
 DEFAULT_DEMO_DIR = Path("petsync-demo")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from petsync.apikey import ApiKey
+from petsync.core.apikey import ApiKey
 from petsync.server.app import ServerConfig
 from petsync.server.runner import RunningServer, start_server
 

@@ -28,10 +28,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route, Router
 
-from petsync.apikey import ApiKey
-from petsync.config import CURSOR_HEADER
-from petsync.errors import ConfigError
-from petsync.models import INT64_MAX
+from petsync.client.config import CURSOR_HEADER
+from petsync.core.apikey import ApiKey
+from petsync.core.errors import ConfigError
+from petsync.core.models import INT64_MAX
 from petsync.server import SERVER_PAGINATION_STYLES, ServerPagination
 from petsync.server.faults import Faults, TokenBucket
 from petsync.server.openapi import build_openapi

@@ -21,8 +21,8 @@ from types import FrameType, TracebackType
 
 import uvicorn
 
-from petsync.apikey import ApiKey
-from petsync.errors import ConfigError, PetsyncError
+from petsync.core.apikey import ApiKey
+from petsync.core.errors import ConfigError, PetsyncError
 from petsync.server.app import API_PREFIX, ServerConfig, create_app
 from petsync.server.faults import Faults
 from petsync.server.seed import seed_rows

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from petsync.models import NewPet, Pet
+from petsync.core.models import NewPet, Pet
 
 logger = logging.getLogger(__name__)
 

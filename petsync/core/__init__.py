@@ -1,0 +1,7 @@
+"""What the client side and the reference server share: the interface and its plumbing.
+
+``errors`` (the one exception tree), ``models`` (Pet, NewPet, PetStatus, Error; int64-exact),
+``interface`` (the interface's own facts: limits, paths, versions), ``apikey`` (the key and
+the one redaction function) and ``files`` (atomic writes, fsync, locks). Nothing here
+imports another petsync package.
+"""

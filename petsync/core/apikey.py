@@ -1,0 +1,62 @@
+"""The API key, kept in one object that never prints itself, and the one redaction function.
+
+Everything bound for logs, errors, reports or files passes through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+REDACTED = "***"
+
+# A bearer token in any header dump, and key-looking query parameters in URLs.
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s,;\"']+")
+_KEY_PARAM = re.compile(r"(?i)((?:api[_-]?key|token|access_token)=)[^&\s#\"']+")
+
+
+class ApiKey:
+    """A bearer API key whose ``repr`` and ``str`` are redacted.
+
+    >>> key = ApiKey("s3cret")
+    >>> key
+    ApiKey('***')
+    >>> key.reveal()
+    's3cret'
+
+    Only :class:`petsync.client.auth.BearerAuth` calls :meth:`reveal`.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        value = value.strip()
+        if not value:
+            raise ValueError("an API key cannot be empty")
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"ApiKey({REDACTED!r})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ApiKey) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("ApiKey", self._value))
+
+    def __reduce__(self) -> str | tuple[object, ...]:  # no pickling a key into a file by accident
+        raise TypeError("ApiKey cannot be pickled")
+
+
+def redact(text: str, keys: Iterable[ApiKey | None] = ()) -> str:
+    """Remove every known key value, bearer token and key-like query parameter from text."""
+    for key in keys:
+        if key is not None:
+            text = text.replace(key.reveal(), REDACTED)
+    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    return _KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, text)

@@ -1,0 +1,149 @@
+"""Compare two snapshots: pets added, removed, renamed, recategorised and moved between statuses.
+
+The interface documents no status transitions (States and transitions: "not shown"); a
+diff of two nightly snapshots makes the ones that happen visible.
+
+>>> d = diff_snapshots("2026-11-21", "2026-11-22", directory=Path("out"))   # doctest: +SKIP
+>>> d.added, d.removed, d.status_transitions                                # doctest: +SKIP
+(12, 3, {('available', 'sold'): 40})
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from petsync.export.snapshot import SnapshotInfo, find_snapshot, read_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NO_STATUS = "(none)"  # how a missing status is shown in transitions
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """Counts of the changes from ``old`` to ``new``, and the changed rows.
+
+    The row frames have the snapshot columns; ``renamed_rows`` has ``id``, ``name_old``,
+    ``name_new``; ``transition_rows`` has ``id``, ``name``, ``status_old``, ``status_new``.
+    """
+
+    old: SnapshotInfo
+    new: SnapshotInfo
+    added_rows: pd.DataFrame
+    removed_rows: pd.DataFrame
+    renamed_rows: pd.DataFrame
+    recategorised_rows: pd.DataFrame
+    transition_rows: pd.DataFrame
+
+    @property
+    def added(self) -> int:
+        return len(self.added_rows)
+
+    @property
+    def removed(self) -> int:
+        return len(self.removed_rows)
+
+    @property
+    def renamed(self) -> int:
+        return len(self.renamed_rows)
+
+    @property
+    def recategorised(self) -> int:
+        return len(self.recategorised_rows)
+
+    @property
+    def status_transitions(self) -> dict[tuple[str, str], int]:
+        """How many pets went from one status to another, e.g. ``{("available", "sold"): 3}``."""
+        counts: dict[tuple[str, str], int] = {}
+        for old, new in zip(
+            self.transition_rows["status_old"], self.transition_rows["status_new"], strict=True
+        ):
+            counts[(old, new)] = counts.get((old, new), 0) + 1
+        return dict(sorted(counts.items()))
+
+    def to_json(self, *, details: bool = False) -> dict[str, Any]:
+        """A JSON-ready summary (``details`` adds the changed rows)."""
+        body: dict[str, Any] = {
+            "old": {"snapshot_date": self.old.date.isoformat(), "path": str(self.old.path)},
+            "new": {"snapshot_date": self.new.date.isoformat(), "path": str(self.new.path)},
+            "added": self.added,
+            "removed": self.removed,
+            "renamed": self.renamed,
+            "recategorised": self.recategorised,
+            "status_transitions": [
+                {"from": old, "to": new, "pets": count}
+                for (old, new), count in self.status_transitions.items()
+            ],
+        }
+        if details:
+            body["details"] = {
+                "added": _records(self.added_rows),
+                "removed": _records(self.removed_rows),
+                "renamed": _records(self.renamed_rows),
+                "recategorised": _records(self.recategorised_rows),
+                "status_transitions": _records(self.transition_rows),
+            }
+        return body
+
+
+def diff_snapshots(
+    old: str | Path | dt.date, new: str | Path | dt.date, *, directory: Path | None = None
+) -> SnapshotDiff:
+    """Diff two snapshots given as dates (under ``directory``) or partition paths."""
+
+    from petsync.export.schema import to_dataframe
+
+    old_info = find_snapshot(old, directory=directory)
+    new_info = find_snapshot(new, directory=directory)
+    before = to_dataframe(read_table(old_info))
+    after = to_dataframe(read_table(new_info))
+    for frame in (before, after):
+        frame["status"] = frame["status"].astype("string").fillna(NO_STATUS)
+    both = before.merge(after, on="id", how="outer", suffixes=("_old", "_new"), indicator=True)
+    removed = both[both["_merge"] == "left_only"]
+    added = both[both["_merge"] == "right_only"]
+    kept = both[both["_merge"] == "both"]
+
+    def side(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
+        out = frame[["id", f"name{suffix}", f"categoryId{suffix}", f"status{suffix}"]]
+        out = out.set_axis(["id", "name", "categoryId", "status"], axis=1)
+        return out.sort_values("id").reset_index(drop=True)
+
+    renamed = kept[kept["name_old"] != kept["name_new"]][["id", "name_old", "name_new"]]
+    recategorised = kept[kept["categoryId_old"] != kept["categoryId_new"]][
+        ["id", "name_new", "categoryId_old", "categoryId_new"]
+    ].rename(columns={"name_new": "name"})
+    moved = kept[kept["status_old"] != kept["status_new"]][
+        ["id", "name_new", "status_old", "status_new"]
+    ].rename(columns={"name_new": "name"})
+    return SnapshotDiff(
+        old=old_info,
+        new=new_info,
+        added_rows=side(added, "_new"),
+        removed_rows=side(removed, "_old"),
+        renamed_rows=renamed.sort_values("id").reset_index(drop=True),
+        recategorised_rows=recategorised.sort_values("id").reset_index(drop=True),
+        transition_rows=moved.sort_values("id").reset_index(drop=True),
+    )
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for record in frame.astype(object).to_dict(orient="records"):
+        rows.append({str(k): _plain(v) for k, v in record.items()})
+    return rows
+
+
+def _plain(value: object) -> object:
+    """JSON-ready scalar: pandas NA to None, numpy ints to int (exact, never float)."""
+    import pandas as pd
+
+    if value is None or value is pd.NA:
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value

@@ -1,0 +1,142 @@
+"""Which spreadsheet column holds which NewPet field.
+
+Headers match the fields ``name``, ``categoryId`` and ``status`` case-, space- and
+underscore-insensitively (``categoryId``, ``category_id``, ``Category ID`` all match
+``categoryId``). ``--map "Column=field"`` names a column for a field when its header says
+something else; a mapped field no longer matches by header. Columns whose header starts
+with ``petsync_`` are petsync's own (reject and accepted files) and ignored on input, so a
+fixed reject file imports as it is. Every other column is carried to the output files and
+not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from petsync.core.errors import InputError
+
+FIELDS: tuple[str, ...] = ("name", "categoryId", "status")
+REQUIRED_FIELDS: tuple[str, ...] = ("name", "categoryId")
+PETSYNC_PREFIX = "petsync_"
+# The column of created ids in accepted files: such a file must never be imported again.
+ACCEPTED_MARKER = "petsync_id"
+
+
+def match_key(header: str) -> str:
+    """The form headers are compared in: lower case, without spaces and underscores.
+
+    >>> match_key(" Category_ID "), match_key("categoryId")
+    ('categoryid', 'categoryid')
+    """
+    return "".join(ch for ch in header.casefold() if not ch.isspace() and ch != "_")
+
+
+_FIELD_BY_KEY = {match_key(field): field for field in FIELDS}
+
+
+def is_petsync_column(header: str) -> bool:
+    """True for the ``petsync_*`` columns petsync adds to the files it writes."""
+    return header.strip().casefold().startswith(PETSYNC_PREFIX)
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Column index (0-based) of each field; ``status`` may be absent.
+
+    ``carried`` lists the indexes of the columns copied to output files: every column but
+    the ``petsync_*`` ones.
+    """
+
+    name: int
+    categoryId: int  # noqa: N815 - the API's spelling
+    status: int | None
+    carried: tuple[int, ...]
+
+    def describe(self, header: Sequence[str]) -> dict[str, str]:
+        """``{field: header}`` for the journal and the summary."""
+        out = {"name": header[self.name], "categoryId": header[self.categoryId]}
+        if self.status is not None:
+            out["status"] = header[self.status]
+        return out
+
+
+def parse_mapping(text: str) -> tuple[str, str]:
+    """Split one ``--map "Column=field"`` value into (column, field)."""
+    column, sep, field = text.rpartition("=")
+    if not sep or not column.strip() or not field.strip():
+        raise InputError(
+            f'--map {text!r} must look like "Column=field", '
+            f'e.g. --map "Pet name=name" (fields: {", ".join(FIELDS)})'
+        )
+    canonical = _FIELD_BY_KEY.get(match_key(field))
+    if canonical is None:
+        raise InputError(
+            f"--map {text!r}: {field.strip()!r} is not a field; use one of {', '.join(FIELDS)}"
+        )
+    return column.strip(), canonical
+
+
+def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) -> ColumnMap:
+    """Find the column of each field, or raise :class:`InputError` naming the columns found."""
+    found = ", ".join(repr(h) for h in header)
+    if any(title.strip().casefold() == ACCEPTED_MARKER for title in header):
+        raise InputError(
+            f"{path} has a {ACCEPTED_MARKER} column: it lists pets petsync already created "
+            "(an accepted file); importing it would create them again. Import the original "
+            "file, its reject file or its uncertain file instead"
+        )
+    chosen: dict[str, int] = {}
+    for text in mappings:
+        column, field = parse_mapping(text)
+        if field in chosen:
+            raise InputError(
+                f"{path}: field {field!r} is mapped twice with --map; map each field once. "
+                f"Columns found: {found}"
+            )
+        chosen[field] = _find_mapped_column(header, column, path, found)
+    by_header: dict[str, list[int]] = {}
+    for index, title in enumerate(header):
+        if is_petsync_column(title) or index in chosen.values():
+            continue
+        matched = _FIELD_BY_KEY.get(match_key(title))
+        if matched is not None and matched not in chosen:
+            by_header.setdefault(matched, []).append(index)
+    for field, indexes in by_header.items():
+        if len(indexes) > 1:
+            columns = " and ".join(f"{header[i]!r} (column {i + 1})" for i in indexes)
+            raise InputError(
+                f"{path}: field {field!r} matches two columns, {columns}; rename one, or "
+                f'pass --map "COLUMN={field}" to say which one holds it'
+            )
+        chosen[field] = indexes[0]
+    missing = [field for field in REQUIRED_FIELDS if field not in chosen]
+    if missing:
+        names = " and ".join(repr(f) for f in missing)
+        raise InputError(
+            f"{path}: no column for {names}; columns found: {found}. Name the header "
+            f'{" and ".join(missing)}, or pass --map "COLUMN={missing[0]}"'
+        )
+    carried = tuple(i for i, title in enumerate(header) if not is_petsync_column(title))
+    return ColumnMap(
+        name=chosen["name"],
+        categoryId=chosen["categoryId"],
+        status=chosen.get("status"),
+        carried=carried,
+    )
+
+
+def _find_mapped_column(header: Sequence[str], column: str, path: Path, found: str) -> int:
+    exact = [i for i, title in enumerate(header) if title.strip() == column]
+    if len(exact) == 1:
+        return exact[0]
+    loose = [i for i, title in enumerate(header) if match_key(title) == match_key(column)]
+    if len(exact) > 1 or len(loose) > 1:
+        raise InputError(
+            f"{path}: --map names column {column!r}, and two columns have that header; "
+            f"rename one. Columns found: {found}"
+        )
+    if not loose:
+        raise InputError(f"{path}: --map names column {column!r}; columns found: {found}")
+    return loose[0]

@@ -1,0 +1,322 @@
+"""The import journal: each row's state, durable before its POST, so a re-run never duplicates.
+
+The journal is an append-only file of JSON lines. Line 1 says which input it belongs to
+(the sha256 of the file's bytes and the reading options); every other line is one state
+change of one row, keyed by its row number::
+
+    {"petsync_journal": 1, "source": "pets.csv", "sha256": "9f...", "settings": {...}}
+    {"row": 2, "state": "sending"}
+    {"row": 2, "state": "created", "id": 1001}
+    {"row": 3, "state": "sending"}
+    {"row": 3, "state": "rejected", "code": "invalid_category", ...}
+
+The last line for a row wins. ``sending`` is written and synced to disk *before* the POST
+leaves: a row whose last state is ``sending`` may or may not have been created (the
+process died mid-request) and counts as uncertain, so it is never re-sent on its own.
+``sending`` lines are written in batches (one write, one sync for several rows about to be
+sent); concurrent callers share a sync (group commit). Outcome lines (``created``,
+``rejected``, ``uncertain``, ``unsent``) are written at once, so a killed process loses
+none, and synced with the next batch or at close: losing one in a power cut only turns a
+known outcome into an uncertain one, never into a duplicate.
+
+A torn last line (a crash mid-write) is dropped on open. An exclusive lock keeps two runs
+off one journal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from petsync.core.errors import InputError, LockedError, PetsyncError
+
+try:  # POSIX only; elsewhere the lock is skipped (documented in the README).
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_VERSION = 1
+
+
+class RowState(StrEnum):
+    """What the journal knows about one row."""
+
+    SENDING = "sending"  # durable before the POST; last state after a crash = uncertain
+    CREATED = "created"
+    REJECTED = "rejected"  # the API answered 4xx: final
+    UNCERTAIN = "uncertain"  # sent, outcome unknown (timeout, dropped connection, 5xx)
+    UNSENT = "unsent"  # surely not created (401, 429 exhausted, refused): send again
+
+
+@dataclass(frozen=True)
+class RowRecord:
+    """One journal line about one row."""
+
+    row: int
+    state: RowState
+    id: int | None = None
+    code: str | None = None
+    field: str | None = None
+    message: str | None = None
+    http_status: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"row": self.row, "state": self.state.value}
+        for key in ("id", "code", "field", "message", "http_status"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> RowRecord:
+        return cls(
+            row=int(obj["row"]),
+            state=RowState(obj["state"]),
+            id=obj.get("id"),
+            code=obj.get("code"),
+            field=obj.get("field"),
+            message=obj.get("message"),
+            http_status=obj.get("http_status"),
+        )
+
+
+class Journal:
+    """An open journal. Thread-safe: workers call :meth:`mark_sending` and :meth:`record`.
+
+    ``states`` maps row number to the latest record, loaded from disk and kept current.
+    ``fsyncs`` and ``fsync_seconds`` measure what durability costs.
+    """
+
+    def __init__(self, path: Path, fd: int, states: dict[int, RowRecord], resumed: bool):
+        self.path = path
+        self.states = states
+        self.resumed = resumed
+        self.fsyncs = 0
+        self.fsync_seconds = 0.0
+        self._fd = fd
+        self._cond = threading.Condition(threading.Lock())
+        self._written = 0
+        self._synced = 0
+        self._syncing = False
+
+    @classmethod
+    def open(cls, path: Path, *, source: Path, sha256: str, settings: Mapping[str, Any]) -> Journal:
+        """Open (or create) the journal of ``source``; refuse one made for other content."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise InputError(f"cannot open journal {path}: {exc.strerror or exc}") from exc
+        try:
+            _lock(fd, path)
+            data = _read_all(fd)
+            if not data.strip():
+                header = {
+                    "petsync_journal": JOURNAL_VERSION,
+                    "source": source.name,
+                    "sha256": sha256,
+                    "settings": dict(settings),
+                }
+                os.ftruncate(fd, 0)
+                os.write(fd, (json.dumps(header) + "\n").encode())
+                os.fsync(fd)
+                _fsync_dir(path.parent)
+                return cls(path, fd, {}, resumed=False)
+            states, good_length = _parse(data, path, source, sha256, settings)
+            if good_length < len(data):
+                # A crash tore the last line; cut it so the next line starts clean.
+                logger.warning("journal_torn_line_dropped", extra={"fields": {"path": str(path)}})
+                os.ftruncate(fd, good_length)
+                os.fsync(fd)
+            elif good_length > len(data):
+                # The last line is whole but lost its newline: end it before appending.
+                os.write(fd, b"\n")
+                os.fsync(fd)
+            return cls(path, fd, states, resumed=True)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def mark_sending(self, rows: Sequence[int]) -> None:
+        """Record that ``rows`` are about to be POSTed; returns once that is on disk.
+
+        One write and one sync for the whole batch; concurrent callers share syncs.
+        """
+        with self._cond:
+            seq = self._write([RowRecord(row, RowState.SENDING) for row in rows])
+            while self._synced < seq:
+                if self._syncing:
+                    self._cond.wait()
+                    continue
+                self._sync_locked()
+
+    def record(self, record: RowRecord) -> None:
+        """Record an outcome; on disk at the next :meth:`mark_sending`, :meth:`sync` or close."""
+        with self._cond:
+            self._write([record])
+
+    def sync(self) -> None:
+        """Make every line written so far durable."""
+        with self._cond:
+            while self._synced < self._written:
+                if self._syncing:
+                    self._cond.wait()
+                    continue
+                self._sync_locked()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.sync()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _write(self, records: Sequence[RowRecord]) -> int:
+        data = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
+        try:
+            os.write(self._fd, data.encode())  # one write: O_APPEND keeps lines whole
+        except OSError as exc:
+            raise PetsyncError(
+                f"cannot write journal {self.path}: {exc.strerror or exc}; free space or fix "
+                "permissions, then re-run the same command to resume"
+            ) from exc
+        for record in records:
+            self.states[record.row] = record
+        self._written += 1
+        return self._written
+
+    def _sync_locked(self) -> None:
+        # Called with the condition held; releases it during fsync so others can append.
+        self._syncing = True
+        target = self._written
+        self._cond.release()
+        started = time.perf_counter()
+        try:
+            _datasync(self._fd)
+        except OSError as exc:
+            raise PetsyncError(f"cannot write journal {self.path}: {exc.strerror or exc}") from exc
+        finally:
+            elapsed = time.perf_counter() - started
+            self._cond.acquire()
+            self._syncing = False
+            self._cond.notify_all()
+        self.fsyncs += 1
+        self.fsync_seconds += elapsed
+        self._synced = max(self._synced, target)
+
+
+def _datasync(fd: int) -> None:
+    # fdatasync skips timestamps but still flushes the appended data and the new file
+    # size, which is all a reader after a crash needs (SQLite makes the same choice).
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:  # pragma: no cover - macOS, Windows
+        os.fsync(fd)
+
+
+def _lock(fd: int, path: Path) -> None:
+    if fcntl is None:  # pragma: no cover
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        raise LockedError(
+            f"another petsync import is using journal {path}; wait for it to finish "
+            "(two runs on one file could send a row twice)"
+        ) from exc
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(
+    data: bytes, path: Path, source: Path, sha256: str, settings: Mapping[str, Any]
+) -> tuple[dict[int, RowRecord], int]:
+    lines = data.split(b"\n")
+    try:
+        header = json.loads(lines[0])
+    except ValueError as exc:
+        raise InputError(
+            f"{path} is not a petsync journal (line 1 is not JSON); pass --journal with "
+            "another path"
+        ) from exc
+    if not isinstance(header, dict) or header.get("petsync_journal") != JOURNAL_VERSION:
+        raise InputError(f"{path} is not a petsync journal (version {JOURNAL_VERSION})")
+    if header.get("sha256") != sha256:
+        raise InputError(
+            f"{source} changed since its import began (journal {path} was made for "
+            f"sha256 {str(header.get('sha256'))[:12]}..., the file is now {sha256[:12]}...). "
+            "Rows already created are in the journal and must not be sent again. To finish "
+            "the old import, put the old file back and re-run. To import corrected rows, "
+            "fix the reject file (<name>.rejects.csv) and import that. To treat the changed "
+            f"file as new, move {path.name} away or pass --journal NEW_PATH: rows already "
+            "created would then be created again"
+        )
+    if header.get("settings") != dict(settings):
+        raise InputError(
+            f"journal {path} was started with other reading options "
+            f"({_describe(header.get('settings'))}); now: {_describe(settings)}. Re-run with "
+            "the first run's --map/--sheet/--encoding/--delimiter, or pass --journal NEW_PATH "
+            "to start over (rows already created would be created again)"
+        )
+    states: dict[int, RowRecord] = {}
+    good_length = len(lines[0]) + 1
+    body = lines[1:]
+    for index, raw in enumerate(body):
+        is_last = index == len(body) - 1
+        if is_last and not raw:
+            break  # the file ends with a newline, as it should
+        try:
+            record = RowRecord.from_json(json.loads(raw))
+        except (ValueError, KeyError, TypeError) as exc:
+            if is_last:
+                break  # a line torn by a crash mid-write
+            raise InputError(
+                f"journal {path} is damaged at line {index + 2}; it cannot be trusted to "
+                "avoid duplicates. Check the rows by hand, then pass --journal NEW_PATH"
+            ) from exc
+        states[record.row] = record
+        good_length += len(raw) + 1
+    return states, good_length
+
+
+def _describe(settings: object) -> str:
+    if not isinstance(settings, Mapping):
+        return repr(settings)
+    return ", ".join(f"{key}={value!r}" for key, value in settings.items())
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - not every platform opens directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)

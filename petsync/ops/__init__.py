@@ -1,0 +1,1 @@
+"""Running petsync unattended: settings and environments, job files, logs and metrics."""

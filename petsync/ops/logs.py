@@ -1,0 +1,159 @@
+"""Log output for people (``text``) and for log shippers (``json``), always redacted.
+
+Library modules log through ``logging.getLogger(__name__)`` with a short event name as the
+message and data in ``extra={"fields": {...}}``. :func:`configure_logging` attaches one handler
+to the ``petsync`` logger, writing to stderr so stdout stays the command's own output::
+
+    json: {"time": "2026-11-22T02:30:00.123Z", "level": "info", "logger": "petsync.export.run",
+           "event": "export.done", "fields": {"pets": 250}}
+    text: 2026-11-22T02:30:00.123Z INFO petsync.export.run export.done pets=250
+
+Every line passes through :func:`petsync.core.apikey.redact` with the keys the handle knows, and
+field values are redacted before they are serialised (a key with a quote in it would otherwise
+hide behind JSON escaping).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Literal, TextIO
+
+from petsync.core.apikey import ApiKey, redact
+
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[str, ...] = ("text", "json")
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "warning", "error")
+DEFAULT_LOG_LEVEL = "warning"
+LOGGER_NAME = "petsync"
+
+
+class _Keys:
+    """The keys a handler redacts; the command adds the key once it has resolved it."""
+
+    def __init__(self, keys: Iterable[ApiKey | None]) -> None:
+        self.keys: list[ApiKey] = [key for key in keys if key is not None]
+
+    def redact(self, value: object) -> object:
+        """Redact strings inside a field value, keeping its JSON shape."""
+        if isinstance(value, str):
+            return redact(value, self.keys)
+        if isinstance(value, dict):
+            return {str(k): self.redact(v) for k, v in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [self.redact(v) for v in value]
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return redact(str(value), self.keys)
+
+
+def _time(record: logging.LogRecord) -> str:
+    stamp = datetime.fromtimestamp(record.created, tz=UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+def _fields(record: logging.LogRecord) -> dict[str, object]:
+    fields = getattr(record, "fields", None)
+    return dict(fields) if isinstance(fields, dict) else {}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, event, fields (and exc when raised)."""
+
+    def __init__(self, keys: _Keys) -> None:
+        super().__init__()
+        self._keys = keys
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "time": _time(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": self._keys.redact(record.getMessage()),
+            "fields": self._keys.redact(_fields(record)),
+        }
+        if record.exc_info:
+            entry["exc"] = self._keys.redact(self.formatException(record.exc_info))
+        line = json.dumps(entry, ensure_ascii=False, default=str, sort_keys=False)
+        return redact(line, self._keys.keys)
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME LEVEL logger event key=value ...`` on one line (tracebacks follow on their own)."""
+
+    def __init__(self, keys: _Keys) -> None:
+        super().__init__()
+        self._keys = keys
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = self._keys.redact(_fields(record))
+        assert isinstance(fields, dict)
+        pairs = " ".join(f"{key}={_text_value(value)}" for key, value in fields.items())
+        line = f"{_time(record)} {record.levelname} {record.name} {record.getMessage()}"
+        if pairs:
+            line = f"{line} {pairs}"
+        if record.exc_info:
+            line = f"{line}\n{self.formatException(record.exc_info)}"
+        return redact(line, self._keys.keys)
+
+
+def _text_value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    # Quote values with spaces so `key=value` pairs stay splittable.
+    return json.dumps(text) if (not text or any(c.isspace() for c in text)) else text
+
+
+class LogHandle:
+    """The handler one command installed; :meth:`close` puts the logger back as it was."""
+
+    def __init__(self, handler: logging.Handler, keys: _Keys, previous_level: int) -> None:
+        self.handler = handler
+        self._keys = keys
+        self._previous_level = previous_level
+
+    def add_key(self, key: ApiKey | None) -> None:
+        """Redact this key too (called once the command has resolved its key)."""
+        if key is not None and key not in self._keys.keys:
+            self._keys.keys.append(key)
+
+    def close(self) -> None:
+        logger = logging.getLogger(LOGGER_NAME)
+        logger.removeHandler(self.handler)
+        logger.setLevel(self._previous_level)
+        self.handler.close()
+
+
+def configure_logging(
+    log_format: LogFormat,
+    *,
+    stream: TextIO,
+    level: str = DEFAULT_LOG_LEVEL,
+    keys: Iterable[ApiKey | None] = (),
+) -> LogHandle:
+    """Send the ``petsync`` loggers' records to ``stream`` in ``log_format``, redacted.
+
+    The caller closes the returned handle when the command ends, so tests and embedding
+    programs get the logger back untouched.
+    """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {log_format!r}; use one of: text, json")
+    known = _Keys(keys)
+    handler = logging.StreamHandler(stream)
+    formatter = JsonFormatter(known) if log_format == "json" else TextFormatter(known)
+    handler.setFormatter(formatter)
+    logger = logging.getLogger(LOGGER_NAME)
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    return LogHandle(handler, known, previous)
+
+
+def keys_from_environ(environ: Mapping[str, str]) -> list[ApiKey]:
+    """Every ``PETSYNC_*API_KEY`` value in the environment: redacted before a key is resolved."""
+    found: list[ApiKey] = []
+    for name, value in environ.items():
+        if name.startswith("PETSYNC_") and name.endswith("API_KEY") and value.strip():
+            found.append(ApiKey(value))
+    return found

@@ -1,0 +1,343 @@
+"""Where the environment, the base URL and the API key come from.
+
+Resolution, first found wins; every resolved value records its source (``petsync config
+show`` prints them)::
+
+    environment   --env NAME (or a job file's env), else "production"
+    config file   --config PATH, else ./petsync.toml in the working directory,
+                  else $XDG_CONFIG_HOME/petsync/petsync.toml (~/.config/petsync/petsync.toml);
+                  the first file found is the only one read
+    base URL      --base-url, else PETSYNC_BASE_URL, else base_url of [environments.NAME]
+    API key       --api-key-file, else the environment's variable (api_key_env, by default
+                  PETSYNC_<NAME>_API_KEY), else the environment's api_key_file, else
+                  PETSYNC_API_KEY (only when the environment names no key file, so a
+                  generic key never reaches an environment that names its own)
+    insecure http --allow-insecure-http, else refused for non-loopback hosts
+
+The key never comes from a command-line value (it would show in ``ps`` and shell history) nor
+from a config or job file; a key file that group or others can read is refused with the
+``chmod 600`` that fixes it. A config file looks like::
+
+    [environments.production]
+    base_url = "https://petstore.example.com/v1"
+
+    [environments.staging]
+    base_url = "https://staging.petstore.example.com/v1"
+    api_key_file = "~/.config/petsync/staging.key"   # relative paths: to this file's folder
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from petsync.client.config import ClientConfig, normalise_base_url
+from petsync.core.apikey import ApiKey
+from petsync.core.errors import ConfigError
+
+ENV_BASE_URL = "PETSYNC_BASE_URL"
+ENV_API_KEY = "PETSYNC_API_KEY"
+DEFAULT_ENV = "production"
+CONFIG_FILE_NAME = "petsync.toml"
+ENVIRONMENT_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file")
+
+_ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+# Key names that would put a secret into a config or job file; refused with the way out.
+_SECRET_KEY = re.compile(r"(?i)^(api[_-]?key|key|token|api[_-]?token|bearer|secret|password)$")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One ``[environments.NAME]`` table of a config file."""
+
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A parsed ``petsync.toml``: its path, how it was found, and its environments."""
+
+    path: Path
+    source: str
+    environments: Mapping[str, Environment] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved base URL and key, with where each came from (for ``config show``)."""
+
+    base_url: str
+    base_url_source: str
+    api_key: ApiKey | None
+    api_key_source: str | None
+    env_name: str = DEFAULT_ENV
+    env_source: str = "default"
+    config_file: Path | None = None
+    config_file_source: str | None = None
+    allow_insecure_http: bool = False
+    allow_insecure_http_source: str = "default"
+
+    def client_config(self, **options: Any) -> ClientConfig:
+        """The :class:`ClientConfig` for this target; ``options`` set its other fields.
+
+        Use this rather than building ``ClientConfig`` by hand, so ``--allow-insecure-http``
+        reaches the one URL check.
+        """
+        return ClientConfig(
+            base_url=self.base_url,
+            api_key=self.api_key,
+            allow_insecure_http=self.allow_insecure_http,
+            **options,
+        )
+
+
+def env_key_variable(env_name: str) -> str:
+    """The default key variable of an environment: ``PETSYNC_<NAME>_API_KEY``.
+
+    >>> env_key_variable("staging-eu")
+    'PETSYNC_STAGING_EU_API_KEY'
+    """
+    return f"PETSYNC_{env_name.upper().replace('-', '_')}_API_KEY"
+
+
+def secret_key_message(where: str, key: str) -> str | None:
+    """The refusal for a config or job file key that would hold a key value, else None."""
+    if not _SECRET_KEY.match(key):
+        return None
+    return (
+        f"{where}: {key!r} would put an API key in a file others read, copy and commit; "
+        f"set the key in the environment ({ENV_API_KEY} or PETSYNC_<ENV>_API_KEY, e.g. from "
+        "the env file cron loads) or point api_key_file at a file with mode 600"
+    )
+
+
+def user_config_path(environ: Mapping[str, str], home: Path) -> Path:
+    """``$XDG_CONFIG_HOME/petsync/petsync.toml``, or ``~/.config/petsync/petsync.toml``."""
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    # The XDG spec says a relative value is invalid and must be ignored.
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+    return base / "petsync" / CONFIG_FILE_NAME
+
+
+def find_config_file(
+    *, config_path: Path | None, cwd: Path, home: Path, environ: Mapping[str, str]
+) -> ConfigFile | None:
+    """Find and parse the one config file in use, or None when there is none."""
+    if config_path is not None:
+        path = config_path if config_path.is_absolute() else cwd / config_path
+        if not path.is_file():
+            raise ConfigError(f"config file {path} (from --config) does not exist")
+        return load_config_file(path, source="--config", home=home)
+    local = cwd / CONFIG_FILE_NAME
+    if local.is_file():
+        return load_config_file(local, source="working directory", home=home)
+    user = user_config_path(environ, home)
+    if user.is_file():
+        return load_config_file(user, source="user config directory", home=home)
+    return None
+
+
+def load_config_file(path: Path, *, source: str, home: Path) -> ConfigFile:
+    """Parse a config file, naming the file and key of anything it does not allow."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    for key in data:
+        if key != "environments":
+            raise ConfigError(
+                secret_key_message(f"config file {path}", key)
+                or f"config file {path}: unknown key {key!r}; allowed: environments"
+            )
+    tables = data.get("environments", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(
+            f"config file {path}: 'environments' must be tables like [environments.production]"
+        )
+    environments: dict[str, Environment] = {}
+    for name, table in tables.items():
+        environments[name] = _parse_environment(path, name, table, home)
+    return ConfigFile(path=path, source=source, environments=environments)
+
+
+def _parse_environment(path: Path, name: str, table: object, home: Path) -> Environment:
+    where = f"config file {path} [environments.{name}]"
+    if not _ENV_NAME.match(name):
+        raise ConfigError(f"{where}: an environment name uses letters, digits, '-' and '_'")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table with keys: {', '.join(ENVIRONMENT_KEYS)}")
+    values: dict[str, str] = {}
+    for key, value in table.items():
+        if key not in ENVIRONMENT_KEYS:
+            raise ConfigError(
+                secret_key_message(where, key)
+                or f"{where}: unknown key {key!r}; allowed: {', '.join(ENVIRONMENT_KEYS)}"
+            )
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")
+        values[key] = value.strip()
+    if "api_key_env" in values and "api_key_file" in values:
+        raise ConfigError(f"{where}: set api_key_env or api_key_file, not both")
+    key_file: Path | None = None
+    if "api_key_file" in values:
+        raw = values["api_key_file"]
+        key_file = home / raw[2:] if raw.startswith("~/") else Path(raw)
+        if not key_file.is_absolute():
+            key_file = path.parent / key_file
+    return Environment(
+        name=name,
+        base_url=values.get("base_url"),
+        api_key_env=values.get("api_key_env"),
+        api_key_file=key_file,
+    )
+
+
+def resolve_target(
+    *,
+    base_url: str | None,
+    api_key_file: Path | None,
+    environ: Mapping[str, str],
+    require_key: bool = True,
+    env_name: str | None = None,
+    env_source: str = "--env",
+    config_path: Path | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    allow_insecure_http: bool = False,
+) -> Target:
+    """Resolve the target of a command from its options, the environment and the config file.
+
+    ``env_name`` None means the default environment; ``env_source`` names where a given
+    name came from (``--env``, or a job file). ``cwd`` and ``home`` default to the process's.
+    """
+    cwd = Path.cwd() if cwd is None else cwd
+    home = Path.home() if home is None else home
+    config = find_config_file(config_path=config_path, cwd=cwd, home=home, environ=environ)
+    name, name_source = (env_name, env_source) if env_name else (DEFAULT_ENV, "default")
+    if not _ENV_NAME.match(name):
+        raise ConfigError(
+            f"environment name {name!r} (from {name_source}) uses letters, digits, '-' and '_'"
+        )
+    environment = _find_environment(config, name, name_source, explicit=bool(env_name))
+    url, url_source = _resolve_url(base_url, environ, config, environment, name)
+    insecure_source = "--allow-insecure-http" if allow_insecure_http else "default"
+    try:
+        url = normalise_base_url(url, allow_insecure_http)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (base URL from {url_source})") from exc
+    key, key_source = _resolve_key(api_key_file, environ, environment, name)
+    if key is None and require_key:
+        raise ConfigError(
+            f"no API key: set {ENV_API_KEY} or pass --api-key-file PATH "
+            "(a file readable only by you: chmod 600 PATH); "
+            f"for environment {name!r} petsync first reads "
+            f"{_key_variable(environment, name)}"
+        )
+    return Target(
+        base_url=url,
+        base_url_source=url_source,
+        api_key=key,
+        api_key_source=key_source,
+        env_name=name,
+        env_source=name_source,
+        config_file=config.path if config else None,
+        config_file_source=config.source if config else None,
+        allow_insecure_http=allow_insecure_http,
+        allow_insecure_http_source=insecure_source,
+    )
+
+
+def _find_environment(
+    config: ConfigFile | None, name: str, name_source: str, *, explicit: bool
+) -> Environment | None:
+    if config is None:
+        return None
+    environment = config.environments.get(name)
+    if environment is None and explicit:
+        defined = ", ".join(sorted(config.environments)) or "none"
+        raise ConfigError(
+            f"environment {name!r} (from {name_source}) is not defined in config file "
+            f"{config.path} (defined: {defined}); add an [environments.{name}] table "
+            "with base_url"
+        )
+    return environment
+
+
+def _resolve_url(
+    base_url: str | None,
+    environ: Mapping[str, str],
+    config: ConfigFile | None,
+    environment: Environment | None,
+    name: str,
+) -> tuple[str, str]:
+    if base_url:
+        return base_url, "--base-url"
+    if environ.get(ENV_BASE_URL, "").strip():
+        return environ[ENV_BASE_URL], ENV_BASE_URL
+    if environment is not None and environment.base_url and config is not None:
+        return environment.base_url, f"{config.path} [environments.{name}] base_url"
+    where = (
+        f"config file {config.path} has no base_url for [environments.{name}]"
+        if config is not None
+        else f"no config file ({CONFIG_FILE_NAME} in the working directory or the user "
+        "config directory)"
+    )
+    raise ConfigError(
+        f"no base URL: pass --base-url or set {ENV_BASE_URL} "
+        "(for example http://127.0.0.1:8080/v1 from `petsync serve`), "
+        f"or define base_url under [environments.{name}] in {CONFIG_FILE_NAME}; {where}"
+    )
+
+
+def _key_variable(environment: Environment | None, name: str) -> str:
+    if environment is not None and environment.api_key_env:
+        return environment.api_key_env
+    return env_key_variable(name)
+
+
+def _resolve_key(
+    api_key_file: Path | None,
+    environ: Mapping[str, str],
+    environment: Environment | None,
+    name: str,
+) -> tuple[ApiKey | None, str | None]:
+    if api_key_file is not None:
+        return read_key_file(api_key_file), f"--api-key-file {api_key_file}"
+    variable = _key_variable(environment, name)
+    if environ.get(variable, "").strip():
+        return ApiKey(environ[variable]), variable
+    if environment is not None and environment.api_key_file is not None:
+        path = environment.api_key_file
+        return read_key_file(path), f"[environments.{name}] api_key_file {path}"
+    if environ.get(ENV_API_KEY, "").strip():
+        return ApiKey(environ[ENV_API_KEY]), ENV_API_KEY
+    return None, None
+
+
+def read_key_file(path: Path) -> ApiKey:
+    """Read a key file, refusing one that group or others can read."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read API key file {path}: {exc.strerror}") from exc
+    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"API key file {path} is readable by group or others "
+            f"(mode {stat.S_IMODE(mode):o}); fix it with: chmod 600 {path}"
+        )
+    if not text.strip():
+        raise ConfigError(f"API key file {path} is empty")
+    return ApiKey(text)

@@ -1,0 +1,337 @@
+"""The export, demo and diff commands: exit codes, messages and files, through CliRunner."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from petsync.cli import cli
+from petsync.core.models import Pet
+from petsync.export.lock import DirectoryLock
+from petsync.export.snapshot import (
+    CSV_NAME,
+    MANIFEST_NAME,
+    PARQUET_NAME,
+    QUARANTINE_NAME,
+    STAGING_DIR,
+    list_snapshots,
+    load_snapshot,
+    partition_path,
+)
+
+TODAY = dt.datetime.now(dt.UTC).date()
+
+
+def run(srv: Any, *args: str) -> Result:
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal(), "PETSYNC_BASE_URL": srv.base_url}
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_export_writes_a_snapshot_and_prints_the_summary(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server(seed_pets=200)
+
+    result = run(srv, "export", "--out", "out")
+
+    assert result.exit_code == 0, result.output
+    path = partition_path(Path("out"), TODAY)
+    assert sorted(p.name for p in path.iterdir()) == sorted(
+        [PARQUET_NAME, CSV_NAME, QUARANTINE_NAME, MANIFEST_NAME]
+    )
+    manifest = json.loads((path / MANIFEST_NAME).read_text())
+    by_status = manifest["by_status"]
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        f"snapshot {TODAY}: 200 pets (available {by_status['available']}, pending "
+        f"{by_status['pending']}, sold {by_status['sold']}, no status {manifest['no_status']}, "
+        "unknown status 0), quarantined 0"
+    )
+    assert lines[1].startswith("took ") and lines[1].endswith(" pets/s, complete")
+    assert lines[2] == f"written to {path}"
+    listing_lines = [x for x in result.stderr.splitlines() if x.startswith("export listing=")]
+    assert sorted(x.split()[1] for x in listing_lines) == [
+        "listing=all",
+        "listing=available",
+        "listing=pending",
+        "listing=sold",
+    ]
+    assert srv.api_key.reveal() not in result.output + (path / MANIFEST_NAME).read_text()
+
+
+def test_export_format_parquet_and_status_narrowing(petstore_server: Any, isolated: Path) -> None:
+    srv = petstore_server(seed_pets=120)
+
+    result = run(
+        srv, "export", "--out", "out", "--format", "parquet", "--status", "sold", "--no-sweep"
+    )
+
+    assert result.exit_code == 0, result.output
+    path = partition_path(Path("out"), TODAY)
+    assert not (path / CSV_NAME).exists()
+    frame = load_snapshot("out")
+    assert set(frame["status"].dropna()) == {"sold"}
+    assert len(frame) == sum(1 for p in srv.store.all() if p.status == "sold")
+
+
+def test_incomplete_export_warns_and_exits_4(petstore_server: Any, isolated: Path) -> None:
+    srv = petstore_server(seed_pets=150, pagination="none")
+
+    result = run(srv, "export", "--out", "out")
+
+    assert result.exit_code == 4
+    assert "Warning: The export could not be proven complete: listing 'all': " in result.stderr
+    assert "pass --strict to refuse publishing an incomplete snapshot." in result.stderr
+    assert "INCOMPLETE" in result.stdout
+    [info] = list_snapshots(Path("out"))
+    assert info.complete is False
+
+
+def test_strict_incomplete_export_exits_1_and_publishes_nothing(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server(seed_pets=150, pagination="none")
+
+    result = run(srv, "export", "--out", "out", "--strict")
+
+    assert result.exit_code == 1
+    [error] = [x for x in result.stderr.splitlines() if x.startswith("Error: ")]
+    assert error.startswith(
+        "Error: export refused to publish (--strict): The export could not be proven complete"
+    )
+    assert error.endswith(
+        "Nothing was published. Check the server's paging (`petsync check`) and re-run. "
+        "The previous snapshot stays the latest."
+    )
+    assert list_snapshots(Path("out")) == []
+
+
+def test_locked_directory_exits_1_naming_the_lock(petstore_server: Any, isolated: Path) -> None:
+    srv = petstore_server(seed_pets=10)
+
+    with DirectoryLock(Path("out")):
+        result = run(srv, "export", "--out", "out")
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: another petsync run is writing to out (it holds the lock out/.petsync.lock, pid "
+    )
+
+
+def test_drop_beyond_max_drop_exits_4_with_a_warning(petstore_server: Any, isolated: Path) -> None:
+    big = petstore_server(seed_pets=100)
+    small = petstore_server(seed_pets=70)
+    assert run(big, "export", "--out", "out").exit_code == 0
+
+    result = run(small, "export", "--out", "out", "--max-drop", "25%")
+
+    assert result.exit_code == 4
+    assert (
+        "Warning: Suspicious drop: the pet count fell by 30.0% (from 100 in the snapshot of "
+        f"{TODAY} to 70), more than the allowed 25%." in result.stderr
+    )
+    assert result.stdout.splitlines()[1].endswith("complete, suspicious drop")
+
+
+def test_max_drop_accepts_a_fraction(petstore_server: Any, isolated: Path) -> None:
+    big = petstore_server(seed_pets=100)
+    small = petstore_server(seed_pets=70)
+    assert run(big, "export", "--out", "out").exit_code == 0
+
+    assert run(small, "export", "--out", "out", "--max-drop", "0.35").exit_code == 0
+
+
+def test_max_drop_out_of_range_is_a_usage_error(petstore_server: Any, isolated: Path) -> None:
+    srv = petstore_server(seed_pets=1)
+
+    result = run(srv, "export", "--out", "out", "--max-drop", "150%")
+
+    assert result.exit_code == 2
+    assert "'150%' is not a share of pets; use e.g. 20% or 0.2" in result.stderr
+
+
+def test_keep_prunes_after_a_successful_run(
+    petstore_server: Any, isolated: Path, tmp_path: Path
+) -> None:
+    srv = petstore_server(seed_pets=20)
+    old = partition_path(Path("out"), dt.date(2020, 1, 1))
+    old.mkdir(parents=True)
+    (old / MANIFEST_NAME).write_text('{"complete": true, "pets": 20}')
+
+    result = run(srv, "export", "--out", "out", "--keep", "1")
+
+    assert result.exit_code == 0, result.output
+    assert [s.date for s in list_snapshots(Path("out"))] == [TODAY]
+    assert "pruned 1 older snapshot(s)" in result.stdout
+
+
+def test_missing_key_is_a_usage_error(isolated: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["export", "--out", "out", "--base-url", "http://127.0.0.1:9/v1"]
+    )
+
+    assert result.exit_code == 2
+    assert "no API key" in result.stderr
+
+
+def test_demo_exports_a_seeded_catalogue_and_prints_the_loading_lines(isolated: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--pets", "300"], catch_exceptions=False)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"snapshot {TODAY}: 300 pets (")
+    assert '  import pandas as pd; df = pd.read_parquet("petsync-demo/pets")' in result.stdout
+    assert "read_parquet('petsync-demo/pets/*/*.parquet', hive_partitioning=true)" in result.stdout
+    assert len(load_snapshot("petsync-demo")) == 300
+
+
+def _crafted_snapshots(srv: Any, directory: Path) -> None:
+    """Yesterday: pets 1-4. Today: 1 renamed, 2 sold, 3 removed, 5 added."""
+    for pet in [
+        Pet(1, "Rex", 1, "available"),
+        Pet(2, "Tom", 1, "available"),
+        Pet(3, "Kit", 1, None),
+        Pet(4, "Bo", 1, "pending"),
+    ]:
+        srv.store.insert(pet)
+    from petsync.client.config import ClientConfig
+    from petsync.core.apikey import ApiKey  # noqa: F401 - the server's key is already an ApiKey
+    from petsync.export.run import ExportConfig, run_export
+
+    config = ExportConfig(client=ClientConfig(srv.base_url, srv.api_key), out_dir=directory)
+    run_export(config, today=dt.date(2026, 11, 21))
+
+
+def test_diff_counts_between_two_dates(petstore_server: Any, isolated: Path) -> None:
+    first = petstore_server()
+    _crafted_snapshots(first, Path("out"))
+    second = petstore_server()
+    for pet in [
+        Pet(1, "Rex II", 1, "available"),
+        Pet(2, "Tom", 1, "sold"),
+        Pet(4, "Bo", 1, "pending"),
+        Pet(5, "New", 1, "available"),
+    ]:
+        second.store.insert(pet)
+    from petsync.client.config import ClientConfig
+    from petsync.export.run import ExportConfig, run_export
+
+    run_export(
+        ExportConfig(client=ClientConfig(second.base_url, second.api_key), out_dir=Path("out")),
+        today=dt.date(2026, 11, 22),
+    )
+
+    result = CliRunner().invoke(cli, ["diff", "2026-11-21", "2026-11-22", "--dir", "out"])
+    as_json = CliRunner().invoke(
+        cli, ["diff", "2026-11-21", "out/pets/snapshot_date=2026-11-22", "--dir", "out", "--json"]
+    )
+    details = CliRunner().invoke(
+        cli, ["diff", "2026-11-21", "2026-11-22", "--dir", "out", "--details"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "from 2026-11-21 (out/pets/snapshot_date=2026-11-21) to 2026-11-22 "
+        "(out/pets/snapshot_date=2026-11-22)",
+        "added:         1",
+        "removed:       1",
+        "renamed:       1",
+        "recategorised: 0",
+        "status changes: 1",
+        "  available -> sold: 1",
+    ]
+    body = json.loads(as_json.stdout)
+    assert body["added"] == 1 and body["removed"] == 1 and body["renamed"] == 1
+    assert body["status_transitions"] == [{"from": "available", "to": "sold", "pets": 1}]
+    assert "details" not in body
+    assert "Rex II" in details.stdout and "New" in details.stdout and "Kit" in details.stdout
+
+
+def test_diff_of_a_missing_snapshot_is_a_usage_error(isolated: Path) -> None:
+    result = CliRunner().invoke(cli, ["diff", "2026-11-21", "2026-11-22", "--dir", "out"])
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: no petsync snapshot at out/pets/snapshot_date=2026-11-21"
+    )
+
+
+def test_importing_the_cli_loads_neither_pandas_nor_pyarrow() -> None:
+    code = (
+        "import sys, petsync, petsync.cli; "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'pyarrow')); "
+        "print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_export_killed_mid_way_leaves_the_previous_snapshot(
+    petstore_server: Any, tmp_path: Path
+) -> None:
+    """A SIGKILLed `petsync export` (as cron would run it) publishes nothing partial."""
+    from petsync.client.config import ClientConfig
+    from petsync.export.run import ExportConfig, run_export
+    from petsync.server.faults import Faults
+
+    srv = petstore_server(seed_pets=600, faults=Faults(latency_ms=20))
+    out = tmp_path / "out"
+    first = run_export(ExportConfig(client=ClientConfig(srv.base_url, srv.api_key), out_dir=out))
+    assert first.snapshot_path is not None
+    manifest_before = (first.snapshot_path / MANIFEST_NAME).read_text()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PETSYNC_API_KEY": srv.api_key.reveal(),
+        "PETSYNC_BASE_URL": srv.base_url,
+    }
+    # One listing after the other: the first listing's line on stderr proves pages were
+    # fetched, and the sweep (7 pages at >= 20 ms each) is still running when we kill.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "petsync", "export", "--out", str(out), "--concurrency", "1"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 60
+        line = ""
+        while time.monotonic() < deadline and not line.startswith("export listing="):
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                break
+        assert line.startswith("export listing=available"), line
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+    [info] = list_snapshots(out)
+    assert (info.path / MANIFEST_NAME).read_text() == manifest_before
+    assert len(load_snapshot(out)) == 600
+    assert list((out / STAGING_DIR).iterdir()) != []  # the killed run's staging, unpublished
+    import pandas as pd
+
+    assert len(pd.read_parquet(out / "pets")) == 600
+    # The next run cleans the leftovers (and the lock was released by the kernel).
+    srv.faults.latency_ms = 0
+    again = run_export(ExportConfig(client=ClientConfig(srv.base_url, srv.api_key), out_dir=out))
+    assert again.complete is True
+    assert list((out / STAGING_DIR).iterdir()) == []

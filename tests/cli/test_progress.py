@@ -1,0 +1,79 @@
+"""The export's progress display: a live table on a terminal, one line per listing elsewhere."""
+
+from __future__ import annotations
+
+import io
+
+from petsync.cli.progress import ProgressDisplay, format_listing_line
+from petsync.export.run import ListingResult
+
+
+def result(label: str, *, complete: bool = True) -> ListingResult:
+    return ListingResult(
+        label=label,
+        style="link",
+        pages=3,
+        requests=4,
+        retries=1,
+        pets=250,
+        invalid=0,
+        complete=complete,
+        incomplete_reason=None if complete else "no proof of the end",
+        seconds=0.5,
+    )
+
+
+def test_progress_off_a_terminal_writes_one_line_per_listing() -> None:
+    out = io.StringIO()
+    display = ProgressDisplay(out, live=False, clock=lambda: 0.0)
+
+    display.listing_started("sold")
+    display.page_done("sold", 1, 100)
+    display.listing_done(result("sold"))
+    display.listing_done(result("all", complete=False))
+    display.close()
+
+    assert out.getvalue().splitlines() == [
+        "export listing=sold style=link pages=3 pets=250 invalid=0 retries=1 seconds=0.50 "
+        "rate=500/s complete",
+        "export listing=all style=link pages=3 pets=250 invalid=0 retries=1 seconds=0.50 "
+        "rate=500/s INCOMPLETE (no proof of the end)",
+    ]
+
+
+def test_progress_on_a_terminal_redraws_a_table_in_place() -> None:
+    out = io.StringIO()
+    now = [0.0]
+    display = ProgressDisplay(out, live=True, clock=lambda: now[0])
+
+    display.listing_started("sold")
+    now[0] = 2.0
+    display.page_done("sold", 2, 200)
+    display.page_done("sold", 3, 300)  # within the redraw interval: not drawn
+
+    frames = out.getvalue().split("\x1b[1F")
+    assert len(frames) == 2
+    assert (
+        frames[1] == "\x1b[2K  sold             2 pages        200 pets       100 pets/s  paging\n"
+    )
+
+
+def test_format_listing_line_without_elapsed_time() -> None:
+    line = format_listing_line(ListingResult("x", "none", 0, 1, 0, 0, 0, True, None, 0.0))
+
+    assert line.endswith("seconds=0.00 rate=0/s complete")
+
+
+def test_progress_rate_of_a_finished_listing_stays_frozen() -> None:
+    out = io.StringIO()
+    now = [0.0]
+    display = ProgressDisplay(out, live=True, clock=lambda: now[0])
+    display.listing_started("sold")
+    now[0] = 1.0
+    display.listing_done(result("sold"))  # 250 pets in 1 s
+
+    now[0] = 10.0
+    display.close()
+
+    last = out.getvalue().split("\x1b[1F")[-1]
+    assert last == "\x1b[2K  sold             3 pages        250 pets       250 pets/s  complete\n"

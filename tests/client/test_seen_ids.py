@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from petsync.client.seen_ids import SeenIds
+from petsync.core.models import INT64_MAX, INT64_MIN
+
+
+def test_new_keys_are_fresh_and_repeats_are_not() -> None:
+    seen = SeenIds()
+    assert seen.add_page([5, 7]) == [True, True]
+    assert seen.add_page([7, 8, 5]) == [False, True, False]
+    assert len(seen) == 3
+
+
+def test_a_repeat_inside_one_page_counts_once() -> None:
+    seen = SeenIds(flush_ids=2)
+    assert seen.add_page([1, 1, 2, 1, 3, 3]) == [True, False, True, False, True, False]
+    assert len(seen) == 3
+
+
+def test_keys_are_remembered_across_flushes_and_merges() -> None:
+    seen = SeenIds(flush_ids=3)
+    rng = random.Random(7)
+    ids = rng.sample(range(-(10**12), 10**12), 500)
+    for start in range(0, len(ids), 7):
+        assert seen.add_page(ids[start : start + 7]) == [True] * len(ids[start : start + 7])
+    assert len(seen._levels) < 10  # merged, not one array per flush
+    assert len(seen) == 500
+    # Every id is still known, in whichever level it ended up, in any order.
+    rng.shuffle(ids)
+    for start in range(0, len(ids), 11):
+        page = ids[start : start + 11]
+        assert seen.add_page(page) == [False] * len(page)
+    assert seen.add_page([10**12 + 1]) == [True]
+
+
+def test_flushed_and_recent_keys_both_count_in_one_page() -> None:
+    seen = SeenIds(flush_ids=2)
+    seen.add_page([10, 20])  # flushed into a sorted array
+    seen.add_page([30])  # still in the recent set
+    assert seen._levels and 30 in seen._recent
+    assert seen.add_page([40, 10, 30, 40, 50]) == [True, False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX],
+    ids=["min", "min+1", "-1", "0", "1", "max-1", "max"],
+)
+def test_int64_extremes_are_exact_after_a_flush(key: int) -> None:
+    seen = SeenIds(flush_ids=1)
+    assert seen.add_page([key]) == [True]
+    assert seen._levels  # now in a numpy array
+    neighbours = [k for k in (key - 1, key + 1) if INT64_MIN <= k <= INT64_MAX]
+    assert seen.add_page([key, *neighbours]) == [False] + [True] * len(neighbours)
+    assert key in seen
+
+
+def test_keys_that_are_not_ids_are_kept_apart() -> None:
+    seen = SeenIds(flush_ids=1)
+    raw = ("raw", "{'id': 1.5}")
+    assert seen.add_page([raw, 1, raw]) == [True, True, False]
+    assert seen.add_page([("raw", "{'id': 1.5}"), 1]) == [False, False]
+    assert len(seen) == 2
+
+
+def test_an_empty_page_adds_nothing() -> None:
+    seen = SeenIds(flush_ids=1)
+    seen.add_page([1])
+    assert seen.add_page([]) == []
+    assert len(seen) == 1
+
+
+def test_pages_beyond_the_flushed_range_and_straddling_it() -> None:
+    seen = SeenIds(flush_ids=4)
+    seen.add_page([10, 11, 12, 13])  # flushed: the arrays hold 10..13
+    assert seen.add_page([20, 21]) == [True, True]  # above every flushed id
+    assert seen.add_page([1, 2]) == [True, True]  # below every flushed id (now flushed too)
+    assert seen.add_page([30, 12, 0]) == [True, False, True]  # straddles: still looked up
+    assert seen.add_page([21, 1]) == [False, False]

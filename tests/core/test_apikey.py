@@ -1,0 +1,57 @@
+"""The API key object and the one redaction function."""
+
+from __future__ import annotations
+
+import pickle
+
+import httpx
+import pytest
+
+from petsync.client.auth import BearerAuth
+from petsync.core.apikey import ApiKey, redact
+
+SECRET = "sk-live-abcdef123456"
+
+
+def test_the_key_never_prints_itself() -> None:
+    key = ApiKey(f"  {SECRET}\n")
+    assert repr(key) == str(key) == f"{key}" == "ApiKey('***')"
+    assert key.reveal() == SECRET  # surrounding whitespace from a key file is dropped
+
+
+def test_an_empty_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="an API key cannot be empty"):
+        ApiKey("  ")
+
+
+def test_a_key_cannot_be_pickled() -> None:
+    with pytest.raises(TypeError, match="ApiKey cannot be pickled"):
+        pickle.dumps(ApiKey(SECRET))
+
+
+def test_keys_compare_by_value_without_showing_it() -> None:
+    assert ApiKey(SECRET) == ApiKey(SECRET) != ApiKey("other")
+    assert len({ApiKey(SECRET), ApiKey(SECRET)}) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"the key {SECRET} leaked", "the key *** leaked"),
+        ("Authorization: Bearer abc.def", "Authorization: Bearer ***"),
+        ("https://h/v1/pets?api_key=zzz&limit=5", "https://h/v1/pets?api_key=***&limit=5"),
+        ("https://h/?access_token=t1#x", "https://h/?access_token=***#x"),
+        ("nothing secret here", "nothing secret here"),
+    ],
+    ids=["known-key", "bearer", "query-key", "access-token", "clean"],
+)
+def test_redact(text: str, expected: str) -> None:
+    assert redact(text, [ApiKey(SECRET), None]) == expected
+
+
+def test_bearer_auth_sets_the_exact_header_and_hides_itself() -> None:
+    auth = BearerAuth(ApiKey(SECRET))
+    request = httpx.Request("GET", "https://h/v1/pets")
+    flow = auth.auth_flow(request)
+    assert next(flow).headers["Authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in repr(auth)

@@ -1,0 +1,541 @@
+"""The import job end to end against the reference server."""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openpyxl
+import pytest
+
+from petsync.client.client import PetstoreClient
+from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.core.errors import AuthenticationError, InputError
+from petsync.core.models import NewPet, Pet
+from petsync.importer.journal import Journal
+from petsync.importer.run import ImportConfig, ImportReport, run_import
+from petsync.importer.spreadsheet import open_spreadsheet
+from petsync.server.runner import RunningServer
+from tests.conftest import FakeClock
+
+StartServer = Callable[..., RunningServer]
+
+# A messy sheet: semicolons, a multi-line quoted name, `12.0`, blank rows, mixed-case and
+# padded statuses, extra columns and a duplicated unused header ("notes" twice).
+MESSY = (
+    "Name;Category ID;STATUS;notes;Colour;notes\r\n"
+    "Rex;12.0;Available;good boy;brown;x\r\n"  # 2 ok (12.0, case)
+    ";;;;;\r\n"  # 3 blank
+    '"Tom\r\nthe cat";7; sold ;;;\r\n'  # 4 ok (multi-line, padded status)
+    "Café;12.5;;;;\r\n"  # 5 categoryId not integer
+    "  ;3;pending;;;\r\n"  # 6 blank name
+    "Mia;abc;;;;\r\n"  # 7 not integer
+    "   ;   ;  ;;;\r\n"  # 8 blank (spaces only)
+    "Zoë;9223372036854775807;PENDING;;;\r\n"  # 9 ok (int64 max, exact)
+    "Bo;1;lost;;;\r\n"  # 10 bad status
+    "NA;99999999999999999999;;;;\r\n"  # 11 out of range
+    "None; 5 ;;;;\r\n"  # 12 ok ("None" is a name)
+    "Ann;12,0;;;;\r\n"  # 13 not integer (comma)
+    "Ed;1.2E+5;;;;\r\n"  # 14 not integer (exponent)
+)
+VALID = {
+    ("Rex", 12, "available"),
+    ("Tom\r\nthe cat", 7, "sold"),
+    ("Zoë", 9223372036854775807, "pending"),
+    ("None", 5, None),
+}
+LOCAL_REJECTS = [
+    ("5", "category_not_integer", "categoryId"),
+    ("6", "name_missing", "name"),
+    ("7", "category_not_integer", "categoryId"),
+    ("10", "status_invalid", "status"),
+    ("11", "category_out_of_range", "categoryId"),
+    ("13", "category_not_integer", "categoryId"),
+    ("14", "category_not_integer", "categoryId"),
+]
+
+
+def client_for(srv: RunningServer, **kwargs: Any) -> PetstoreClient:
+    return PetstoreClient(ClientConfig(base_url=srv.base_url, api_key=srv.api_key), **kwargs)
+
+
+def stored(srv: RunningServer) -> set[tuple[str, int, str | None]]:
+    return {(p.name, p.categoryId, p.status) for p in srv.store.all()}
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def run(config: ImportConfig, srv: RunningServer, **kwargs: Any) -> ImportReport:
+    with client_for(srv, **kwargs) as client:
+        return run_import(config, client)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "cp1252"], ids=["utf8-bom", "cp1252"])
+def test_messy_csv_imports_the_valid_rows_and_rejects_the_others(
+    tmp_path: Path, petstore_server: StartServer, encoding: str
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_bytes(MESSY.encode(encoding))
+    report = run(ImportConfig(path), srv)
+
+    assert stored(srv) == VALID
+    assert srv.store.count() == 4
+    assert (report.rows_read, report.skipped_blank) == (11, 2)
+    assert (report.created, report.rejected_local, report.rejected_api) == (4, 7, 0)
+    assert (report.uncertain, report.pending, report.already_created) == (0, 0, 0)
+    assert report.delimiter == "semicolon"
+    assert report.encoding == ("utf-8 (BOM)" if encoding == "utf-8-sig" else "cp1252")
+    assert (report.encoding_notice is not None) == (encoding == "cp1252")
+    assert report.normalisations == {
+        "integral_decimal": 1,
+        "status_case_folded": 2,
+        "trimmed": 2,
+    }
+    assert report.exit_code == 4
+
+    rejects = read_csv(tmp_path / "pets.rejects.csv")
+    assert [
+        (r["petsync_row"], r["petsync_error_code"], r["petsync_error_field"]) for r in rejects
+    ] == LOCAL_REJECTS
+    assert {r["petsync_error_source"] for r in rejects} == {"local"}
+    first = rejects[0]
+    assert first["Name"] == "Café" and first["Category ID"] == "12.5"
+    assert first["petsync_error_message"].startswith("categoryId '12.5' is not a whole number")
+    with (tmp_path / "pets.rejects.csv").open(encoding="utf-8-sig", newline="") as handle:
+        header = next(csv.reader(handle))
+    assert header == [
+        "Name", "Category ID", "STATUS", "notes", "Colour", "notes",
+        "petsync_row", "petsync_error_source", "petsync_error_code", "petsync_error_field",
+        "petsync_error_message", "petsync_http_status",
+    ]  # fmt: skip
+
+    accepted = read_csv(tmp_path / "pets.accepted.csv")
+    ids = {p.name: p.id for p in srv.store.all()}
+    assert [(r["petsync_row"], r["Name"], r["petsync_id"]) for r in accepted] == [
+        ("2", "Rex", str(ids["Rex"])),
+        ("4", "Tom\r\nthe cat", str(ids["Tom\r\nthe cat"])),
+        ("9", "Zoë", str(ids["Zoë"])),
+        ("12", "None", str(ids["None"])),
+    ]
+    assert accepted[0]["Colour"] == "brown"
+    assert accepted[3]["Category ID"] == " 5 "  # raw cells, unchanged
+    assert read_csv(tmp_path / "pets.uncertain.csv") == []
+
+
+def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: StartServer) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_bytes(MESSY.encode("utf-8-sig"))
+    run(ImportConfig(path), srv)
+
+    rejects_path = tmp_path / "pets.rejects.csv"
+    fixes = {"5": "12", "7": "7", "11": "11", "13": "12", "14": "120000"}
+    with rejects_path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle))
+    for row in rows[1:]:
+        number = row[6]
+        if number in fixes:
+            row[1] = fixes[number]
+        if number == "6":
+            row[0] = "Nameless"
+        if number == "10":
+            row[2] = "sold"
+    with rejects_path.open("w", encoding="utf-8-sig", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+
+    report = run(ImportConfig(rejects_path), srv)
+    assert (report.created, report.rejected_local, report.exit_code) == (7, 0, 0)
+    assert srv.store.count() == 11
+    assert {("Café", 12, None), ("Nameless", 3, "pending"), ("Bo", 1, "sold")} <= stored(srv)
+    accepted = tmp_path / "pets.rejects.accepted.csv"
+    with accepted.open(encoding="utf-8-sig", newline="") as handle:
+        header = next(csv.reader(handle))
+    # The input's own petsync_* columns are dropped, the new ones added once.
+    assert header == ["Name", "Category ID", "STATUS", "notes", "Colour", "notes",
+                      "petsync_row", "petsync_id"]  # fmt: skip
+    assert read_csv(tmp_path / "pets.rejects.rejects.csv") == []
+
+
+def test_xlsx_import(tmp_path: Path, petstore_server: StartServer) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.xlsx"
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "April"
+    sheet.append(["Pet", "category_id", "Status", "Born"])
+    sheet.append(["Rex", 12, "available", None])
+    sheet.append(["Tom", 12.0, None, None])
+    sheet.append([None, None, None, None])
+    sheet.append(["Half", 2.5, None, None])
+    sheet.append(["Big", "9223372036854775807", "Sold", None])
+    workbook.save(path)
+
+    report = run(ImportConfig(path, mappings=("Pet=name",)), srv)
+    assert stored(srv) == {
+        ("Rex", 12, "available"),
+        ("Tom", 12, None),
+        ("Big", 9223372036854775807, "sold"),
+    }
+    assert (report.rows_read, report.skipped_blank, report.rejected_local) == (4, 1, 1)
+    assert report.sheet == "April"
+    rejects = read_csv(tmp_path / "pets.rejects.csv")
+    assert [(r["Pet"], r["category_id"], r["petsync_row"]) for r in rejects] == [
+        ("Half", "2.5", "5")
+    ]
+
+
+def test_dry_run_sends_nothing_and_writes_the_reject_file(tmp_path: Path) -> None:
+    path = tmp_path / "pets.csv"
+    path.write_bytes(MESSY.encode("utf-8-sig"))
+    report = run_import(ImportConfig(path, dry_run=True))  # no client at all: nothing to send
+    assert (report.would_send, report.rejected_local, report.created) == (4, 7, 0)
+    assert len(read_csv(tmp_path / "pets.rejects.csv")) == 7
+    assert not (tmp_path / "pets.journal.jsonl").exists()
+    assert not (tmp_path / "pets.accepted.csv").exists()
+
+
+def test_rerun_of_a_finished_import_creates_nothing(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_bytes(MESSY.encode("utf-8-sig"))
+    run(ImportConfig(path), srv)
+    accepted_before = (tmp_path / "pets.accepted.csv").read_bytes()
+    with client_for(srv) as client:
+        report = run_import(ImportConfig(path), client)
+        assert client.requests == 0
+    assert (report.created, report.already_created, report.rejected_local) == (0, 4, 7)
+    assert srv.store.count() == 4
+    assert (tmp_path / "pets.accepted.csv").read_bytes() == accepted_before
+
+
+def test_changed_input_is_refused(tmp_path: Path, petstore_server: StartServer) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\n")
+    run(ImportConfig(path), srv)
+    path.write_text("name,categoryId\nRex,1\nTom,2\n")
+    with pytest.raises(InputError, match="pets.csv changed since its import began"):
+        run(ImportConfig(path), srv)
+    assert srv.store.count() == 1
+
+
+def test_outcome_unknown_rows_are_uncertain_and_never_duplicated(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    srv.faults.fail_after_store_rate = 0.3
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"Pet{i:03},{i}\n" for i in range(60)))
+    report = run(ImportConfig(path, concurrency=4), srv)
+
+    names = [p.name for p in srv.store.all()]
+    assert len(names) == len(set(names)) == 60  # every POST stored, none twice
+    assert report.uncertain > 0
+    assert report.created + report.uncertain == 60
+    assert report.exit_code == 4
+    uncertain = read_csv(tmp_path / "pets.uncertain.csv")
+    assert len(uncertain) == report.uncertain
+    assert all("500" in r["petsync_uncertain_reason"] for r in uncertain)
+    assert all("may or may not" in r["petsync_uncertain_reason"] for r in uncertain)
+
+    srv.faults.fail_after_store_rate = 0.0
+    again = run(ImportConfig(path), srv)  # a plain re-run leaves them alone
+    assert (again.created, again.uncertain) == (0, report.uncertain)
+    assert srv.store.count() == 60
+
+
+def test_resend_uncertain_sends_them_again(tmp_path: Path, petstore_server: StartServer) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\nTom,2\n")
+    run(ImportConfig(path, dry_run=False), srv)
+    # Simulate a crash between "sending" and the outcome for row 3 (the pet never arrived).
+    journal_path = tmp_path / "pets.journal.jsonl"
+    lines = journal_path.read_text().splitlines()
+    kept = [line for line in lines if '"row": 3' not in line] + ['{"row": 3, "state": "sending"}']
+    journal_path.write_text("\n".join(kept) + "\n")
+    srv.store.all()  # Tom exists once already; the person deletes nothing here
+    report = run(ImportConfig(path), srv)
+    assert (report.uncertain, report.created) == (1, 0)
+    report = run(ImportConfig(path, resend_uncertain=True), srv)
+    assert (report.uncertain, report.created, report.exit_code) == (0, 1, 0)
+    assert sorted(p.name for p in srv.store.all()) == ["Rex", "Tom", "Tom"]
+
+
+class RejectingTransport(httpx.BaseTransport):
+    """Forwards to the real server, but answers 400 for pets whose name starts with 'API'."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and json.loads(request.content)["name"].startswith("API"):
+            body = {"code": "duplicate_name", "message": "name already taken", "status": 400}
+            return httpx.Response(400, json=body)
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_api_rejections_go_to_the_reject_file(tmp_path: Path, petstore_server: StartServer) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\nAPI one,2\nbad,x\nAPI two,3\n")
+    report = run(ImportConfig(path), srv, transport=RejectingTransport())
+    assert (report.created, report.rejected_local, report.rejected_api) == (1, 1, 2)
+    rejects = read_csv(tmp_path / "pets.rejects.csv")
+    assert [
+        (r["petsync_row"], r["petsync_error_source"], r["petsync_error_code"],
+         r["petsync_error_message"], r["petsync_http_status"])
+        for r in rejects
+    ] == [
+        ("3", "api", "duplicate_name", "name already taken", "400"),
+        ("4", "local", "category_not_integer", rejects[1]["petsync_error_message"], ""),
+        ("5", "api", "duplicate_name", "name already taken", "400"),
+    ]  # fmt: skip
+    # An API rejection is final: a re-run does not send it again.
+    with client_for(srv, transport=RejectingTransport()) as client:
+        again = run_import(ImportConfig(path), client)
+        assert client.requests == 0
+    assert again.rejected_api == 2
+
+
+def test_max_errors_stops_and_leaves_rows_pending(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nA,x\nB,y\nC,3\nD,4\n")
+    report = run(ImportConfig(path, max_errors=2, concurrency=1), srv)
+    assert srv.store.count() == 0
+    assert (report.rejected_local, report.pending, report.exit_code) == (2, 2, 4)
+    assert report.stopped_reason == "--max-errors 2 reached; the remaining rows are pending"
+
+
+def test_401_stops_at_once_with_nothing_rejected(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(20)))
+    from petsync.core.apikey import ApiKey
+
+    config = ClientConfig(base_url=srv.base_url, api_key=ApiKey("wrong-key"))
+    with PetstoreClient(config) as client:
+        report = run_import(ImportConfig(path, concurrency=1), client)
+        assert client.requests == 1
+    assert isinstance(report.stop, AuthenticationError)
+    assert report.exit_code == 3
+    assert (report.rejected_local, report.rejected_api, report.created) == (0, 0, 0)
+    assert report.pending == 20
+    assert srv.store.count() == 0
+    assert read_csv(tmp_path / "pets.rejects.csv") == []
+    # Row 2 was journaled as surely unsent: a re-run with the right key sends everything.
+    report = run(ImportConfig(path), srv)
+    assert (report.created, report.exit_code) == (20, 0)
+
+
+def test_429_is_survived(
+    tmp_path: Path, petstore_server: StartServer, fake_clock: FakeClock
+) -> None:
+    srv = petstore_server(clock=fake_clock)
+    srv.faults.rate_limit = 5.0
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(30)))
+    config = ClientConfig(
+        base_url=srv.base_url,
+        api_key=srv.api_key,
+        retry=RetryPolicy(max_attempts=50, budget_seconds=10_000),
+    )
+    with PetstoreClient(config, sleep=fake_clock.sleep, clock=fake_clock) as client:
+        report = run_import(ImportConfig(path, concurrency=1), client)
+        assert client.retries > 0
+    assert (report.created, report.exit_code) == (30, 0)
+    assert fake_clock.sleeps and min(fake_clock.sleeps) > 0
+    names = [p.name for p in srv.store.all()]
+    assert sorted(names) == sorted(f"P{i}" for i in range(30))
+
+
+def test_excel_safe_cells_round_trip(tmp_path: Path, petstore_server: StartServer) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    rows = [['=HYPERLINK("x")', "-5", ""], ["'Tis", "1", ""], ["@bad", "oops", "+1"]]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["name", "categoryId", "note"], *rows])
+    run(ImportConfig(path), srv)
+    assert stored(srv) == {('=HYPERLINK("x")', -5, None), ("'Tis", 1, None)}
+
+    raw_accepted = (tmp_path / "pets.accepted.csv").read_text(encoding="utf-8-sig")
+    assert "'=HYPERLINK" in raw_accepted and "'-5" in raw_accepted and "''Tis" in raw_accepted
+    with (tmp_path / "pets.accepted.csv").open(encoding="utf-8-sig", newline="") as handle:
+        for row in csv.reader(handle):
+            assert all(not cell or cell[0] not in "=+-@\t\r" for cell in row)
+    with open_spreadsheet(tmp_path / "pets.accepted.csv") as sheet:
+        assert [r.cells[:2] for r in sheet.rows()] == [(r[0], r[1]) for r in rows[:2]]
+
+    # The rejected row round-trips too: fix its categoryId and the name arrives exactly.
+    rejects = tmp_path / "pets.rejects.csv"
+    text = rejects.read_text(encoding="utf-8-sig")
+    assert "'@bad,oops,'+1" in text
+    rejects.write_text(text.replace("'@bad,oops", "'@bad,3"), encoding="utf-8-sig")
+    report = run(ImportConfig(rejects), srv)
+    assert report.created == 1
+    assert ("@bad", 3, None) in stored(srv)
+
+
+def test_journal_records_every_row_before_and_after(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\nTom,2\n")
+    report = run(ImportConfig(path, out_dir=tmp_path / "out"), srv)
+    journal_path = tmp_path / "out" / "pets.journal.jsonl"
+    states = [json.loads(line) for line in journal_path.read_text().splitlines()[1:]]
+    assert Counter(s["state"] for s in states) == {"sending": 2, "created": 2}
+    assert report.files["journal"] == str(journal_path)
+    assert (tmp_path / "out" / "pets.accepted.csv").exists()
+    assert report.journal_fsyncs >= 1
+    with open_spreadsheet(path) as sheet:
+        sha256 = sheet.sha256
+    with Journal.open(
+        journal_path,
+        source=path,
+        sha256=sha256,
+        settings={
+            "columns": report.columns,
+            "encoding": "utf-8",
+            "delimiter": "comma",
+            "sheet": None,
+        },
+    ) as journal:
+        assert {r: s.id for r, s in journal.states.items()} == {
+            2: next(p.id for p in srv.store.all() if p.name == "Rex"),
+            3: next(p.id for p in srv.store.all() if p.name == "Tom"),
+        }
+
+
+def test_rows_queued_at_a_stop_are_unsent_not_uncertain(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(40)))
+    from petsync.core.apikey import ApiKey
+
+    config = ClientConfig(base_url=srv.base_url, api_key=ApiKey("wrong-key"))
+    with PetstoreClient(config) as client:
+        report = run_import(ImportConfig(path, concurrency=8), client)
+        assert client.requests <= 8
+    assert isinstance(report.stop, AuthenticationError)
+    assert (report.uncertain, report.pending, report.created) == (0, 40, 0)
+    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
+    states = {json.loads(line)["row"]: json.loads(line)["state"] for line in lines}
+    assert set(states.values()) <= {"unsent"}
+
+
+class InstantClient:
+    """Creates pets in memory, instantly."""
+
+    requests = 0
+    retries = 0
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def create_pet(self, pet: NewPet) -> Pet:
+        with self.lock:
+            self.calls += 1
+            return Pet(id=self.calls, name=pet.name, categoryId=pet.categoryId)
+
+
+def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import petsync.importer.run as importer
+
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(50)))
+    validate = importer.validate_row
+    client = InstantClient()
+    pressed = threading.Event()
+
+    def press_ctrl_c_on_the_send_pass(*args: Any) -> Any:
+        # Workers read rows as they need them: once some pets exist, the next row read
+        # meets the Ctrl-C (once), mid-way through the file.
+        if client.calls >= 5 and not pressed.is_set():
+            pressed.set()
+            raise KeyboardInterrupt
+        return validate(*args)
+
+    monkeypatch.setattr(importer, "validate_row", press_ctrl_c_on_the_send_pass)
+    with pytest.raises(KeyboardInterrupt):
+        run_import(ImportConfig(path, concurrency=4), client)  # type: ignore[arg-type]
+    monkeypatch.setattr(importer, "validate_row", validate)
+    accepted = read_csv(tmp_path / "pets.accepted.csv")
+    assert 0 < len(accepted) == client.calls < 50
+    assert read_csv(tmp_path / "pets.uncertain.csv") == []  # in-flight rows finished
+    again = InstantClient()
+    report = run_import(ImportConfig(path), again)  # type: ignore[arg-type]
+    assert (report.already_created, report.created) == (client.calls, 50 - client.calls)
+    assert report.exit_code == 0
+
+
+def test_unreachable_api_stops_with_rows_pending_not_uncertain(
+    tmp_path: Path, petstore_server: StartServer, fake_clock: FakeClock
+) -> None:
+    srv = petstore_server()
+    base_url, key = srv.base_url, srv.api_key
+    srv.stop()  # a network outage: connections are refused
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(10)))
+    config = ClientConfig(base_url=base_url, api_key=key)
+    with PetstoreClient(config, sleep=fake_clock.sleep, clock=fake_clock) as client:
+        report = run_import(ImportConfig(path, concurrency=2), client)
+    assert report.stop is not None and report.exit_code == 1
+    assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
+    assert report.stopped_reason is not None
+    assert report.stopped_reason.endswith("re-run the same command to resume")
+
+
+@pytest.mark.parametrize(("concurrency", "syncs"), [(1, 3), (8, None)])
+def test_rows_journaled_and_unanswered_never_exceed_the_sending_window(
+    tmp_path: Path, concurrency: int, syncs: int | None
+) -> None:
+    from petsync.importer.run import SENDING_WINDOW
+
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(64)))
+    report = run_import(ImportConfig(path, concurrency=concurrency), InstantClient())  # type: ignore[arg-type]
+    assert report.created == 64
+    # Replay the journal in write order: rows whose last line is `sending` are the ones a
+    # crash at that moment would leave uncertain.
+    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
+    open_rows: set[int] = set()
+    most = 0
+    for line in lines:
+        record = json.loads(line)
+        if record["state"] == "sending":
+            open_rows.add(record["row"])
+        else:
+            open_rows.discard(record["row"])
+        most = max(most, len(open_rows))
+    assert 0 < most <= SENDING_WINDOW
+    assert not open_rows
+    if syncs is not None:  # a lone sender: two batches of 32, then the outcomes at the end
+        assert report.journal_fsyncs == syncs

@@ -1,0 +1,316 @@
+"""Reading CSV and .xlsx: encodings, delimiters, text cells, row numbers, errors as InputError."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from petsync.core.errors import InputError
+from petsync.importer.spreadsheet import ReadOptions, SheetRow, open_spreadsheet, render_cell
+
+
+def read(path: Path, **options: str) -> tuple[tuple[str, ...], list[SheetRow], object]:
+    with open_spreadsheet(path, ReadOptions(**options)) as sheet:
+        rows = list(sheet.rows())
+        return sheet.header, rows, sheet
+
+
+def write(tmp_path: Path, data: bytes, name: str = "pets.csv") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
+    path = write(tmp_path, b"\xef\xbb\xbfname,categoryId\nRex,1\n")
+    header, rows, sheet = read(path)
+    assert header == ("name", "categoryId")
+    assert rows == [SheetRow(2, ("Rex", "1"))]
+    assert sheet.encoding_label == "utf-8 (BOM)"  # type: ignore[attr-defined]
+
+
+def test_utf16_with_bom_is_decoded(tmp_path: Path) -> None:
+    path = write(tmp_path, "name\tcategoryId\r\nZoë\t1\r\n".encode("utf-16"))
+    header, rows, sheet = read(path)
+    assert header == ("name", "categoryId")
+    assert rows == [SheetRow(2, ("Zoë", "1"))]
+    assert sheet.encoding_label == "utf-16 (BOM)"  # type: ignore[attr-defined]
+    assert sheet.delimiter_name == "tab"  # type: ignore[attr-defined]
+
+
+def test_utf16_without_bom_is_explained(tmp_path: Path) -> None:
+    path = write(tmp_path, "name,categoryId\nRex,1\n".encode("utf-16-le"))
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert str(info.value) == (
+        f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark does; "
+        "pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
+    )
+    header, rows, _ = read(path, encoding="utf-16-le")
+    assert (header, rows) == (("name", "categoryId"), [SheetRow(2, ("Rex", "1"))])
+
+
+def test_plain_utf8_has_no_notice(tmp_path: Path) -> None:
+    path = write(tmp_path, "name,categoryId\nZoë,1\n".encode())
+    _, rows, sheet = read(path)
+    assert rows[0].cells == ("Zoë", "1")
+    assert sheet.encoding_label == "utf-8"  # type: ignore[attr-defined]
+    assert sheet.encoding_notice is None  # type: ignore[attr-defined]
+
+
+def test_cp1252_fallback_comes_with_a_notice(tmp_path: Path) -> None:
+    path = write(tmp_path, "name;categoryId\nCafé – “Rex”;1\n".encode("cp1252"))
+    _, rows, sheet = read(path)
+    assert rows[0].cells == ("Café – “Rex”", "1")
+    assert sheet.encoding_label == "cp1252"  # type: ignore[attr-defined]
+    assert sheet.encoding_notice == (  # type: ignore[attr-defined]
+        "pets.csv is not valid UTF-8 (line 2, byte offset 19); read it as cp1252 "
+        "(Windows Western European). If names look wrong, pass --encoding"
+    )
+
+
+def test_byte_undefined_in_cp1252_stops_without_replacement_chars(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name,categoryId\nA\x81B,1\n")
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert str(info.value) == (
+        f"{path}, line 2 (byte offset 17): the bytes b'\\x81' are not valid utf-8 nor "
+        "cp1252; pass --encoding with the file's real encoding (for example cp1252, "
+        "latin-1 or utf-16)"
+    )
+
+
+def test_forced_encoding_that_does_not_fit_names_line_and_offset(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name,categoryId\nRex,1\nZo\xeb,2\n")
+    with pytest.raises(InputError) as info:
+        read(path, encoding="utf-8")
+    assert str(info.value).startswith(
+        f"{path}, line 3 (byte offset 24): the bytes b'\\xeb' are not valid utf-8;"
+    )
+
+
+def test_encoding_option_overrides_detection(tmp_path: Path) -> None:
+    # Valid UTF-8 bytes, but the person says latin-1: taken at their word.
+    path = write(tmp_path, "name,categoryId\nZoë,1\n".encode())
+    _, rows, sheet = read(path, encoding="latin-1")
+    assert rows[0].cells == ("ZoÃ«", "1")
+    assert sheet.encoding_label == "iso8859-1"  # type: ignore[attr-defined]
+
+
+def test_unknown_encoding_is_an_input_error(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name,categoryId\n")
+    with pytest.raises(InputError, match="--encoding 'klingon' is not an encoding"):
+        read(path, encoding="klingon")
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [("name,categoryId", "comma"), ("name;categoryId", "semicolon"), ("name\tcategoryId", "tab")],
+    ids=["comma", "semicolon", "tab"],
+)
+def test_delimiter_detected_from_header(tmp_path: Path, header: str, name: str) -> None:
+    sep = {"comma": ",", "semicolon": ";", "tab": "\t"}[name]
+    path = write(tmp_path, f"{header}\nRex{sep}1\n".encode())
+    header_cells, rows, sheet = read(path)
+    assert header_cells == ("name", "categoryId")
+    assert rows[0].cells == ("Rex", "1")
+    assert sheet.delimiter_name == name  # type: ignore[attr-defined]
+
+
+def test_delimiter_inside_quotes_does_not_count(tmp_path: Path) -> None:
+    path = write(tmp_path, b'"name, full";categoryId\nRex;1\n')
+    header, _, sheet = read(path)
+    assert header == ("name, full", "categoryId")
+    assert sheet.delimiter_name == "semicolon"  # type: ignore[attr-defined]
+
+
+def test_ambiguous_delimiter_stops_with_a_hint(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name;first,categoryId\n")
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert str(info.value) == (
+        f"{path}: cannot tell the delimiter: the header row holds both comma and semicolon. "
+        "Pass --delimiter comma, --delimiter semicolon or --delimiter tab"
+    )
+
+
+def test_delimiter_option_resolves_ambiguity(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name;first,categoryId\nRex;1\n")
+    header, rows, _ = read(path, delimiter="semicolon")
+    assert header == ("name", "first,categoryId")
+    assert rows[0].cells == ("Rex", "1")
+
+
+def test_bad_delimiter_option(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name\n")
+    with pytest.raises(InputError, match="--delimiter '|' is not supported"):
+        read(path, delimiter="|")
+
+
+def test_every_cell_is_text_and_kept_raw(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name,categoryId,status\nNA, 12.0 ,None\nnull,007,\n")
+    _, rows, _ = read(path)
+    assert [r.cells for r in rows] == [("NA", " 12.0 ", "None"), ("null", "007", "")]
+
+
+def test_row_numbers_follow_the_spreadsheet_with_multiline_cells_and_blank_rows(
+    tmp_path: Path,
+) -> None:
+    data = b'name,categoryId\r\n"Two\r\nlines",1\r\n\r\n , \r\nLast,2\r\n"Three\nline\ncell",3\r\n'
+    path = write(tmp_path, data)
+    _, rows, sheet = read(path)
+    assert [(r.number, r.cells[0]) for r in rows] == [
+        (2, "Two\r\nlines"),
+        (5, "Last"),
+        (6, "Three\nline\ncell"),
+    ]
+    assert sheet.blank_rows == 2  # type: ignore[attr-defined]
+
+
+def test_unclosed_quote_names_the_row(tmp_path: Path) -> None:
+    path = write(tmp_path, b'name,categoryId\nRex,1\n"Open,2\nMore,3\n')
+    with pytest.raises(InputError) as info:
+        read(path)
+    assert str(info.value).startswith(f"{path}, row 3 (line 4): the CSV is malformed")
+
+
+def test_empty_file_needs_a_header(tmp_path: Path) -> None:
+    path = write(tmp_path, b"")
+    with pytest.raises(InputError, match="the file is empty; row 1 must be the header row"):
+        read(path)
+
+
+def test_blank_first_row_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, b",,\nRex,1,\n")
+    with pytest.raises(InputError, match="row 1 is blank; row 1 must be the header row"):
+        read(path)
+
+
+def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot read .*nope.csv: No such file"):
+        read(tmp_path / "nope.csv")
+
+
+def test_sha256_fingerprints_the_bytes(tmp_path: Path) -> None:
+    data = b"name,categoryId\nRex,1\n"
+    path = write(tmp_path, data)
+    _, _, sheet = read(path)
+    assert sheet.sha256 == hashlib.sha256(data).hexdigest()  # type: ignore[attr-defined]
+
+
+def test_petsync_written_file_is_unescaped(tmp_path: Path) -> None:
+    data = "name,categoryId,petsync_row\n'=cmd,'-5,2\n''Tis,1,3\n".encode("utf-8-sig")
+    path = write(tmp_path, data)
+    _, rows, sheet = read(path)
+    assert sheet.petsync_written  # type: ignore[attr-defined]
+    assert [r.cells[:2] for r in rows] == [("=cmd", "-5"), ("'Tis", "1")]
+
+
+def test_other_files_keep_leading_apostrophes(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name,categoryId\n'Tis,1\n")
+    _, rows, _ = read(path)
+    assert rows[0].cells == ("'Tis", "1")
+
+
+def test_zip_named_csv_is_explained(tmp_path: Path) -> None:
+    path = write(tmp_path, b"PK\x03\x04rest")
+    with pytest.raises(InputError, match="this is a zip file"):
+        read(path)
+
+
+def test_sheet_option_on_csv_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, b"name\n")
+    with pytest.raises(InputError, match="--sheet applies to .xlsx files only"):
+        read(path, sheet="Pets")
+
+
+# -- xlsx ------------------------------------------------------------------------------------
+
+
+def make_xlsx(path: Path) -> Path:
+    workbook = openpyxl.Workbook()
+    first = workbook.active
+    assert first is not None
+    first.title = "Intro"
+    first.append(["name", "categoryId", "status", "born", "flag"])
+    first.append(["Rex", 12, "Available", dt.datetime(2024, 3, 1), True])
+    first.append(["Tom", 12.0, None, dt.datetime(2024, 3, 1, 14, 30), False])
+    first.cell(row=6, column=1, value="Late")
+    first.cell(row=6, column=2, value=12.5)
+    first.cell(row=7, column=1, value="Big")
+    first.cell(row=7, column=2, value="9223372036854775807")
+    first.cell(row=8, column=1, value="Formula")
+    first.cell(row=8, column=2, value="=1+2")  # no cached value: reads blank
+    second = workbook.create_sheet("Second")
+    second.append(["name", "categoryId"])
+    second.append(["Only", 3])
+    workbook.save(path)
+    return path
+
+
+def test_xlsx_first_sheet_cached_values_as_text(tmp_path: Path) -> None:
+    path = make_xlsx(tmp_path / "pets.xlsx")
+    header, rows, sheet = read(path)
+    assert header == ("name", "categoryId", "status", "born", "flag")
+    assert [(r.number, r.cells) for r in rows] == [
+        (2, ("Rex", "12", "Available", "2024-03-01", "TRUE")),
+        (3, ("Tom", "12", "", "2024-03-01 14:30:00", "FALSE")),
+        (6, ("Late", "12.5")),
+        (7, ("Big", "9223372036854775807")),
+        (8, ("Formula",)),
+    ]
+    assert sheet.blank_rows == 2  # type: ignore[attr-defined]
+    assert sheet.sheet == "Intro"  # type: ignore[attr-defined]
+    assert sheet.encoding_label is None  # type: ignore[attr-defined]
+
+
+def test_xlsx_named_sheet(tmp_path: Path) -> None:
+    path = make_xlsx(tmp_path / "pets.xlsx")
+    _, rows, _ = read(path, sheet="Second")
+    assert rows == [SheetRow(2, ("Only", "3"))]
+
+
+def test_xlsx_unknown_sheet_lists_the_sheets(tmp_path: Path) -> None:
+    path = make_xlsx(tmp_path / "pets.xlsx")
+    with pytest.raises(InputError) as info:
+        read(path, sheet="Nope")
+    assert str(info.value) == f"{path}: no sheet named 'Nope'; sheets found: 'Intro', 'Second'"
+
+
+def test_damaged_xlsx_is_an_input_error(tmp_path: Path) -> None:
+    path = write(tmp_path, b"not a zip at all", name="pets.xlsx")
+    with pytest.raises(InputError, match=r"pets.xlsx: cannot open the workbook \(.*"):
+        read(path)
+
+
+def test_old_xls_is_explained(tmp_path: Path) -> None:
+    path = write(tmp_path, b"\xd0\xcf\x11\xe0", name="pets.xls")
+    with pytest.raises(InputError, match="the old .xls format cannot be read"):
+        read(path)
+
+
+RENDER = [
+    (None, ""),
+    ("text", "text"),
+    (12, "12"),
+    (12.0, "12"),
+    (-0.0, "0"),
+    (12.5, "12.5"),
+    (0.1, "0.1"),
+    (2.0**53, "9007199254740992.0"),
+    (1e20, "1e+20"),
+    (True, "TRUE"),
+    (dt.date(2024, 1, 2), "2024-01-02"),
+    (dt.datetime(2024, 1, 2), "2024-01-02"),
+    (dt.datetime(2024, 1, 2, 3, 4, 5), "2024-01-02 03:04:05"),
+    (dt.time(3, 4), "03:04:00"),
+]
+
+
+@pytest.mark.parametrize(("value", "text"), RENDER, ids=[repr(v) for v, _ in RENDER])
+def test_render_cell_rule(value: object, text: str) -> None:
+    assert render_cell(value) == text
