@@ -8,16 +8,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from petsync._version import API_VERSION, __version__
-from petsync.client.client import (
-    CheckReport,
-    FetchedPet,
-    InvalidRecord,
-    Listing,
-    Page,
-    PetstoreClient,
-)
+from petsync._version import __version__
+from petsync.client.client import CheckReport, FetchedPet, PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.client.listing import InvalidRecord, Listing, Page
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import (
     ApiError,
@@ -36,6 +30,7 @@ from petsync.core.errors import (
     TransportError,
     UsageError,
 )
+from petsync.core.interface import API_VERSION
 from petsync.core.models import ErrorBody, NewPet, Pet, PetStatus
 from petsync.importer.run import ImportConfig, ImportReport, run_import
 from petsync.ops.logs import configure_logging

@@ -9,5 +9,4 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
-API_VERSION = "1.0.0"  # the interface version this petsync speaks (Versioning 1)
 USER_AGENT = f"petsync/{__version__}"

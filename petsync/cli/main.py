@@ -22,6 +22,8 @@ import click
 from petsync._version import __version__
 from petsync.core.apikey import redact
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
+from petsync.core.interface import PAGINATION_STYLES, SERVER_PAGINATION_STYLES
+from petsync.core.models import STATUS_VALUES
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 
 if TYPE_CHECKING:
@@ -225,8 +227,6 @@ def get(pet_id: int, **target_opts: Any) -> None:
 
 # -- serve --
 
-_SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.server's (tested)
-
 
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -259,7 +259,7 @@ _SERVER_STYLES = ("link", "cursor", "offset", "page", "none")  # = petsync.serve
 )
 @click.option(
     "--pagination",
-    type=click.Choice(_SERVER_STYLES),
+    type=click.Choice(SERVER_PAGINATION_STYLES),
     default="link",
     show_default=True,
     help="How listPets pages: Link headers (keyset), cursor header, offset=, page=, or none.",
@@ -470,7 +470,7 @@ def _finish_export(ctx: click.Context, report: Any) -> None:
     "--status",
     "statuses",
     multiple=True,
-    type=click.Choice(["available", "pending", "sold"]),
+    type=click.Choice(STATUS_VALUES),
     help="Export only this status (repeatable). Default: all three.",
 )
 @click.option(
@@ -505,7 +505,7 @@ def _finish_export(ctx: click.Context, report: Any) -> None:
 )
 @click.option(
     "--pagination",
-    type=click.Choice(["auto", "link", "cursor", "offset", "page", "none"]),
+    type=click.Choice(PAGINATION_STYLES),
     default="auto",
     show_default=True,
     help="How the API pages (auto detects it and proves the end).",

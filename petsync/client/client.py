@@ -13,33 +13,30 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 import httpx
 
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
-from petsync.client.pagination import FetchedPage, PageRequest, make_strategy
+from petsync.client.listing import Listing, Records, Tally, parse_records
 from petsync.client.retry import Failure, RetrySchedule, parse_retry_after
-from petsync.client.seen_ids import SeenIds
 from petsync.core.apikey import redact
 from petsync.core.errors import (
     ApiError,
     AuthenticationError,
     NotFoundError,
     OutcomeUnknownError,
-    PaginationError,
     PetsyncError,
     ProtocolError,
     TransportError,
     UsageError,
 )
+from petsync.core.interface import GET_PET_SUNSET_TEXT, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import (
-    INT64_MAX,
-    INT64_MIN,
     NewPet,
     Pet,
     PetStatus,
@@ -50,170 +47,13 @@ from petsync.core.models import (
 
 logger = logging.getLogger(__name__)
 
-LIMIT_MIN, LIMIT_MAX = 1, 100  # interface, Limits
 CHECK_LIMIT = 1  # check asks for one pet per page: enough to see how the server pages
 EXCERPT_CHARS = 200
 GET_PET_DEPRECATION = (
-    "getPet (GET /pets/{petId}) is deprecated and scheduled for removal on 5 December 2030; "
+    "getPet (GET /pets/{petId}) is deprecated and scheduled for removal on "
+    f"{GET_PET_SUNSET_TEXT}; "
     "use listPets (GET /pets) with the status filter instead"
 )
-
-
-@dataclass(frozen=True)
-class InvalidRecord:
-    """A listed record that breaks the interface (no id, float id, no name...), kept as sent."""
-
-    record: object
-    reason: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of listPets: the valid pets and the invalid records, in server order."""
-
-    pets: list[Pet]
-    invalid: list[InvalidRecord]
-    url: str
-
-
-@dataclass(frozen=True)
-class _Records:
-    """A fetched page's records in server order: identity keys, and each record parsed.
-
-    ``all_valid`` is True when every item is a :class:`Pet` (no :class:`InvalidRecord`).
-    """
-
-    keys: list[Hashable]
-    items: list[Pet | InvalidRecord]
-    all_valid: bool
-
-
-class Listing:
-    """Iterates the pages of one listPets sweep (one status, or unfiltered).
-
-    Attributes, readable during and after iteration:
-    ``status``; ``style`` (the pagination style in use, e.g. "link", resolved by auto);
-    ``pages``; ``requests`` (including probes and retries); ``retries``;
-    ``complete`` (None while iterating, True when the end was proven, False when flagged);
-    ``incomplete_reason`` (why it could not be proven complete, and what to do);
-    ``duplicates`` (records dropped because their id was already listed in this sweep).
-
-    Iterating again starts a new sweep. Fatal paging problems raise
-    :class:`~petsync.core.errors.PaginationError`: a repeated next link or cursor, a page holding
-    only records already listed (a loop), a next link to another origin, the page cap.
-    """
-
-    status: PetStatus | None
-    style: str
-    pages: int
-    requests: int
-    retries: int
-    complete: bool | None
-    incomplete_reason: str | None
-    duplicates: int
-
-    def __init__(
-        self,
-        client: PetstoreClient,
-        *,
-        status: PetStatus | None,
-        limit: int,
-        style: str,
-        list_url: httpx.URL,
-        max_pages: int,
-    ) -> None:
-        self.status = status
-        self._client = client
-        self._limit = limit
-        self._style_setting = style
-        self._list_url = list_url
-        self._max_pages = max_pages
-        self._reset()
-
-    def _reset(self) -> None:
-        self.style = self._style_setting
-        self.pages = 0
-        self.requests = 0
-        self.retries = 0
-        self.complete = None
-        self.incomplete_reason = None
-        self.duplicates = 0
-
-    def __iter__(self) -> Generator[Page, None, None]:
-        self._reset()
-        strategy = make_strategy(self._style_setting, self._list_url, self._limit)
-        requested: set[str] = set()
-        seen = SeenIds()
-        fetched = 0
-        request: PageRequest | None = strategy.first()
-        while request is not None:
-            shown = self._client._shown(request.url)
-            if fetched >= self._max_pages:
-                raise PaginationError(
-                    f"stopped paging before {shown}: the page cap of {self._max_pages} pages "
-                    "was reached; if the catalogue really is that large, raise max_pages"
-                )
-            if str(request.url) in requested:
-                raise PaginationError(
-                    f"the server sent {request.via} again ({shown}), a page already fetched "
-                    "in this listing: paging would loop forever. The server's pagination is "
-                    "broken; report it to the API owner"
-                )
-            requested.add(str(request.url))
-            response_url, headers, records = self._client._fetch_page(request.url, self)
-            fetched += 1
-            view = FetchedPage(request, response_url, headers, records.keys)
-            step = strategy.next(view)
-            self.style = strategy.name
-            page = None
-            if step.keep:
-                page = self._fresh_page(records, seen, self._client._shown(response_url), request)
-            if step.next is None:  # set before the last page is yielded: the end is known
-                self.complete = step.complete
-                self.incomplete_reason = step.reason
-            if page is not None:
-                self.pages += 1
-                logger.debug(
-                    "page",
-                    extra={
-                        "fields": {
-                            "url": page.url,
-                            "pets": len(page.pets),
-                            "invalid": len(page.invalid),
-                            "style": self.style,
-                        }
-                    },
-                )
-                yield page
-            request = step.next
-        if self.complete is False:
-            logger.info(
-                "listing_incomplete",
-                extra={"fields": {"style": self.style, "reason": self.incomplete_reason}},
-            )
-
-    def _fresh_page(self, records: _Records, seen: SeenIds, url: str, request: PageRequest) -> Page:
-        fresh = seen.add_page(records.keys)
-        if records.all_valid and False not in fresh:  # the usual page: all new valid pets
-            return Page(pets=cast("list[Pet]", records.items), invalid=[], url=url)
-        pets: list[Pet] = []
-        invalid: list[InvalidRecord] = []
-        for item, is_fresh in zip(records.items, fresh, strict=True):
-            if not is_fresh:
-                self.duplicates += 1
-                continue
-            if isinstance(item, Pet):
-                pets.append(item)
-            else:
-                invalid.append(item)
-        if records.keys and not pets and not invalid:
-            raise PaginationError(
-                f"the page at {url} (reached by {request.via}) holds only records already "
-                "listed: the server is sending the same records again (a loop). Report it to "
-                "the API owner, or try another pagination style"
-            )
-        return Page(pets=pets, invalid=invalid, url=url)
 
 
 @dataclass(frozen=True)
@@ -240,13 +80,6 @@ class CheckReport:
     round_trip_seconds: float
     complete_first_page: bool
     pagination_note: str | None = None
-
-
-class _Tally(Protocol):
-    """Where request and retry counts go besides the client's totals (a Listing)."""
-
-    requests: int
-    retries: int
 
 
 class PetstoreClient:
@@ -336,7 +169,7 @@ class PetstoreClient:
             return parse_pet(_json(response))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
-                f"POST {self._shown(url)} answered {response.status_code} but its body is not "
+                f"POST {self.shown(url)} answered {response.status_code} but its body is not "
                 f"a Pet ({_reason(exc)}); the pet was probably created: list the pets to check "
                 "before sending it again"
             ) from exc
@@ -352,7 +185,7 @@ class PetstoreClient:
             pet = parse_pet(_json(response))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
-                f"GET {self._shown(url)} answered a body that is not a Pet: {_reason(exc)}"
+                f"GET {self.shown(url)} answered a body that is not a Pet: {_reason(exc)}"
             ) from exc
         return FetchedPet(
             pet=pet,
@@ -396,7 +229,7 @@ class PetstoreClient:
     # -- the paging loop's fetch --------------------------------------------------------------
 
     def _listing(self, status: PetStatus | None, limit: int, style: str) -> Listing:
-        if type(limit) is not int or not LIMIT_MIN <= limit <= LIMIT_MAX:
+        if not limit_in_range(limit):
             raise UsageError(
                 f"listPets limit must be an integer from {LIMIT_MIN} to {LIMIT_MAX} "
                 f"(interface, Limits), got {limit!r}"
@@ -413,11 +246,10 @@ class PetstoreClient:
             max_pages=self._config.max_pages,
         )
 
-    def _fetch_page(
-        self, url: httpx.URL, tally: _Tally
-    ) -> tuple[httpx.URL, httpx.Headers, _Records]:
+    def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.URL, httpx.Headers, Records]:
+        """GET one listPets page; its final URL, headers and parsed records (for Listing)."""
         response = self._send("GET", url, tally=tally)
-        shown = self._shown(response.url)
+        shown = self.shown(response.url)
         try:
             data = _json(response)
         except ValueError as exc:
@@ -430,15 +262,15 @@ class PetstoreClient:
                 f"GET {shown} answered a JSON {type(data).__name__} where listPets must "
                 "return a JSON array of Pet (interface, listPets)"
             )
-        return response.url, response.headers, _parse_records(data, shown)
+        return response.url, response.headers, parse_records(data, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
 
-    def _shown(self, url: httpx.URL | str) -> str:
+    def shown(self, url: httpx.URL | str) -> str:
         """A URL as it may appear in messages and logs: redacted."""
         return redact(str(url), self._keys)
 
-    def _count(self, tally: _Tally | None, *, retry: bool) -> None:
+    def _count(self, tally: Tally | None, *, retry: bool) -> None:
         with self._lock:
             if retry:
                 self._retries += 1
@@ -456,10 +288,10 @@ class PetstoreClient:
         url: httpx.URL,
         *,
         json: dict[str, Any] | None = None,
-        tally: _Tally | None = None,
+        tally: Tally | None = None,
     ) -> httpx.Response:
         """Send with retries; return a 2xx response or raise the translated error."""
-        shown = self._shown(url)
+        shown = self.shown(url)
         schedule = RetrySchedule(
             self._config.retry, method, shown, clock=self._clock, rng=self._rng
         )
@@ -549,7 +381,7 @@ class PetstoreClient:
                 **fields,
             )
         if 300 <= status < 400:
-            where = self._shown(response.headers.get("Location", "nowhere"))
+            where = self.shown(response.headers.get("Location", "nowhere"))
             return ApiError(
                 f"{method} {shown} answered HTTP {status}, a redirect to {where}; petsync does "
                 "not follow redirects (the key must stay on the API's host): fix the base URL",
@@ -569,46 +401,6 @@ class PetstoreClient:
         return text
 
 
-def _parse_records(data: list[Any], shown: str) -> _Records:
-    """Parse a listPets page; records that break the interface become InvalidRecords.
-
-    A record that is an object with exactly the expected types is built into a Pet inline
-    (the checks of :func:`~petsync.core.models.parse_pet`, without its per-field loop and calls:
-    this runs once per pet); anything else goes through ``parse_pet``, which gives the same
-    Pet or the reason the record is invalid.
-    """
-    keys: list[Hashable] = []
-    items: list[Pet | InvalidRecord] = []
-    all_valid = True
-    for record in data:
-        if type(record) is dict:
-            pet_id = record.get("id")
-            category = record.get("categoryId")
-            name = record.get("name")
-            status = record.get("status")
-            if (
-                type(pet_id) is int
-                and type(category) is int
-                and type(name) is str
-                and (status is None or type(status) is str)
-                and INT64_MIN <= pet_id <= INT64_MAX
-                and INT64_MIN <= category <= INT64_MAX
-            ):
-                keys.append(pet_id)
-                items.append(Pet(pet_id, name, category, status))
-                continue
-        try:
-            pet = parse_pet(record)
-        except ProtocolError as exc:
-            keys.append(_record_key(record))
-            items.append(InvalidRecord(record=record, reason=exc.message, url=shown))
-            all_valid = False
-        else:
-            keys.append(pet.id)
-            items.append(pet)
-    return _Records(keys, items, all_valid)
-
-
 def _json(response: httpx.Response) -> object:
     """The decoded JSON body; ValueError when it is not JSON."""
     result: object = response.json()
@@ -617,11 +409,3 @@ def _json(response: httpx.Response) -> object:
 
 def _reason(exc: Exception) -> str:
     return exc.message if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
-
-
-def _record_key(record: object) -> Hashable:
-    """A record's identity for loop and overlap checks: its id when that is an int64."""
-    if isinstance(record, dict) and is_int64(record.get("id")):
-        key: Hashable = record["id"]
-        return key
-    return ("raw", repr(record))

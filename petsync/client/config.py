@@ -8,27 +8,21 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Literal
 
 import httpx
 
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError
-
-PaginationStyle = Literal["auto", "link", "cursor", "offset", "page", "none"]
-PAGINATION_STYLES: tuple[str, ...] = ("auto", "link", "cursor", "offset", "page", "none")
+from petsync.core.interface import LIMIT_MAX, PAGINATION_STYLES, VERSION_SEGMENT, PaginationStyle
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0
-DEFAULT_PAGE_LIMIT = 100  # the interface's maximum for listPets `limit`
+DEFAULT_PAGE_LIMIT = LIMIT_MAX  # the fewest requests
 DEFAULT_MAX_PAGES = 200_000  # 20 million pets at 100 a page: a cap, not an expectation
 DEFAULT_MAX_ATTEMPTS = 6
 DEFAULT_BACKOFF_BASE = 0.5
 DEFAULT_BACKOFF_MAX = 30.0
 DEFAULT_RETRY_BUDGET = 300.0
-# Header and query parameter of the `cursor` pagination style (the interface shows none).
-CURSOR_HEADER = "X-Next-Cursor"
-CURSOR_PARAM = "cursor"
 
 LOOPBACK_HOSTS = frozenset({"localhost"})
 
@@ -125,7 +119,7 @@ def normalise_base_url(url: str, allow_insecure_http: bool = False) -> str:
     if parsed.query or parsed.fragment:
         raise ConfigError(f"base URL {text!r} must not carry a query or fragment")
     text = text.rstrip("/")
-    if not text.endswith("/v1"):
+    if not text.endswith(VERSION_SEGMENT):
         raise ConfigError(
             f"base URL {text!r} does not end with /v1; the interface's base addresses all do "
             f"(Versioning 2). Did you mean {text}/v1 ?"

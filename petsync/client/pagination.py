@@ -28,8 +28,8 @@ from typing import Protocol
 
 import httpx
 
-from petsync.client.config import CURSOR_HEADER, CURSOR_PARAM
 from petsync.core.errors import PaginationError, ProtocolError
+from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM
 
 OFFSET_PARAM = "offset"
 PAGE_PARAM = "page"

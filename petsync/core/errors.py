@@ -1,25 +1,29 @@
 """The one exception tree of petsync.
 
-Branches follow what the user does next::
+Branches follow what the user does next. The tree below is checked against the classes
+by a test, so it cannot drift::
 
-    PetsyncError                      exit 1  something failed
-    ├── UsageError                    exit 2  fix the command line, config, job file or input
-    │   ├── ConfigError                       a setting is missing or invalid
-    │   └── InputError                        a spreadsheet or snapshot cannot be read
-    ├── AuthenticationError           exit 3  the API refused the key (401)
+    PetsyncError                      exit 1  something failed; the message says what
+    ├── UsageError                    exit 2  fix the command line, a config or job file, input
+    │   ├── ConfigError               exit 2  a setting is missing or invalid
+    │   └── InputError                exit 2  a spreadsheet, journal or snapshot cannot be used
     ├── ApiError                      exit 1  the API answered with an error status
-    │   └── NotFoundError                     404 for one animal
+    │   ├── AuthenticationError       exit 3  the API refused the key (401)
+    │   └── NotFoundError             exit 1  404 for one animal
     ├── TransportError                exit 1  the API could not be reached or answered nothing
-    │   └── OutcomeUnknownError               a POST was sent and its outcome is unknown
+    │   └── OutcomeUnknownError       exit 1  a POST was sent and its outcome is unknown
     ├── RetriesExhaustedError         exit 1  retrying ran out of attempts or time
     ├── ProtocolError                 exit 1  the server broke the interface
     ├── PaginationError               exit 1  paging cannot go on safely (loop, cap, origin)
-    ├── LockedError                   exit 1  another run holds the output directory
-    └── IncompleteError               exit 4  finished, but the result is not whole
+    ├── LockedError                   exit 1  another run holds the output directory or journal
+    ├── ServerStartError              exit 1  the reference server could not start
+    └── IncompleteError               exit 4  finished and written, but the result is not whole
 
-Each class carries its ``exit_code``; ``cli.py`` catches :class:`PetsyncError` once and
-exits with it. Messages name the thing (file, row, field, URL, status, API code) and the fix.
-Foreign exceptions are translated at one boundary with ``raise ... from exc``.
+Each class carries its ``exit_code``; the command line catches :class:`PetsyncError` once
+(``petsync.cli.main``) and exits with it: every non-zero exit leaves that way, a job whose
+result is incomplete too (:class:`IncompleteError`). Messages name the thing (file, row,
+field, URL, status, API code) and the fix. Foreign exceptions are translated at one
+boundary with ``raise ... from exc``.
 """
 
 from __future__ import annotations
@@ -139,10 +143,23 @@ class PaginationError(PetsyncError):
 
 
 class LockedError(PetsyncError):
-    """Another petsync run holds the lock on the same output directory."""
+    """Another petsync run holds the lock on the same output directory or journal."""
+
+
+class ServerStartError(PetsyncError):
+    """The reference server could not start (port taken, bad host, uvicorn failed)."""
 
 
 class IncompleteError(PetsyncError):
-    """The job finished but its result is not whole (rows rejected, listing unproven)."""
+    """The job finished and wrote its result, but the result is not whole (exit 4).
+
+    Raised after the outputs are written (an export listing whose end was not proven, a
+    suspicious drop, import rows rejected, uncertain or left pending). ``warnings`` say
+    what is missing and what to do; the command line shows them as warnings, not errors.
+    """
 
     exit_code = ExitCode.INCOMPLETE
+
+    def __init__(self, message: str, *, warnings: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.warnings = warnings

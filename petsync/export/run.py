@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from petsync._version import API_VERSION, __version__
-from petsync.client.client import InvalidRecord, PetstoreClient
+from petsync._version import __version__
+from petsync.client.client import PetstoreClient
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
+from petsync.client.listing import InvalidRecord
 from petsync.core.apikey import redact
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
+from petsync.core.interface import API_VERSION, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import PetStatus
 from petsync.export.collector import Deduplicated, PetCollector, StatusCounts, source_of
 from petsync.export.lock import DirectoryLock
@@ -98,9 +100,10 @@ class ExportConfig:
             )
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
-        if not 1 <= self.page_limit <= 100:
+        if not limit_in_range(self.page_limit):
             raise ConfigError(
-                f"page_limit must be between 1 and 100 (the interface's limits), "
+                f"page_limit must be between {LIMIT_MIN} and {LIMIT_MAX} (the interface's "
+                "limits), "
                 f"got {self.page_limit}"
             )
 

@@ -28,11 +28,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route, Router
 
-from petsync.client.config import CURSOR_HEADER
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError
+from petsync.core.interface import (
+    CURSOR_HEADER,
+    GET_PET_SUNSET,
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    LIMIT_MIN,
+    SERVER_PAGINATION_STYLES,
+    VERSION_SEGMENT,
+    ServerPagination,
+)
 from petsync.core.models import INT64_MAX
-from petsync.server import SERVER_PAGINATION_STYLES, ServerPagination
 from petsync.server.faults import Faults, TokenBucket
 from petsync.server.openapi import build_openapi
 from petsync.server.store import PetStore, Row, StoreFullError
@@ -50,13 +58,12 @@ from petsync.server.validation import (
 logger = logging.getLogger(__name__)
 
 
-API_PREFIX = "/v1"
-LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT = 1, 100, 20  # interface, Limits
+API_PREFIX = VERSION_SEGMENT
 MAX_BODY_BYTES = 1024 * 1024
 # getPet is scheduled for removal on 5 December 2030 (interface, Versioning 3). The
 # interface gives no deprecation date; 1 January 2025 stands for "already deprecated".
 DEPRECATION_HEADER = "@1735689600"
-SUNSET_HEADER = "Thu, 05 Dec 2030 00:00:00 GMT"
+SUNSET_HEADER = GET_PET_SUNSET
 
 # The Error codes this server sends (the interface leaves the set "not shown").
 ERROR_CODES: dict[int, str] = {

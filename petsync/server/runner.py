@@ -22,7 +22,7 @@ from types import FrameType, TracebackType
 import uvicorn
 
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.errors import ConfigError, ServerStartError
 from petsync.server.app import API_PREFIX, ServerConfig, create_app
 from petsync.server.faults import Faults
 from petsync.server.seed import seed_rows
@@ -59,10 +59,6 @@ class _PromptServer(uvicorn.Server):
         if loop is not None and event is not None:
             with contextlib.suppress(RuntimeError):  # the loop already closed: nothing to wake
                 loop.call_soon_threadsafe(event.set)
-
-
-class ServerStartError(PetsyncError):
-    """The reference server could not start (port taken, bad host, uvicorn failed)."""
 
 
 class RunningServer:

@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.datastructures import QueryParams
 
-from petsync.client.config import CURSOR_HEADER, CURSOR_PARAM
+from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus, is_int64
 
 _INTEGER = re.compile(r"-?[0-9]{1,19}")

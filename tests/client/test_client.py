@@ -11,8 +11,9 @@ import pytest
 import respx
 
 from petsync._version import USER_AGENT
-from petsync.client.client import InvalidRecord, PetstoreClient
+from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.client.listing import InvalidRecord
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import (
     ApiError,
@@ -691,10 +692,10 @@ PARSE_CASES = [
 
 
 def test_page_parsing_fast_path_gives_what_parse_pet_gives() -> None:
-    from petsync.client.client import _parse_records, _record_key
+    from petsync.client.listing import parse_records, record_key
     from petsync.core.models import parse_pet
 
-    records = _parse_records(list(PARSE_CASES), "URL")
+    records = parse_records(list(PARSE_CASES), "URL")
     expected: list[object] = []
     for record in PARSE_CASES:
         try:
@@ -702,7 +703,7 @@ def test_page_parsing_fast_path_gives_what_parse_pet_gives() -> None:
         except ProtocolError as exc:
             expected.append(InvalidRecord(record=record, reason=exc.message, url="URL"))
     assert records.items == expected
-    assert records.keys == [_record_key(record) for record in PARSE_CASES]
+    assert records.keys == [record_key(record) for record in PARSE_CASES]
     assert records.keys[:5] == [INT64_MAX, INT64_MIN, 1, 2, 3]
     assert records.all_valid is False
-    assert _parse_records(list(PARSE_CASES[:5]), "URL").all_valid is True
+    assert parse_records(list(PARSE_CASES[:5]), "URL").all_valid is True

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from petsync.client.client import Listing, PetstoreClient
+from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig
+from petsync.client.listing import Listing
 from petsync.client.pagination import next_link
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import PaginationError

@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from petsync.client.client import InvalidRecord, Page
 from petsync.client.config import ClientConfig
+from petsync.client.listing import InvalidRecord, Page
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError, RetriesExhaustedError
 from petsync.core.models import Pet, PetStatus

@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 from petsync.core.models import Pet
-from petsync.server import SERVER_PAGINATION_STYLES
 from petsync.server.runner import RunningServer
 from petsync.server.seed import seed_rows
 from petsync.server.validation import encode_cursor
@@ -317,9 +316,3 @@ def test_page_beyond_the_end_is_empty(petstore_server: StartServer) -> None:
     srv = petstore_server(seed_pets=5, pagination="page")
     with client_for(srv) as http:
         assert http.get("/pets", params={"page": 2**62}).json() == []
-
-
-def test_server_styles_match_the_command_line_choices() -> None:
-    from petsync.cli.main import _SERVER_STYLES
-
-    assert _SERVER_STYLES == SERVER_PAGINATION_STYLES

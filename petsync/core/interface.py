@@ -1,0 +1,50 @@
+"""The facts of the Petstore interface, and of how petsync reads what it leaves open.
+
+One home for every constant that the client and the reference server must agree on, so
+the two can never drift: the version segment, the ``limit`` bounds, the getPet sunset,
+the pagination styles and the header and parameter of the ``cursor`` style (which the
+interface does not show; petsync's own choice, used by both sides).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+API_VERSION = "1.0.0"  # the interface version this petsync speaks
+VERSION_SEGMENT = "/v1"  # every base address ends with it
+
+# listPets `limit`: minimum, maximum, and the server's default when it is absent.
+LIMIT_MIN = 1
+LIMIT_MAX = 100
+LIMIT_DEFAULT = 20
+
+# getPet is deprecated and scheduled for removal on this date.
+GET_PET_SUNSET = "Thu, 05 Dec 2030 00:00:00 GMT"
+GET_PET_SUNSET_TEXT = "5 December 2030"
+
+# How a server may page listPets. The interface shows no control beyond `limit`; these
+# are the styles petsync knows how to follow and its reference server can serve.
+ServerPagination = Literal["link", "cursor", "offset", "page", "none"]
+SERVER_PAGINATION_STYLES: tuple[ServerPagination, ...] = (
+    "link",
+    "cursor",
+    "offset",
+    "page",
+    "none",
+)
+# The client may also be told to detect the style ("auto").
+PaginationStyle = Literal["auto", "link", "cursor", "offset", "page", "none"]
+PAGINATION_STYLES: tuple[PaginationStyle, ...] = ("auto", *SERVER_PAGINATION_STYLES)
+
+# The `cursor` style: the server names the next page in a header; the client sends it back.
+CURSOR_HEADER = "X-Next-Cursor"
+CURSOR_PARAM = "cursor"
+
+
+def limit_in_range(value: object) -> bool:
+    """True for an ``int`` (not ``bool``) within the interface's ``limit`` bounds.
+
+    >>> limit_in_range(100), limit_in_range(0), limit_in_range(True)
+    (True, False, False)
+    """
+    return type(value) is int and LIMIT_MIN <= value <= LIMIT_MAX
