@@ -332,8 +332,8 @@ def serve(
     """
     import secrets
 
-    from petsync.core.apikey import ApiKey
-    from petsync.ops.settings import ENV_API_KEY, read_key_file
+    from petsync.core.apikey import ApiKey, read_key_file
+    from petsync.ops.settings import ENV_API_KEY
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, serve_forever

@@ -5,10 +5,17 @@ Everything bound for logs, errors, reports or files passes through :func:`redact
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
+from pathlib import Path
+
+from petsync.core.errors import ConfigError
 
 REDACTED = "***"
+# The environment variable every petsync command (and `petsync serve`) reads a key from.
+ENV_API_KEY = "PETSYNC_API_KEY"
 
 # A bearer token in any header dump, and key-looking query parameters in URLs.
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s,;\"']+")
@@ -60,3 +67,20 @@ def redact(text: str, keys: Iterable[ApiKey | None] = ()) -> str:
             text = text.replace(key.reveal(), REDACTED)
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
     return _KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def read_key_file(path: Path) -> ApiKey:
+    """Read a key file, refusing one that group or others can read."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read API key file {path}: {exc.strerror}") from exc
+    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"API key file {path} is readable by group or others "
+            f"(mode {stat.S_IMODE(mode):o}); fix it with: chmod 600 {path}"
+        )
+    if not text.strip():
+        raise ConfigError(f"API key file {path} is empty")
+    return ApiKey(text)

@@ -28,9 +28,7 @@ from a config or job file; a key file that group or others can read is refused w
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,11 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from petsync.client.config import ClientConfig, normalise_base_url
-from petsync.core.apikey import ApiKey
+from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
-ENV_API_KEY = "PETSYNC_API_KEY"
 DEFAULT_ENV = "production"
 CONFIG_FILE_NAME = "petsync.toml"
 ENVIRONMENT_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file")
@@ -324,20 +321,3 @@ def _resolve_key(
     if environ.get(ENV_API_KEY, "").strip():
         return ApiKey(environ[ENV_API_KEY]), ENV_API_KEY
     return None, None
-
-
-def read_key_file(path: Path) -> ApiKey:
-    """Read a key file, refusing one that group or others can read."""
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read API key file {path}: {exc.strerror}") from exc
-    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(
-            f"API key file {path} is readable by group or others "
-            f"(mode {stat.S_IMODE(mode):o}); fix it with: chmod 600 {path}"
-        )
-    if not text.strip():
-        raise ConfigError(f"API key file {path} is empty")
-    return ApiKey(text)
