@@ -332,8 +332,7 @@ def serve(
     """
     import secrets
 
-    from petsync.core.apikey import ApiKey, read_key_file
-    from petsync.ops.settings import ENV_API_KEY
+    from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, serve_forever
@@ -1090,7 +1089,8 @@ def run(
 
 
 def _target_lines(target: Target) -> list[str]:
-    from petsync.ops.settings import ENV_API_KEY, env_key_variable
+    from petsync.core.apikey import ENV_API_KEY
+    from petsync.ops.settings import env_key_variable
 
     key_help = (
         f"not set: set {env_key_variable(target.env_name)} or {ENV_API_KEY}, "
