@@ -32,14 +32,16 @@ from petsync.core.errors import (
 )
 from petsync.core.interface import API_VERSION
 from petsync.core.models import ErrorBody, NewPet, Pet, PetStatus
-from petsync.importer.run import ImportConfig, ImportReport, run_import
+from petsync.export.config import ExportConfig
+from petsync.importer.config import ImportConfig
+from petsync.importer.run import ImportReport, run_import
 from petsync.ops.logs import configure_logging
 from petsync.ops.metrics import RunMetrics, write_metrics
 from petsync.ops.settings import Target, resolve_target
 
 if TYPE_CHECKING:
     from petsync.export.diff import SnapshotDiff, diff_snapshots
-    from petsync.export.run import ExportConfig, ExportReport, run_export
+    from petsync.export.run import ExportReport, run_export
     from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
 # Names whose modules pull in pandas or pyarrow load on first use, so `import petsync` and
 # `petsync --help` stay fast: name -> module.
 _LAZY: dict[str, str] = {
-    "ExportConfig": "petsync.export.run",
     "ExportReport": "petsync.export.run",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.export.snapshot",

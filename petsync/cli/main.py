@@ -542,7 +542,8 @@ def export_command(
     """
     _prefer_system_allocator()
     from petsync.core.models import PetStatus
-    from petsync.export.run import ExportConfig, run_export
+    from petsync.export.config import ExportConfig
+    from petsync.export.run import run_export
 
     target = resolve_cli_target(**target_opts)
     config = ExportConfig(
@@ -807,7 +808,8 @@ def import_command(
       petsync import new-pets.xlsx --sheet April
       petsync import new-pets.rejects.csv          # after fixing the rejected rows
     """
-    from petsync.importer.run import ImportConfig, run_import
+    from petsync.importer.config import ImportConfig
+    from petsync.importer.run import run_import
 
     config = ImportConfig(
         path=file,

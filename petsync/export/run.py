@@ -25,17 +25,17 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from petsync._version import __version__
 from petsync.client.client import PetstoreClient
-from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.client.listing import InvalidRecord
 from petsync.core.apikey import redact
-from petsync.core.errors import ConfigError, ExitCode, PetsyncError
-from petsync.core.interface import API_VERSION, LIMIT_MAX, LIMIT_MIN, limit_in_range
+from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
+from petsync.core.interface import API_VERSION
 from petsync.core.models import PetStatus
 from petsync.export.collector import Deduplicated, PetCollector, StatusCounts, source_of
+from petsync.export.config import CSV_NULL, SWEEP_LABEL, ExportConfig
 from petsync.export.lock import DirectoryLock
 from petsync.export.snapshot import (
     CSV_NAME,
@@ -50,74 +50,6 @@ from petsync.export.snapshot import (
 )
 
 logger = logging.getLogger(__name__)
-
-ExportFormat = Literal["parquet", "both"]
-EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
-
-DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
-DEFAULT_SWEEP = True
-DEFAULT_FORMAT: ExportFormat = "both"
-DEFAULT_MAX_DROP = 0.20  # a fifth of the catalogue gone overnight is an outage, not a trend
-DEFAULT_CONCURRENCY = 4  # the three statuses and the sweep side by side
-SWEEP_LABEL = "all"  # how reports and the manifest name the unfiltered sweep
-CSV_NULL = "empty unquoted field"  # documented in the README, "Files written"
-
-
-@dataclass(frozen=True)
-class ExportConfig:
-    """What one export run does; the CLI and job files build this.
-
-    >>> ExportConfig(client=ClientConfig("http://127.0.0.1:8080/v1", None), out_dir=Path("out"),
-    ...              statuses=(PetStatus.SOLD,), sweep=False).max_drop
-    0.2
-    """
-
-    client: ClientConfig
-    out_dir: Path
-    statuses: tuple[PetStatus, ...] = DEFAULT_STATUSES
-    sweep: bool = DEFAULT_SWEEP
-    format: ExportFormat = DEFAULT_FORMAT
-    strict: bool = False
-    keep: int | None = None
-    max_drop: float = DEFAULT_MAX_DROP
-    concurrency: int = DEFAULT_CONCURRENCY
-    page_limit: int = DEFAULT_PAGE_LIMIT
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "out_dir", Path(self.out_dir))
-        object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
-        if not self.statuses and not self.sweep:
-            raise ConfigError("nothing to export: no status given and the sweep is off")
-        if self.format not in EXPORT_FORMATS:
-            raise ConfigError(
-                f"unknown export format {self.format!r}; use one of: {', '.join(EXPORT_FORMATS)}"
-            )
-        if self.keep is not None and self.keep < 1:
-            raise ConfigError(f"keep must be at least 1, got {self.keep}")
-        if not 0.0 <= self.max_drop <= 1.0:
-            raise ConfigError(
-                f"max_drop must be a fraction between 0 and 1 (0.2 = 20%), got {self.max_drop}"
-            )
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
-        if not limit_in_range(self.page_limit):
-            raise ConfigError(
-                f"page_limit must be between {LIMIT_MIN} and {LIMIT_MAX} (the interface's "
-                "limits), "
-                f"got {self.page_limit}"
-            )
-
-
-def _statuses(values: tuple[PetStatus | str, ...]) -> list[PetStatus]:
-    """Accept enum members or their strings (job files give strings)."""
-    statuses: list[PetStatus] = []
-    for value in values:
-        try:
-            statuses.append(PetStatus(value))
-        except ValueError:
-            allowed = ", ".join(s.value for s in PetStatus)
-            raise ConfigError(f"unknown status {value!r}; use one of: {allowed}") from None
-    return statuses
 
 
 @dataclass(frozen=True)
@@ -214,6 +146,23 @@ class ExportReport:
     @property
     def pets_per_second(self) -> float:
         return self.pets / self.duration_seconds if self.duration_seconds > 0 else 0.0
+
+    def raise_for_outcome(self) -> None:
+        """Raise :class:`IncompleteError` (exit 4) when the snapshot is not to be trusted.
+
+        The snapshot is written by then; the error's warnings say what is wrong and what
+        to do.
+        """
+        if self.exit_code is not ExitCode.OK:
+            state = "incomplete" if not self.complete else "suspicious"
+            raise IncompleteError(
+                f"snapshot {self.snapshot_date} was written but is {state}",
+                warnings=tuple(self.warnings),
+            )
+
+    def metric_counts(self) -> dict[str, int]:
+        """The run's counts for the metrics file, by metric name without ``petsync_``."""
+        return {"pets_exported": self.pets}
 
 
 class ExportProgress(Protocol):

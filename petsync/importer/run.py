@@ -39,6 +39,7 @@ from petsync.core.errors import (
     AuthenticationError,
     ConfigError,
     ExitCode,
+    IncompleteError,
     InputError,
     OutcomeUnknownError,
     PetsyncError,
@@ -49,6 +50,7 @@ from petsync.core.errors import (
 from petsync.core.models import NewPet
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.concurrency_limit import ConcurrencyLimit
+from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal, RowRecord, RowState
 from petsync.importer.outputs import (
     ACCEPTED_COLUMNS,
@@ -58,62 +60,13 @@ from petsync.importer.outputs import (
     output_paths,
     write_text_atomic,
 )
-from petsync.importer.spreadsheet import ReadOptions, SheetRow, Spreadsheet, open_spreadsheet
+from petsync.importer.spreadsheet import SheetRow, Spreadsheet, open_spreadsheet
 from petsync.importer.validation import Validated, validate_row
 
 if TYPE_CHECKING:
     from petsync.client.client import PetstoreClient
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
-MAX_CONCURRENCY = 64
-# Rows journaled `sending` and not yet answered, across all workers, at most: what a crash
-# can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
-# senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
-SENDING_WINDOW = 32
-
-
-@dataclass(frozen=True)
-class ImportConfig:
-    """What to import and how. ``None`` for sheet/encoding/delimiter means detect.
-
-    >>> ImportConfig(path=Path("pets.csv"), dry_run=True).concurrency
-    8
-    """
-
-    path: Path
-    sheet: str | None = None
-    encoding: str | None = None
-    delimiter: str | None = None
-    mappings: tuple[str, ...] = ()
-    dry_run: bool = False
-    concurrency: int = DEFAULT_CONCURRENCY
-    max_errors: int | None = None
-    out_dir: Path | None = None
-    journal_path: Path | None = None
-    resend_uncertain: bool = False
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
-        if self.max_errors is not None and self.max_errors < 1:
-            raise ConfigError("--max-errors must be at least 1")
-
-    @property
-    def sending_window(self) -> int:
-        """Rows journaled `sending` and not yet answered, at most: what a crash leaves uncertain.
-
-        >>> ImportConfig(Path("p.csv")).sending_window
-        32
-        >>> ImportConfig(Path("p.csv"), concurrency=64).sending_window
-        64
-        """
-        return max(SENDING_WINDOW, self.concurrency)
-
-    @property
-    def read_options(self) -> ReadOptions:
-        return ReadOptions(sheet=self.sheet, encoding=self.encoding, delimiter=self.delimiter)
 
 
 @dataclass
@@ -175,6 +128,26 @@ class ImportReport:
         """Raise the error that stopped the run, if one did (library callers)."""
         if self.stop is not None:
             raise self.stop
+
+    def raise_for_outcome(self) -> None:
+        """Raise the stop's error, or :class:`IncompleteError` (exit 4) when rows are left.
+
+        The output files are written by then; they say which rows and why.
+        """
+        self.raise_for_stop()
+        if self.exit_code is not ExitCode.OK:
+            raise IncompleteError(
+                f"{self.source}: {self.rejected} rows rejected, {self.uncertain} uncertain, "
+                f"{self.pending} pending"
+            )
+
+    def metric_counts(self) -> dict[str, int]:
+        """The run's counts for the metrics file, by metric name without ``petsync_``."""
+        return {
+            "rows_created": self.created,
+            "rows_rejected": self.rejected,
+            "rows_uncertain": self.uncertain,
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {

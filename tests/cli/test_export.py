@@ -204,7 +204,8 @@ def _crafted_snapshots(srv: Any, directory: Path) -> None:
         srv.store.insert(pet)
     from petsync.client.config import ClientConfig
     from petsync.core.apikey import ApiKey  # noqa: F401 - the server's key is already an ApiKey
-    from petsync.export.run import ExportConfig, run_export
+    from petsync.export.config import ExportConfig
+    from petsync.export.run import run_export
 
     config = ExportConfig(client=ClientConfig(srv.base_url, srv.api_key), out_dir=directory)
     run_export(config, today=dt.date(2026, 11, 21))
@@ -222,7 +223,8 @@ def test_diff_counts_between_two_dates(petstore_server: Any, isolated: Path) -> 
     ]:
         second.store.insert(pet)
     from petsync.client.config import ClientConfig
-    from petsync.export.run import ExportConfig, run_export
+    from petsync.export.config import ExportConfig
+    from petsync.export.run import run_export
 
     run_export(
         ExportConfig(client=ClientConfig(second.base_url, second.api_key), out_dir=Path("out")),
@@ -281,7 +283,8 @@ def test_export_killed_mid_way_leaves_the_previous_snapshot(
 ) -> None:
     """A SIGKILLed `petsync export` (as cron would run it) publishes nothing partial."""
     from petsync.client.config import ClientConfig
-    from petsync.export.run import ExportConfig, run_export
+    from petsync.export.config import ExportConfig
+    from petsync.export.run import run_export
     from petsync.server.faults import Faults
 
     srv = petstore_server(seed_pets=600, faults=Faults(latency_ms=20))

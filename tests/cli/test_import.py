@@ -156,7 +156,8 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
 ) -> None:
     """Kill `petsync import` (as cron would run it) mid-way; the re-run finishes the job."""
     from petsync.client.client import PetstoreClient
-    from petsync.importer.run import SENDING_WINDOW, ImportConfig, run_import
+    from petsync.importer.config import SENDING_WINDOW, ImportConfig
+    from petsync.importer.run import run_import
 
     srv = petstore_server(faults=Faults(latency_ms=30))
     names = [f"Pet{i:03}" for i in range(80)]

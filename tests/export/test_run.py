@@ -16,8 +16,9 @@ from petsync.client.listing import InvalidRecord, Page
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError, RetriesExhaustedError
 from petsync.core.models import Pet, PetStatus
+from petsync.export.config import ExportConfig
 from petsync.export.lock import DirectoryLock
-from petsync.export.run import ExportConfig, ExportReport, check_drop, run_export
+from petsync.export.run import ExportReport, check_drop, run_export
 from petsync.export.snapshot import (
     CSV_NAME,
     MANIFEST_NAME,

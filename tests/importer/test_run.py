@@ -18,8 +18,9 @@ from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.errors import AuthenticationError, InputError
 from petsync.core.models import NewPet, Pet
+from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.run import ImportConfig, ImportReport, run_import
+from petsync.importer.run import ImportReport, run_import
 from petsync.importer.spreadsheet import open_spreadsheet
 from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock
@@ -517,7 +518,7 @@ def test_unreachable_api_stops_with_rows_pending_not_uncertain(
 def test_rows_journaled_and_unanswered_never_exceed_the_sending_window(
     tmp_path: Path, concurrency: int, syncs: int | None
 ) -> None:
-    from petsync.importer.run import SENDING_WINDOW
+    from petsync.importer.config import SENDING_WINDOW
 
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(64)))

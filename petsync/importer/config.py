@@ -1,0 +1,58 @@
+"""What one import run does: :class:`ImportConfig` and its named defaults (light: no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from petsync.core.errors import ConfigError
+from petsync.importer.spreadsheet import ReadOptions
+
+DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
+MAX_CONCURRENCY = 64
+# Rows journaled `sending` and not yet answered, across all workers, at most: what a crash
+# can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
+# senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
+SENDING_WINDOW = 32
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    """What to import and how. ``None`` for sheet/encoding/delimiter means detect.
+
+    >>> ImportConfig(path=Path("pets.csv"), dry_run=True).concurrency
+    8
+    """
+
+    path: Path
+    sheet: str | None = None
+    encoding: str | None = None
+    delimiter: str | None = None
+    mappings: tuple[str, ...] = ()
+    dry_run: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_errors: int | None = None
+    out_dir: Path | None = None
+    journal_path: Path | None = None
+    resend_uncertain: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+        if self.max_errors is not None and self.max_errors < 1:
+            raise ConfigError("--max-errors must be at least 1")
+
+    @property
+    def sending_window(self) -> int:
+        """Rows journaled `sending` and not yet answered, at most: what a crash leaves uncertain.
+
+        >>> ImportConfig(Path("p.csv")).sending_window
+        32
+        >>> ImportConfig(Path("p.csv"), concurrency=64).sending_window
+        64
+        """
+        return max(SENDING_WINDOW, self.concurrency)
+
+    @property
+    def read_options(self) -> ReadOptions:
+        return ReadOptions(sheet=self.sheet, encoding=self.encoding, delimiter=self.delimiter)
