@@ -99,41 +99,22 @@ BAD_BODIES = [
         "'name' contains an unpaired surrogate escape",
     ),
     ("missing-category", b'{"name": "Rex"}', "'categoryId' is required"),
-    (
-        "float-category",
-        b'{"name": "Rex", "categoryId": 1.0}',
-        f"'categoryId' must be an integer {RANGE}, got the number 1.0",
-    ),
-    (
-        "exponent-category",
-        b'{"name": "Rex", "categoryId": 1e3}',
-        f"'categoryId' must be an integer {RANGE}, got the number 1000.0",
-    ),
-    (
-        "bool-category",
-        b'{"name": "Rex", "categoryId": true}',
-        f"'categoryId' must be an integer {RANGE}, got a boolean",
-    ),
-    (
-        "string-category",
-        b'{"name": "Rex", "categoryId": "1"}',
-        f"'categoryId' must be an integer {RANGE}, got a string",
-    ),
-    (
-        "null-category",
-        b'{"name": "Rex", "categoryId": null}',
-        f"'categoryId' must be an integer {RANGE}, got null",
-    ),
-    (
-        "category-2**63",
-        b'{"name": "Rex", "categoryId": 9223372036854775808}',
-        f"'categoryId' must be an integer {RANGE}, got the integer 9223372036854775808",
-    ),
-    (
-        "category-below-min",
-        b'{"name": "Rex", "categoryId": -9223372036854775809}',
-        f"'categoryId' must be an integer {RANGE}, got the integer -9223372036854775809",
-    ),
+    *[
+        (
+            f"category-{label}",
+            b'{"name": "Rex", "categoryId": ' + raw + b"}",
+            f"'categoryId' must be an integer {RANGE}, got {described}",
+        )
+        for label, raw, described in [
+            ("float", b"1.0", "the number 1.0"),
+            ("exponent", b"1e3", "the number 1000.0"),
+            ("bool", b"true", "a boolean"),
+            ("string", b'"1"', "a string"),
+            ("null", b"null", "null"),
+            ("2**63", b"9223372036854775808", "the integer 9223372036854775808"),
+            ("below-min", b"-9223372036854775809", "the integer -9223372036854775809"),
+        ]
+    ],
     (
         "unknown-status",
         b'{"name": "Rex", "categoryId": 1, "status": "lost"}',

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import secrets
 
+from pathlib import Path
+
 import httpx
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
@@ -24,6 +27,12 @@ APP.state.petstore.store.insert_many(
     [(1, "Rex", 1, "available"), (2, 'Zoë, "z"', 2**62, None), (3, "Max", -1, "sold")]
 )
 schema = schemathesis.openapi.from_asgi("/v1/openapi.json", APP)
+
+
+@pytest.fixture(autouse=True)
+def _scratch_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """schemathesis keeps its cache under ./.schemathesis: keep it out of the checkout."""
+    monkeypatch.chdir(tmp_path)
 
 
 @schema.parametrize()

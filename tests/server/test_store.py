@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -61,8 +65,19 @@ def test_a_db_that_once_held_pets_is_never_reseeded_so_old_ids_stay_unused(
     assert create(again, "First after the purge")["id"] == 6
 
 
-def test_seeding_is_deterministic_and_a_prefix_of_a_bigger_seed() -> None:
-    assert list(seed_rows(300)) == list(seed_rows(300))
+@pytest.mark.parametrize("hash_seed", ["1", "2"], ids=["hashseed-1", "hashseed-2"])
+def test_seeding_gives_the_same_catalogue_in_every_process(hash_seed: str) -> None:
+    """The demo catalogue may depend on nothing but N: not on hashing, time or chance."""
+    code = "import json, sys; from petsync.server.seed import seed_rows; "
+    code += "json.dump(list(seed_rows(300)), sys.stdout)"
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True
+    )
+    assert [tuple(row) for row in json.loads(out.stdout)] == list(seed_rows(300))
+
+
+def test_a_seed_is_a_prefix_of_a_bigger_seed() -> None:
     assert list(seed_rows(1000))[:300] == list(seed_rows(300))
     assert [row[0] for row in seed_rows(300)] == list(range(1, 301))
 
