@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-
 from pathlib import Path
 
 import httpx

@@ -72,7 +72,12 @@ def test_seeding_gives_the_same_catalogue_in_every_process(hash_seed: str) -> No
     code += "json.dump(list(seed_rows(300)), sys.stdout)"
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
     )
     assert [tuple(row) for row in json.loads(out.stdout)] == list(seed_rows(300))
 
