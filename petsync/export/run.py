@@ -5,7 +5,7 @@ and, unless told not to, once unfiltered (the interface does not say what status
 created without one has, so only an unfiltered sweep is sure to see pets with no status or
 an unknown one). The listings run concurrently in threads sharing one client. Pets are
 deduplicated by id (see :mod:`petsync.export.collector`), records that break the interface go to
-the quarantine file, and the snapshot is published atomically (see :mod:`petsync.export.snapshot`)
+the quarantine file, and the snapshot is published atomically (see :mod:`petsync.export.publish`)
 under an exclusive directory lock (see :mod:`petsync.export.lock`).
 
 The result is judged twice before it is trusted: every listing must prove its end
@@ -37,16 +37,14 @@ from petsync.core.models import PetStatus
 from petsync.export.collector import Deduplicated, PetCollector, StatusCounts, source_of
 from petsync.export.config import CSV_NULL, SWEEP_LABEL, ExportConfig
 from petsync.export.lock import DirectoryLock
+from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
 from petsync.export.snapshot import (
     CSV_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
     QUARANTINE_NAME,
     SnapshotInfo,
-    StagedSnapshot,
-    clean_staging,
     latest_snapshot,
-    prune_snapshots,
 )
 
 logger = logging.getLogger(__name__)
@@ -289,7 +287,7 @@ def _export_into(
     requests_before, retries_before = active.requests, active.retries
     quarantine = _Quarantine(staged.file(QUARANTINE_NAME), [config.client.api_key])
     # Fetched rows wait in a scratch file beside the staged snapshot (never published).
-    spill = staged.path.with_name(staged.path.name + ".rows.arrow")
+    spill = staged.scratch(".rows.arrow")
     collector = PetCollector(spill)
     try:
         try:
