@@ -41,7 +41,8 @@ from petsync.ops.settings import Target, resolve_target
 
 if TYPE_CHECKING:
     from petsync.export.diff import SnapshotDiff, diff_snapshots
-    from petsync.export.run import ExportReport, run_export
+    from petsync.export.report import ExportReport
+    from petsync.export.run import run_export
     from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 # Names whose modules pull in pandas or pyarrow load on first use, so `import petsync` and
 # `petsync --help` stay fast: name -> module.
 _LAZY: dict[str, str] = {
-    "ExportReport": "petsync.export.run",
+    "ExportReport": "petsync.export.report",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.export.snapshot",
     "list_snapshots": "petsync.export.snapshot",

@@ -13,7 +13,9 @@ from pathlib import Path
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.export.config import ExportConfig
-from petsync.export.run import ExportProgress, ExportReport, run_export
+from petsync.export.listings import ExportProgress
+from petsync.export.report import ExportReport
+from petsync.export.run import run_export
 
 DEFAULT_DEMO_PETS = 10_000
 DEFAULT_DEMO_DIR = Path("petsync-demo")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from petsync.export.run import ListingResult
+from petsync.export.listings import ListingResult
 
 REDRAW_SECONDS = 0.1
 

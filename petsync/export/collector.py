@@ -286,6 +286,18 @@ def _conflicting_ids(
     return int(len(np.unique(sorted_ids[1:][differs])))
 
 
+@dataclass(frozen=True)
+class CollectedPets:
+    """What the export collected: the pets written, their statuses, the duplicates found."""
+
+    pets: int
+    statuses: StatusCounts
+    rows_fetched: int
+    seen_under_two_statuses: int
+    conflicting_duplicates: int
+    status_mismatches: int
+
+
 @dataclass
 class Deduplicated:
     """The outcome of deduplication: which spilled rows win, and what was found."""
@@ -296,13 +308,12 @@ class Deduplicated:
     seen_under_two_statuses: int
     conflicting_duplicates: int
     status_mismatches: int
-    counts: StatusCounts = field(default_factory=StatusCounts)
 
     @property
     def pets(self) -> int:
         return int(np.count_nonzero(self.keep))
 
-    def write(self, parquet_path: Path, csv_path: Path | None) -> StatusCounts:
+    def write(self, parquet_path: Path, csv_path: Path | None) -> CollectedPets:
         """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
 
         pyarrow's CSV writer quotes every string and writes null as an empty unquoted
@@ -346,8 +357,14 @@ class Deduplicated:
             parquet.close()
             if csv is not None:
                 csv.close()
-        self.counts = counts
-        return counts
+        return CollectedPets(
+            pets=self.pets,
+            statuses=counts,
+            rows_fetched=self.rows_fetched,
+            seen_under_two_statuses=self.seen_under_two_statuses,
+            conflicting_duplicates=self.conflicting_duplicates,
+            status_mismatches=self.status_mismatches,
+        )
 
     def _winning_batches(self) -> Iterator[pa.RecordBatch]:
         """The scratch file's batches, read one at a time (no memory map), winners only."""

@@ -71,6 +71,11 @@ class ExportConfig:
                 f"got {self.page_limit}"
             )
 
+    @property
+    def writes_csv(self) -> bool:
+        """True when the snapshot holds the CSV copy beside the Parquet file."""
+        return self.format == "both"
+
 
 def _statuses(values: tuple[PetStatus | str, ...]) -> list[PetStatus]:
     """Accept enum members or their strings (job files give strings)."""

@@ -1,20 +1,21 @@
 """An exclusive lock on an output directory that a killed run cannot leave stuck.
 
-The lock is ``fcntl.flock`` on ``DIR/.petsync.lock``. The kernel drops a flock when the
-holding process exits for any reason (SIGKILL and power loss included), so there is never a
-stale lock to clean up by hand; the file itself stays, holding the pid of the last holder
-for whoever investigates. Deleting the file on release is avoided on purpose: a run that
-opened the old file and one that created a new one could then both think they hold it.
+The lock is a ``flock`` on ``DIR/.petsync.lock``, taken with
+:func:`petsync.core.files.try_lock`. The kernel drops a flock when the holding process exits
+for any reason (SIGKILL and power loss included), so there is never a stale lock to clean up
+by hand; the file itself stays, holding the pid of the last holder for whoever
+investigates. Deleting the file on release is avoided on purpose: a run that opened the old
+file and one that created a new one could then both think they hold it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 from types import TracebackType
 
 from petsync.core.errors import LockedError
+from petsync.core.files import try_lock, unlock
 
 LOCK_NAME = ".petsync.lock"
 
@@ -38,18 +39,18 @@ class DirectoryLock:
         self.directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
+            locked = try_lock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not locked:
             holder = _read_holder(fd)
             os.close(fd)
             raise LockedError(
                 f"another petsync run is writing to {self.directory} (it holds the lock "
                 f"{self.path}{holder}). Wait for it to finish and run again; the lock is "
                 "released automatically when that process exits."
-            ) from exc
-        except BaseException:
-            os.close(fd)
-            raise
+            )
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
@@ -57,7 +58,7 @@ class DirectoryLock:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            unlock(fd)
             os.close(fd)
 
     def __enter__(self) -> DirectoryLock:

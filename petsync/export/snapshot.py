@@ -1,4 +1,4 @@
-"""Snapshot layout on disk: staging, atomic publication, listing, loading and pruning.
+"""Snapshot layout on disk, and reading it: listing, resolving and loading snapshots.
 
 One export run makes one snapshot partition, named by its UTC date::
 
@@ -16,22 +16,15 @@ Files whose names start with ``_`` or ``.`` are skipped by pyarrow's dataset dis
 ``pandas.read_parquet("DIR/pets")`` reads every ``pets.parquet`` as one table with
 ``snapshot_date`` as a column, and DuckDB's ``DIR/pets/*/*.parquet`` glob matches only them.
 
-A snapshot is written whole into ``DIR/.petsync-tmp/<unique>/`` (same filesystem), each file
-fsynced, the manifest last, and then renamed into ``DIR/pets/`` in one step; replacing the
-same day's snapshot swaps the two directories atomically (``renameat2(RENAME_EXCHANGE)`` on
-Linux). A run that dies at any point leaves the published snapshots as they were.
+How a snapshot gets there (staged aside, then renamed into place in one step) is
+:mod:`petsync.export.publish`; this module only reads what is published.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import datetime as dt
 import json
-import os
 import re
-import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,131 +189,3 @@ def load_snapshot(directory: Path | str, date: str | dt.date | None = None) -> p
     frame.attrs["snapshot_date"] = info.date.isoformat()
     frame.attrs["manifest"] = info.manifest
     return frame
-
-
-class StagedSnapshot:
-    """A snapshot being written aside, published in one rename or discarded.
-
-    >>> staged = StagedSnapshot.create(Path("out"))                 # doctest: +SKIP
-    >>> staged.write_text(MANIFEST_NAME, "{}")                      # doctest: +SKIP
-    >>> staged.publish(dt.date(2026, 11, 22))                       # doctest: +SKIP
-    """
-
-    def __init__(self, directory: Path, path: Path) -> None:
-        self.directory = directory
-        self.path = path
-
-    @classmethod
-    def create(cls, directory: Path) -> StagedSnapshot:
-        staging = Path(directory) / STAGING_DIR
-        staging.mkdir(parents=True, exist_ok=True)
-        path = staging / uuid.uuid4().hex
-        path.mkdir()
-        return cls(Path(directory), path)
-
-    def file(self, name: str) -> Path:
-        return self.path / name
-
-    def write_text(self, name: str, text: str) -> Path:
-        """Write a small text file and fsync it."""
-        target = self.path / name
-        with open(target, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        return target
-
-    def publish(self, date: dt.date) -> Path:
-        """Move the staged snapshot into place as the snapshot of ``date``; return its path.
-
-        Every file is fsynced first, so the rename never exposes a file that a crash could
-        leave empty. An existing snapshot of the same date is swapped out atomically and
-        then removed.
-        """
-        for entry in self.path.iterdir():
-            fsync_path(entry)
-        fsync_path(self.path)
-        root = pets_root(self.directory)
-        root.mkdir(parents=True, exist_ok=True)
-        target = partition_path(self.directory, date)
-        if target.exists():
-            _exchange(self.path, target)
-            # self.path now holds the replaced snapshot: remove it.
-            shutil.rmtree(self.path, ignore_errors=True)
-        else:
-            os.rename(self.path, target)
-        fsync_path(root)
-        return target
-
-    def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-
-
-def clean_staging(directory: Path) -> list[Path]:
-    """Remove what killed runs left in the staging area; call only while holding the lock."""
-    staging = Path(directory) / STAGING_DIR
-    removed: list[Path] = []
-    if staging.is_dir():
-        for entry in staging.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed.append(entry)
-    return removed
-
-
-def prune_snapshots(directory: Path, keep: int) -> list[Path]:
-    """Delete all but the newest ``keep`` snapshots; return the removed partitions.
-
-    Each is first renamed into the staging area (one atomic step out of the readers' view)
-    and then deleted, so a reader never sees half a partition.
-    """
-    if keep < 1:
-        raise ValueError("keep must be at least 1")
-    snapshots = list_snapshots(directory)
-    removed: list[Path] = []
-    for info in snapshots[: max(0, len(snapshots) - keep)]:
-        aside = StagedSnapshot.create(directory).path
-        os.rename(info.path, aside / info.path.name)
-        shutil.rmtree(aside, ignore_errors=True)
-        removed.append(info.path)
-    if removed:
-        fsync_path(pets_root(directory))
-    return removed
-
-
-def fsync_path(path: Path) -> None:
-    """fsync a file or directory so a rename after it cannot expose lost data."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> None:
-    """Swap two directories in one atomic step, or fall back to two renames.
-
-    ``renameat2(..., RENAME_EXCHANGE)`` exists on Linux 3.15+ and most local filesystems.
-    Where it does not, the old directory is renamed aside and the new one into place: a
-    crash between the two leaves that day without a snapshot (earlier days untouched).
-    """
-    libc_name = ctypes.util.find_library("c")
-    if libc_name:
-        libc = ctypes.CDLL(libc_name, use_errno=True)
-        renameat2 = getattr(libc, "renameat2", None)
-        if renameat2 is not None:
-            result = renameat2(
-                _AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE
-            )
-            if result == 0:
-                return
-    aside = a.parent / f"{a.name}.old"
-    os.rename(b, aside)
-    os.rename(a, b)
-    os.rename(aside, a)

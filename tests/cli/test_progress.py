@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from petsync.cli.progress import ProgressDisplay, format_listing_line
-from petsync.export.run import ListingResult
+from petsync.export.listings import ListingResult
 
 
 def result(label: str, *, complete: bool = True) -> ListingResult:

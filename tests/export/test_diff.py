@@ -6,14 +6,11 @@ import datetime as dt
 import json
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from petsync.core.errors import InputError
 from petsync.export.diff import diff_snapshots
-from petsync.export.schema import PET_SCHEMA
-from petsync.export.snapshot import MANIFEST_NAME, PARQUET_NAME, StagedSnapshot
+from tests.export.published import publish_snapshot
 
 BIG = 2**63 - 1
 OLD = [
@@ -32,21 +29,10 @@ NEW = [
 ]
 
 
-def write(directory: Path, date: dt.date, rows: list[tuple[int, str, int, str | None]]) -> None:
-    staged = StagedSnapshot.create(directory)
-    table = pa.Table.from_pylist(
-        [dict(zip(("id", "name", "categoryId", "status"), r, strict=True)) for r in rows],
-        schema=PET_SCHEMA,
-    )
-    pq.write_table(table, staged.file(PARQUET_NAME))
-    staged.write_text(MANIFEST_NAME, json.dumps({"complete": True, "pets": len(rows)}))
-    staged.publish(date)
-
-
 @pytest.fixture
 def snapshots(tmp_path: Path) -> Path:
-    write(tmp_path, dt.date(2026, 11, 21), OLD)
-    write(tmp_path, dt.date(2026, 11, 22), NEW)
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), OLD)
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), NEW)
     return tmp_path
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from petsync.client.config import ClientConfig
-from petsync.client.listing import InvalidRecord, Page
+from petsync.client.listing import InvalidRecord
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError, RetriesExhaustedError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
 from petsync.export.lock import DirectoryLock
-from petsync.export.run import ExportReport, check_drop, run_export
+from petsync.export.report import ExportReport
+from petsync.export.run import run_export
 from petsync.export.snapshot import (
     CSV_NAME,
     MANIFEST_NAME,
@@ -30,98 +30,10 @@ from petsync.export.snapshot import (
     load_snapshot,
     partition_path,
 )
+from tests.export.scripted import BASE, ScriptedClient
 
 DAY1 = dt.date(2026, 11, 21)
 DAY2 = dt.date(2026, 11, 22)
-BASE = "http://127.0.0.1:9/v1"
-
-
-class ScriptedListing:
-    """Iterates pre-cut pages and ends complete, incomplete, or with an error."""
-
-    def __init__(
-        self,
-        status: PetStatus | None,
-        pages: list[Page],
-        *,
-        complete: bool = True,
-        reason: str | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        self.status = status
-        self.style = "link"
-        self.pages = 0
-        self.requests = 0
-        self.retries = 0
-        self.complete: bool | None = None
-        self.incomplete_reason: str | None = None
-        self._pages = pages
-        self._final = (complete, reason)
-        self._error = error
-
-    def __iter__(self) -> Iterator[Page]:
-        for page in self._pages:
-            self.pages += 1
-            self.requests += 1
-            yield page
-        if self._error is not None:
-            raise self._error
-        self.complete, self.incomplete_reason = self._final
-
-
-class ScriptedClient:
-    """Serves a catalogue per listing: each status sees its pets, the sweep sees all.
-
-    ``extra`` adds records to one listing (a pet listed under the wrong status, invalid
-    records); ``incomplete`` and ``errors`` make a listing end badly.
-    """
-
-    def __init__(
-        self,
-        pets: list[Pet],
-        *,
-        page_size: int = 2,
-        extra: dict[str | None, list[Pet | InvalidRecord]] | None = None,
-        incomplete: dict[str | None, str] | None = None,
-        errors: dict[str | None, Exception] | None = None,
-    ) -> None:
-        self.catalogue = pets
-        self.page_size = page_size
-        self.extra = extra or {}
-        self.incomplete = incomplete or {}
-        self.errors = errors or {}
-        self.requests = 0
-        self.retries = 0
-        self.closed = False
-
-    def list_pets(self, status: PetStatus | None = None, *, limit: int = 100) -> ScriptedListing:
-        key = None if status is None else status.value
-        records: list[Pet | InvalidRecord] = [
-            p for p in self.catalogue if status is None or p.status == status.value
-        ]
-        records += self.extra.get(key, [])
-        pages = []
-        for start in range(0, len(records), self.page_size):
-            chunk = records[start : start + self.page_size]
-            pages.append(
-                Page(
-                    pets=[r for r in chunk if isinstance(r, Pet)],
-                    invalid=[r for r in chunk if isinstance(r, InvalidRecord)],
-                    url=f"{BASE}/pets?page={start}",
-                )
-            )
-        self.requests += len(pages)
-        return ScriptedListing(
-            status,
-            pages,
-            complete=key not in self.incomplete,
-            reason=self.incomplete.get(key),
-            error=self.errors.get(key),
-        )
-
-    def close(self) -> None:
-        self.closed = True
-
 
 CATALOGUE = [
     Pet(1, "Rex", 10, "available"),
@@ -138,7 +50,7 @@ def export(
     out: Path, client: ScriptedClient, *, today: dt.date = DAY2, **options: Any
 ) -> ExportReport:
     config = ExportConfig(client=ClientConfig(BASE, ApiKey("k-secret-123")), out_dir=out, **options)
-    return run_export(config, client=client, today=today)  # type: ignore[arg-type]
+    return run_export(config, client=client, today=today)
 
 
 def test_export_writes_every_pet_once_with_exact_values(tmp_path: Path) -> None:
@@ -150,20 +62,23 @@ def test_export_writes_every_pet_once_with_exact_values(tmp_path: Path) -> None:
     assert rows == sorted((p.to_json() | {"status": p.status} for p in CATALOGUE), key=_id)
 
 
-def test_export_writes_parquet_csv_quarantine_and_manifest(tmp_path: Path) -> None:
-    report = export(tmp_path, ScriptedClient(CATALOGUE))
+@pytest.mark.parametrize(
+    ("file_format", "files"),
+    [
+        ("both", {"parquet": PARQUET_NAME, "quarantine": QUARANTINE_NAME, "csv": CSV_NAME}),
+        ("parquet", {"parquet": PARQUET_NAME, "quarantine": QUARANTINE_NAME}),
+    ],
+    ids=["both", "parquet-only"],
+)
+def test_format_decides_the_files_written_and_listed(
+    tmp_path: Path, file_format: str, files: dict[str, str]
+) -> None:
+    report = export(tmp_path, ScriptedClient(CATALOGUE), format=file_format)
 
     assert report.snapshot_path is not None
     names = sorted(p.name for p in report.snapshot_path.iterdir())
-    assert names == sorted([PARQUET_NAME, CSV_NAME, QUARANTINE_NAME, MANIFEST_NAME])
-
-
-def test_format_parquet_writes_no_csv(tmp_path: Path) -> None:
-    report = export(tmp_path, ScriptedClient(CATALOGUE), format="parquet")
-
-    assert report.snapshot_path is not None
-    assert not (report.snapshot_path / CSV_NAME).exists()
-    assert "csv" not in report.manifest["files"]
+    assert names == sorted([*files.values(), MANIFEST_NAME])
+    assert report.manifest["files"] == files
 
 
 def test_manifest_counts_statuses_and_provenance(tmp_path: Path) -> None:
@@ -272,18 +187,32 @@ def test_incomplete_listing_is_published_flagged_with_exit_4(tmp_path: Path) -> 
     assert latest is not None and latest.date == DAY1  # the latest *complete* one
 
 
-def test_strict_refuses_to_publish_an_incomplete_export(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("client", "refusal"),
+    [
+        (
+            ScriptedClient(CATALOGUE, incomplete={"sold": "page cap reached"}),
+            "The export could not be proven complete: listing 'sold': page cap reached. "
+            "Nothing was published. Check the server's paging (`petsync check`) and re-run.",
+        ),
+        (
+            ScriptedClient(CATALOGUE[:2]),
+            "Suspicious drop: the pet count fell by 71.4% (from 7 in the snapshot of "
+            "2026-11-21 to 2), more than the allowed 20%.",
+        ),
+    ],
+    ids=["incomplete", "suspicious-drop"],
+)
+def test_strict_refuses_to_publish_what_it_would_flag(
+    tmp_path: Path, client: ScriptedClient, refusal: str
+) -> None:
     export(tmp_path, ScriptedClient(CATALOGUE), today=DAY1)
-    client = ScriptedClient(CATALOGUE, incomplete={"sold": "page cap reached"})
 
     with pytest.raises(PetsyncError) as caught:
         export(tmp_path, client, strict=True)
 
     assert caught.value.exit_code == ExitCode.FAILURE
-    assert str(caught.value).startswith(
-        "export refused to publish (--strict): The export could not be proven complete: "
-        "listing 'sold': page cap reached. Nothing was published."
-    )
+    assert str(caught.value).startswith(f"export refused to publish (--strict): {refusal}")
     assert str(caught.value).endswith("The previous snapshot stays the latest.")
     assert [s.date for s in list_snapshots(tmp_path)] == [DAY1]
     assert list((tmp_path / STAGING_DIR).iterdir()) == []
@@ -405,32 +334,6 @@ def test_zero_pets_is_flagged_even_without_a_previous_snapshot(tmp_path: Path) -
     assert pq.read_table(report.snapshot_path / PARQUET_NAME).num_rows == 0
 
 
-def test_strict_refuses_a_suspicious_drop(tmp_path: Path) -> None:
-    export(tmp_path, ScriptedClient(CATALOGUE), today=DAY1)
-
-    with pytest.raises(PetsyncError, match="Suspicious drop"):
-        export(tmp_path, ScriptedClient(CATALOGUE[:2]), strict=True)
-
-    assert [s.date for s in list_snapshots(tmp_path)] == [DAY1]
-
-
-@pytest.mark.parametrize(
-    ("pets", "previous", "flagged"),
-    [(80, 100, False), (79, 100, True), (0, None, True), (5, None, False), (150, 100, False)],
-    ids=["exactly-20pct", "over-20pct", "zero", "first-run", "growth"],
-)
-def test_check_drop_threshold(
-    tmp_path: Path, pets: int, previous: int | None, flagged: bool
-) -> None:
-    info = None
-    if previous is not None:
-        from petsync.export.snapshot import SnapshotInfo
-
-        info = SnapshotInfo(DAY1, tmp_path, {"pets": previous, "complete": True})
-
-    assert check_drop(pets, info, 0.2).flagged is flagged
-
-
 def _id(row: dict[str, Any]) -> int:
     return int(row["id"])
 
@@ -491,8 +394,11 @@ def test_export_equals_the_server_catalogue_in_every_pagination_style(
     report = live_export(srv, tmp_path)
 
     assert report.exit_code == ExitCode.OK
-    assert report.manifest["pagination_styles"] == sorted({r.style for r in report.listings})
-    assert style in report.manifest["pagination_styles"]
+    # Status listings fit on one page here; the sweep pages, so auto must find the style.
+    assert {r.label: r.style for r in report.listings}["all"] == style
+    assert report.snapshot_path is not None
+    manifest = json.loads((report.snapshot_path / MANIFEST_NAME).read_text())
+    assert style in manifest["pagination_styles"]
     assert snapshot_rows(tmp_path) == catalogue_rows(srv)
     assert report.no_status == sum(1 for p in srv.store.all() if p.status is None)
 
@@ -602,20 +508,3 @@ def test_unwritable_output_is_a_petsync_error_naming_the_directory(tmp_path: Pat
         "Nothing was published; earlier snapshots are untouched. Free space or fix "
         "permissions, or choose another --out."
     )
-
-
-def test_statuses_may_be_given_as_strings(tmp_path: Path) -> None:
-    config = ExportConfig(
-        client=ClientConfig(BASE, None), out_dir=tmp_path, statuses=("sold", "sold", "pending")
-    )
-
-    assert config.statuses == (PetStatus.SOLD, PetStatus.PENDING)
-
-
-def test_unknown_status_is_a_config_error(tmp_path: Path) -> None:
-    from petsync.core.errors import ConfigError
-
-    with pytest.raises(
-        ConfigError, match="unknown status 'lost'; use one of: available, pending, sold"
-    ):
-        ExportConfig(client=ClientConfig(BASE, None), out_dir=tmp_path, statuses=("lost",))

@@ -1,87 +1,28 @@
-"""Snapshot layout: atomic publication, listing, resolving, loading and pruning."""
+"""Snapshot layout, read side: listing, resolving and loading published snapshots."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-import petsync.export.snapshot as snapshot_module
 from petsync.core.errors import InputError
-from petsync.export.schema import PET_SCHEMA
 from petsync.export.snapshot import (
-    MANIFEST_NAME,
-    PARQUET_NAME,
-    STAGING_DIR,
-    StagedSnapshot,
-    clean_staging,
     find_snapshot,
     latest_snapshot,
     list_snapshots,
     load_snapshot,
     partition_path,
-    prune_snapshots,
 )
+from tests.export.published import publish_snapshot
 
 DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
 
 
 def publish(directory: Path, date: dt.date, ids: list[int], *, complete: bool = True) -> Path:
-    staged = StagedSnapshot.create(directory)
-    rows = pa.table(
-        {
-            "id": ids,
-            "name": [f"pet{i}" for i in ids],
-            "categoryId": [1] * len(ids),
-            "status": ["sold"] * len(ids),
-        },
-        schema=PET_SCHEMA,
-    )
-    pq.write_table(rows, staged.file(PARQUET_NAME), compression="zstd")
-    staged.write_text(MANIFEST_NAME, json.dumps({"complete": complete, "pets": len(ids)}))
-    return staged.publish(date)
-
-
-def test_publish_moves_the_staged_snapshot_into_its_dated_partition(tmp_path: Path) -> None:
-    path = publish(tmp_path, DAY1, [1, 2])
-
-    assert path == tmp_path / "pets" / "snapshot_date=2026-11-20"
-    assert sorted(p.name for p in path.iterdir()) == [MANIFEST_NAME, PARQUET_NAME]
-    assert list((tmp_path / STAGING_DIR).iterdir()) == []
-
-
-def test_publish_on_the_same_date_replaces_the_snapshot_whole(tmp_path: Path) -> None:
-    publish(tmp_path, DAY1, [1, 2])
-    publish(tmp_path, DAY1, [3])
-
-    assert load_snapshot(tmp_path)["id"].tolist() == [3]
-    assert list((tmp_path / STAGING_DIR).iterdir()) == []
-
-
-def test_publish_replaces_without_renameat2_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    publish(tmp_path, DAY1, [1, 2])
-    monkeypatch.setattr(snapshot_module.ctypes.util, "find_library", lambda name: None)
-
-    publish(tmp_path, DAY1, [3])
-
-    assert load_snapshot(tmp_path)["id"].tolist() == [3]
-    assert list((tmp_path / STAGING_DIR).iterdir()) == []
-
-
-def test_discard_removes_the_staged_files(tmp_path: Path) -> None:
-    staged = StagedSnapshot.create(tmp_path)
-    staged.write_text(MANIFEST_NAME, "{}")
-
-    staged.discard()
-
-    assert list((tmp_path / STAGING_DIR).iterdir()) == []
-    assert list_snapshots(tmp_path) == []
+    rows = [(i, f"pet{i}", 1, "sold") for i in ids]
+    return publish_snapshot(directory, date, rows, complete=complete)
 
 
 def test_list_snapshots_is_oldest_first_and_skips_foreign_directories(tmp_path: Path) -> None:
@@ -182,24 +123,3 @@ def test_load_snapshot_dtypes(tmp_path: Path) -> None:
         "status": "category",
     }
     assert frame["id"].tolist() == [-(2**63), 2**63 - 1]  # exact, and ordered by id
-
-
-def test_prune_keeps_the_newest(tmp_path: Path) -> None:
-    for day in (DAY1, DAY2, DAY3):
-        publish(tmp_path, day, [1])
-
-    removed = prune_snapshots(tmp_path, keep=1)
-
-    assert removed == [partition_path(tmp_path, DAY1), partition_path(tmp_path, DAY2)]
-    assert [s.date for s in list_snapshots(tmp_path)] == [DAY3]
-    assert list((tmp_path / STAGING_DIR).iterdir()) == []
-
-
-def test_clean_staging_removes_leftovers(tmp_path: Path) -> None:
-    (tmp_path / STAGING_DIR / "a").mkdir(parents=True)
-    (tmp_path / STAGING_DIR / "b.tmp").write_text("x")
-
-    removed = clean_staging(tmp_path)
-
-    assert sorted(p.name for p in removed) == ["a", "b.tmp"]
-    assert list((tmp_path / STAGING_DIR).iterdir()) == []

@@ -1,0 +1,203 @@
+"""The export's listings: one listPets sweep per status, and one unfiltered, side by side.
+
+:func:`fetch_listings` pages ``GET /pets`` once per configured status and, unless the sweep
+is off, once without a filter (the interface does not say what status a pet created without
+one has, so only an unfiltered sweep is sure to see pets with no status or an unknown one).
+The listings run concurrently in threads sharing one client; every page's pets go to the
+collector and its invalid records to the quarantine. When one listing fails the others stop
+paging and the error is raised: a run missing a listing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from petsync.client.api import PetLister
+from petsync.core.models import PetStatus
+from petsync.export.collector import PetCollector, source_of
+from petsync.export.config import SWEEP_LABEL, ExportConfig
+from petsync.export.quarantine import Quarantine
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ListingResult:
+    """How one listing went: pages, requests, pets, and whether its end was proven."""
+
+    label: str
+    style: str
+    pages: int
+    requests: int
+    retries: int
+    pets: int
+    invalid: int
+    complete: bool
+    incomplete_reason: str | None
+    seconds: float
+    duplicates_dropped: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "listing": self.label,
+            "pagination_style": self.style,
+            "pages": self.pages,
+            "requests": self.requests,
+            "retries": self.retries,
+            "pets": self.pets,
+            "invalid": self.invalid,
+            "duplicates_dropped": self.duplicates_dropped,
+            "complete": self.complete,
+            "incomplete_reason": self.incomplete_reason,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """Every listing of one run, in plan order, with what fetching them cost and found."""
+
+    listings: list[ListingResult]
+    quarantined: int
+    requests: int
+    retries: int
+
+    @property
+    def incomplete_reasons(self) -> list[str]:
+        """One line per listing whose end could not be proven, naming it."""
+        return [
+            f"listing {r.label!r}: {r.incomplete_reason or 'its end could not be proven'}"
+            for r in self.listings
+            if not r.complete
+        ]
+
+    @property
+    def complete(self) -> bool:
+        """True when every listing proved its end."""
+        return all(r.complete for r in self.listings)
+
+    @property
+    def pages(self) -> int:
+        return sum(r.pages for r in self.listings)
+
+    @property
+    def pagination_styles(self) -> list[str]:
+        """The pagination styles the listings used (auto may resolve differently), sorted."""
+        return sorted({r.style for r in self.listings})
+
+
+class ExportProgress(Protocol):
+    """Receives progress events; called from worker threads, so implementations lock."""
+
+    def listing_started(self, label: str) -> None: ...
+
+    def page_done(self, label: str, pages: int, pets: int) -> None: ...
+
+    def listing_done(self, result: ListingResult) -> None: ...
+
+
+class _NoProgress:
+    def listing_started(self, label: str) -> None:
+        pass
+
+    def page_done(self, label: str, pages: int, pets: int) -> None:
+        pass
+
+    def listing_done(self, result: ListingResult) -> None:
+        pass
+
+
+def fetch_listings(
+    config: ExportConfig,
+    client: PetLister,
+    collector: PetCollector,
+    quarantine: Quarantine,
+    *,
+    monotonic: Callable[[], float],
+    progress: ExportProgress | None = None,
+) -> FetchResult:
+    """Run every listing of ``config`` (up to ``config.concurrency`` at once); fail fast.
+
+    The request and retry counts are the client's own, taken before and after, so they
+    include whatever the client did for these listings and nothing from earlier use.
+    """
+    plan: list[PetStatus | None] = list(config.statuses)
+    if config.sweep:
+        plan.append(None)
+    requests_before, retries_before = client.requests, client.retries
+    paging = _Paging(
+        client, collector, quarantine, config.page_limit, monotonic, progress or _NoProgress()
+    )
+    with ThreadPoolExecutor(
+        max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
+    ) as pool:
+        futures: list[Future[ListingResult]] = [pool.submit(paging.run, s) for s in plan]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            errors = [e for f in futures if f.done() and (e := f.exception()) is not None]
+            if errors:
+                paging.stop.set()
+                for future in futures:
+                    future.cancel()
+                raise errors[0]
+        except BaseException:
+            paging.stop.set()
+            raise
+        listings = [f.result() for f in futures]
+    return FetchResult(
+        listings=listings,
+        quarantined=quarantine.count,
+        requests=client.requests - requests_before,
+        retries=client.retries - retries_before,
+    )
+
+
+@dataclass
+class _Paging:
+    """Pages one listing into the collector and quarantine; shared by the worker threads."""
+
+    client: PetLister
+    collector: PetCollector
+    quarantine: Quarantine
+    limit: int
+    monotonic: Callable[[], float]
+    progress: ExportProgress
+    stop: threading.Event = field(default_factory=threading.Event)  # another listing failed
+
+    def run(self, status: PetStatus | None) -> ListingResult:
+        label = SWEEP_LABEL if status is None else status.value
+        source = source_of(status)
+        self.progress.listing_started(label)
+        began = self.monotonic()
+        listing = self.client.list_pets(status, limit=self.limit)
+        pets = invalid = 0
+        for pages, page in enumerate(listing, start=1):
+            self.collector.add(source, page.pets)
+            self.quarantine.add(label, page.invalid)
+            pets += len(page.pets)
+            invalid += len(page.invalid)
+            self.progress.page_done(label, pages, pets)
+            if self.stop.is_set():  # the run is lost: stop paging
+                break
+        result = ListingResult(
+            label=label,
+            style=listing.style,
+            pages=listing.pages,
+            requests=listing.requests,
+            retries=listing.retries,
+            pets=pets,
+            invalid=invalid,
+            complete=listing.complete is True,
+            incomplete_reason=listing.incomplete_reason,
+            seconds=self.monotonic() - began,
+            # Records the client dropped because this same listing had already sent them.
+            duplicates_dropped=listing.duplicates,
+        )
+        self.progress.listing_done(result)
+        logger.info("export.listing_done", extra={"fields": result.to_json()})
+        return result

@@ -1,0 +1,257 @@
+"""What an export did, whether to trust it, and the manifest that records it on disk.
+
+The result is judged twice before it is trusted: every listing must prove its end
+(``complete``), and the pet count must not fall by more than ``max_drop`` from the previous
+complete snapshot, nor to zero (:func:`check_drop`). Either problem becomes a warning that
+says what to do (:func:`outcome_warnings`) and exit code 4.
+
+:class:`ExportReport` holds the run's facts once; the snapshot's ``_manifest.json`` is built
+from them (:meth:`ExportReport.to_manifest`), so the report and the file cannot disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from petsync._version import __version__
+from petsync.core.apikey import redact
+from petsync.core.errors import ExitCode, IncompleteError
+from petsync.core.interface import API_VERSION
+from petsync.export.collector import CollectedPets
+from petsync.export.config import CSV_NULL, ExportConfig
+from petsync.export.listings import FetchResult, ListingResult
+from petsync.export.snapshot import CSV_NAME, PARQUET_NAME, QUARANTINE_NAME, SnapshotInfo
+
+
+@dataclass(frozen=True)
+class DropCheck:
+    """The pet count compared with the previous complete snapshot."""
+
+    pets: int
+    previous_date: dt.date | None
+    previous_pets: int | None
+    max_drop: float
+    flagged: bool
+    reason: str | None
+
+    @property
+    def drop_fraction(self) -> float | None:
+        if not self.previous_pets:
+            return None
+        return max(0.0, (self.previous_pets - self.pets) / self.previous_pets)
+
+    def to_json(self) -> dict[str, Any]:
+        fraction = self.drop_fraction
+        return {
+            "previous_snapshot_date": self.previous_date.isoformat()
+            if self.previous_date
+            else None,
+            "previous_pets": self.previous_pets,
+            "pets": self.pets,
+            "drop_fraction": None if fraction is None else round(fraction, 6),
+            "max_drop": self.max_drop,
+            "flagged": self.flagged,
+            "reason": self.reason,
+        }
+
+
+def check_drop(pets: int, previous: SnapshotInfo | None, max_drop: float) -> DropCheck:
+    """Flag zero pets, or a fall of more than ``max_drop`` from the previous complete snapshot.
+
+    >>> check_drop(0, None, 0.2).flagged
+    True
+    """
+    prev_pets = previous.pets if previous is not None else None
+    prev_date = previous.date if previous is not None else None
+    reason: str | None = None
+    if pets == 0:
+        reason = "the export holds zero pets"
+    elif prev_pets:
+        fraction = (prev_pets - pets) / prev_pets
+        if fraction > max_drop:
+            reason = (
+                f"the pet count fell by {fraction:.1%} (from {prev_pets} in the snapshot of "
+                f"{prev_date} to {pets}), more than the allowed {max_drop:.0%}"
+            )
+    return DropCheck(pets, prev_date, prev_pets, max_drop, reason is not None, reason)
+
+
+def outcome_warnings(incomplete_reasons: list[str], drop: DropCheck, *, strict: bool) -> list[str]:
+    """What is wrong with a run's result and what to do, one warning per problem.
+
+    With ``strict`` they explain a refusal to publish; without, a snapshot published flagged.
+    """
+    warnings: list[str] = []
+    if incomplete_reasons:
+        what = (
+            "Nothing was published."
+            if strict
+            else "The snapshot is written with complete: false and load_snapshot() keeps "
+            "returning the previous complete one."
+        )
+        warnings.append(
+            "The export could not be proven complete: "
+            + "; ".join(incomplete_reasons)
+            + f". {what} Check the server's paging (`petsync check`) and re-run"
+            + ("." if strict else "; pass --strict to refuse publishing an incomplete snapshot.")
+        )
+    if drop.flagged:
+        warnings.append(
+            f"Suspicious drop: {drop.reason}. An outage or a key with a narrower scope is "
+            "more likely than a shrinking catalogue: check the key and the server, then re-run "
+            "(raise --max-drop if the catalogue really shrank)."
+        )
+    return warnings
+
+
+@dataclass(frozen=True)
+class RunTiming:
+    """When a run started and finished (wall clock), and how long it took (monotonic)."""
+
+    started_at: dt.datetime
+    finished_at: dt.datetime
+    duration_seconds: float
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What an export did; the CLI renders it and exits with :attr:`exit_code`.
+
+    The fields are the run's facts; the flat names callers read (``pets``, ``by_status``,
+    ``listings``, ``warnings``...) and the :attr:`manifest` are derived from them.
+    """
+
+    config: ExportConfig
+    snapshot_date: dt.date
+    snapshot_path: Path | None
+    fetched: FetchResult
+    collected: CollectedPets
+    drop: DropCheck
+    timing: RunTiming
+    pruned: list[Path] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when every listing proved its end."""
+        return self.fetched.complete
+
+    @property
+    def incomplete_reasons(self) -> list[str]:
+        return self.fetched.incomplete_reasons
+
+    @property
+    def listings(self) -> list[ListingResult]:
+        return self.fetched.listings
+
+    @property
+    def quarantined(self) -> int:
+        return self.fetched.quarantined
+
+    @property
+    def pets(self) -> int:
+        return self.collected.pets
+
+    @property
+    def by_status(self) -> dict[str, int]:
+        return self.collected.statuses.by_status
+
+    @property
+    def no_status(self) -> int:
+        return self.collected.statuses.no_status
+
+    @property
+    def unknown_status(self) -> dict[str, int]:
+        return self.collected.statuses.unknown_status
+
+    @property
+    def duration_seconds(self) -> float:
+        return self.timing.duration_seconds
+
+    @property
+    def pets_per_second(self) -> float:
+        return self.pets / self.duration_seconds if self.duration_seconds > 0 else 0.0
+
+    @property
+    def warnings(self) -> list[str]:
+        """What is wrong with this snapshot and what to do; empty when it can be trusted."""
+        return outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 when complete and plausible, 4 when published but not to be trusted blindly."""
+        if self.complete and not self.drop.flagged:
+            return ExitCode.OK
+        return ExitCode.INCOMPLETE
+
+    def raise_for_outcome(self) -> None:
+        """Raise :class:`IncompleteError` (exit 4) when the snapshot is not to be trusted.
+
+        The snapshot is written by then; the error's warnings say what is wrong and what
+        to do.
+        """
+        if self.exit_code is not ExitCode.OK:
+            state = "incomplete" if not self.complete else "suspicious"
+            raise IncompleteError(
+                f"snapshot {self.snapshot_date} was written but is {state}",
+                warnings=tuple(self.warnings),
+            )
+
+    def metric_counts(self) -> dict[str, int]:
+        """The run's counts for the metrics file, by metric name without ``petsync_``."""
+        return {"pets_exported": self.pets}
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        """The snapshot's ``_manifest.json`` as a dict (see :meth:`to_manifest`)."""
+        return self.to_manifest()
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The manifest: counts, completeness and provenance, keys in their documented order.
+
+        Users and tools read these keys; their names and order are a file format.
+        """
+        files: dict[str, str] = {"parquet": PARQUET_NAME, "quarantine": QUARANTINE_NAME}
+        if self.config.writes_csv:
+            files["csv"] = CSV_NAME
+        collected, fetched, timing = self.collected, self.fetched, self.timing
+        duration = timing.duration_seconds
+        return {
+            "snapshot_date": self.snapshot_date.isoformat(),
+            "complete": self.complete,
+            "incomplete_reasons": self.incomplete_reasons,
+            "pets": collected.pets,
+            "by_status": self.by_status,
+            "no_status": self.no_status,
+            "unknown_status": self.unknown_status,
+            "rows_fetched": collected.rows_fetched,
+            "seen_under_two_statuses": collected.seen_under_two_statuses,
+            "conflicting_duplicates": collected.conflicting_duplicates,
+            "status_mismatches": collected.status_mismatches,
+            "quarantined": fetched.quarantined,
+            "drop_check": self.drop.to_json(),
+            "statuses": [s.value for s in self.config.statuses],
+            "sweep": self.config.sweep,
+            "pagination_styles": fetched.pagination_styles,
+            "pages": fetched.pages,
+            "requests": fetched.requests,
+            "retries": fetched.retries,
+            "listings": [r.to_json() for r in fetched.listings],
+            "started_at": timing.started_at.isoformat(),
+            "finished_at": timing.finished_at.isoformat(),
+            "duration_seconds": round(duration, 3),
+            "pets_per_second": round(collected.pets / duration, 1) if duration > 0 else None,
+            "base_url": redact(self.config.client.base_url, [self.config.client.api_key]),
+            "petsync_version": __version__,
+            "api_version": API_VERSION,
+            "files": files,
+            "csv_null": CSV_NULL,
+        }
+
+    def manifest_text(self) -> str:
+        """The manifest file's text: indented JSON, non-ASCII kept, one final newline."""
+        return json.dumps(self.manifest, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
