@@ -17,6 +17,7 @@ by a test, so it cannot drift::
     ├── PaginationError               exit 1  paging cannot go on safely (loop, cap, origin)
     ├── LockedError                   exit 1  another run holds the output directory or journal
     ├── ServerStartError              exit 1  the reference server could not start
+    ├── StoppedError                  exit 143  a signal stopped the run (130 for Ctrl-C)
     └── IncompleteError               exit 4  finished and written, but the result is not whole
 
 Each class carries its ``exit_code``; the command line catches :class:`PetsyncError` once
@@ -39,6 +40,8 @@ class ExitCode(IntEnum):
     USAGE = 2
     AUTH = 3
     INCOMPLETE = 4
+    INTERRUPTED = 130  # 128 + SIGINT (Ctrl-C)
+    TERMINATED = 143  # 128 + SIGTERM (systemd, docker stop, Kubernetes, timeout)
 
 
 class PetsyncError(Exception):
@@ -148,6 +151,22 @@ class LockedError(PetsyncError):
 
 class ServerStartError(PetsyncError):
     """The reference server could not start (port taken, bad host, uvicorn failed)."""
+
+
+class StoppedError(PetsyncError):
+    """A signal (SIGTERM, or Ctrl-C's SIGINT) stopped the run before its end.
+
+    The exit code is 128 + the signal's number, as a shell reports a process the signal
+    killed (143, 130), so schedulers read it the same way; but the run ended on its own
+    terms: an interrupted export publishes nothing, an import journals every request it
+    sent and writes its outputs.
+    """
+
+    exit_code = ExitCode.TERMINATED
+
+    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.TERMINATED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class IncompleteError(PetsyncError):
