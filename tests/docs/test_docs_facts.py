@@ -1,0 +1,123 @@
+"""Facts the docs state that the code, the crontab or the job files decide: they must agree."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from petsync.cli import cli
+from petsync.core.errors import ExitCode
+from petsync.demo import run_demo
+from petsync.ops.metrics import METRICS
+from tests.docs.markdown import DOCS, ROOT, fenced_blocks, section, table_rows
+
+SCHEDULING = (DOCS / "scheduling.md").read_text(encoding="utf-8")
+EXPORT = (DOCS / "export.md").read_text(encoding="utf-8")
+FLOCK_SKIPPED = 75  # cron.example's `flock -n -E 75`: not petsync's, but in the mail too
+
+
+def codes(cells: str) -> list[str]:
+    """The `backticked` names in a table cell."""
+    return re.findall(r"`([^`]+)`", cells)
+
+
+def crontab_commands() -> dict[str, str]:
+    """cron.example's job lines (schedule and command) by the job file they run."""
+    lines: dict[str, str] = {}
+    for line in (ROOT / "cron.example").read_text(encoding="utf-8").splitlines():
+        job = re.search(r" run jobs/([\w-]+)\.toml ", line)
+        if job and not line.startswith("#"):
+            lines[job.group(1)] = line
+    return lines
+
+
+def test_exit_code_table_lists_every_exit_code() -> None:
+    rows = table_rows(section(SCHEDULING, "Exit codes"))
+
+    documented = [int(row[0]) for row in rows]
+
+    assert documented == sorted({int(code) for code in ExitCode} | {FLOCK_SKIPPED})
+
+
+def test_cron_line_tells_the_same_exit_codes() -> None:
+    for job, line in crontab_commands().items():
+        assert f"-E {FLOCK_SKIPPED} run/{job}.lock" in line
+        for code in (1, 2, 3, 4, FLOCK_SKIPPED):
+            assert re.search(rf"\b{code} [a-z]", line), f"{job}: exit {code} not explained"
+
+
+def test_metrics_table_names_every_metric_the_file_holds() -> None:
+    rows = table_rows(section(SCHEDULING, "Metrics and alerts"))
+
+    documented = [name for row in rows for name in codes(row[0])]
+
+    assert documented == [name for name, _ in METRICS]
+
+
+def test_manifest_table_names_every_key_of_a_real_manifest(tmp_path: Path) -> None:
+    report = run_demo(tmp_path / "out", 30)
+    assert report.export.snapshot_path is not None
+    manifest = json.loads((report.export.snapshot_path / "_manifest.json").read_text())
+
+    rows = table_rows(section(EXPORT, "The manifest"))
+    documented = [name for row in rows for name in codes(row[0])]
+
+    assert documented == list(manifest)
+
+
+def test_job_file_error_shown_is_the_one_petsync_prints(isolated: Path) -> None:
+    shown = next(b for b in fenced_blocks(SCHEDULING, "text") if b.startswith("Error: job file"))
+    (isolated / "jobs").mkdir()
+    (isolated / "jobs" / "nightly-export.toml").write_text(
+        '[export]\nout = "snapshots"\nformat = "csv"\n', encoding="utf-8"
+    )
+
+    result = CliRunner().invoke(cli, ["run", "--check", "jobs/nightly-export.toml"])
+
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr == shown
+
+
+def test_where_things_go_matches_the_job_files_and_the_crontab() -> None:
+    where = {row[0]: row[1] for row in table_rows(section(SCHEDULING, "Where things go"))}
+    export = tomllib.loads((ROOT / "jobs" / "nightly-export.toml").read_text())["export"]
+    bulk = tomllib.loads((ROOT / "jobs" / "bulk-import.toml").read_text())["import"]
+    cron = crontab_commands()
+
+    assert set(cron) == {"nightly-export", "bulk-import"}
+    assert f"`{export['out']}/pets/snapshot_date=YYYY-MM-DD/`" in where["snapshots"]
+    assert f"`keep = {export['keep']}`" in where["snapshots"]
+    assert f"`{bulk['file']}`" in where["import input"]
+    assert f"`{bulk['out_dir']}/`" in where["import outputs"]
+    assert bulk["report"].startswith(bulk["out_dir"] + "/")
+    assert "`metrics/petsync-<job>.prom`" in where["metrics"]
+    for job, table in (("nightly-export", export), ("bulk-import", bulk)):
+        assert table["metrics_file"] == f"metrics/petsync-{job}.prom"
+        assert f">>logs/{job}.log 2>&1" in cron[job]
+        assert f"`logs/{job}.log`" in where["logs"]
+    assert "`run/<job>.lock`" in where["locks"]
+
+
+def test_schedule_described_is_the_crontab_schedule() -> None:
+    cron = crontab_commands()
+
+    assert cron["nightly-export"].startswith("30 2 * * * ")
+    assert cron["bulk-import"].startswith("0 7 * * 1-5 ")
+    said = " ".join(SCHEDULING.split())
+    assert "nightly export at 02:30 every night" in said
+    assert "example import at 07:00 on weekdays" in said
+
+
+def test_every_cron_line_does_what_the_page_says() -> None:
+    said = section(SCHEDULING, "What each cron line does")
+
+    for job, line in crontab_commands().items():
+        assert "cd /var/lib/petsync && set -a && . /etc/petsync/env && set +a" in line
+        assert f"petsync --log-format json --log-level info run jobs/{job}.toml" in line
+        assert f"tail -n 20 logs/{job}.log" in line
+    for words in ("`/var/lib/petsync`", "`/etc/petsync/env`", "`set -a`", "last 20 log lines"):
+        assert words in said
