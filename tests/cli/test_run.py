@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner, Result
 from prometheus_client.parser import text_string_to_metric_families
 
-from petsync.cli.main import _job_parameters, cli
+from petsync.cli import cli
+from petsync.cli.run import job_parameters
 from petsync.server.runner import RunningServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,7 +198,7 @@ def write_job(work: Path, text: str) -> Path:
 
 
 def export_keys() -> str:
-    return ", ".join(sorted(_job_parameters(cli.commands["export"])))
+    return ", ".join(sorted(job_parameters(cli.commands["export"])))
 
 
 @pytest.mark.parametrize(
@@ -247,10 +248,10 @@ def test_invalid_job_file_exits_2_naming_file_and_key(
 
 
 def test_job_keys_are_the_long_option_names(workdir: Path) -> None:
-    keys = set(_job_parameters(cli.commands["export"]))
+    keys = set(job_parameters(cli.commands["export"]))
     assert {"out", "status", "max_drop", "metrics_file", "env", "config", "base_url"} <= keys
     assert "out_dir" not in keys and "statuses" not in keys
-    import_keys = set(_job_parameters(cli.commands["import"]))
+    import_keys = set(job_parameters(cli.commands["import"]))
     assert {"file", "map", "journal", "report", "dry_run", "max_errors"} <= import_keys
 
 
