@@ -8,13 +8,16 @@ The stream and the clock are injected; this module never decides where output go
 
 from __future__ import annotations
 
+import contextlib
+import io
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from petsync.export.listings import ListingResult
+if TYPE_CHECKING:  # the display only reads the export's results
+    from petsync.export.listings import ListingResult
 
 REDRAW_SECONDS = 0.1
 
@@ -113,3 +116,18 @@ def format_listing_line(result: ListingResult) -> str:
         f"pets={result.pets} invalid={result.invalid} retries={result.retries} "
         f"seconds={result.seconds:.2f} rate={rate:.0f}/s {state}"
     )
+
+
+@contextlib.contextmanager
+def progress_display(stream: TextIO, *, json_logs: bool) -> Iterator[ProgressDisplay]:
+    """The display an export shows on ``stream`` (stderr), closed when the block ends.
+
+    Live on a terminal. With JSON logs and no terminal nothing is shown: stderr carries JSON
+    lines only, and the ``export.listing_done`` log event has the same facts.
+    """
+    live = stream.isatty()
+    display = ProgressDisplay(io.StringIO() if json_logs and not live else stream, live=live)
+    try:
+        yield display
+    finally:
+        display.close()

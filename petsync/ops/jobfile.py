@@ -8,15 +8,15 @@ environment or a mode-600 key file, as on the command line::
     # jobs/nightly-export.toml
     [export]
     env = "production"
-    out_dir = "snapshots"
+    out = "snapshots"
     metrics_file = "/var/lib/node_exporter/textfile/petsync-nightly-export.prom"
 
 The allowed keys and their types are not repeated here: the command line describes its
-options as :class:`OptionSpec` values (``cli.py`` derives them from the commands themselves,
-so a new option is a new job key with no second list to forget) and :func:`load_job` checks
-the file against them. Every error names the file, the key and what is allowed (exit 2).
-Relative paths in a job file mean what they mean on the command line: relative to the
-working directory the job runs in (``cron.example`` changes into it first).
+options as :class:`OptionSpec` values (:mod:`petsync.cli.run` derives them from the
+commands themselves, so a new option is a new job key with no second list to forget) and
+:func:`load_job` checks the file against them. Every error names the file, the key and what
+is allowed (exit 2). Relative paths in a job file mean what they mean on the command line:
+relative to the working directory the job runs in (``cron.example`` changes into it first).
 """
 
 from __future__ import annotations

@@ -1,37 +1,41 @@
 """The metrics file: Prometheus text format for node_exporter's textfile collector.
 
-After each run of a job the command writes (``--metrics-file PATH``, name it ``*.prom`` in the
-collector's directory)::
+After each run of a job (``--metrics-file PATH``, name it ``*.prom`` in the collector's
+directory) :func:`record_run` writes::
 
     # HELP petsync_last_run_timestamp_seconds When the last run of the job ended (Unix time).
     # TYPE petsync_last_run_timestamp_seconds gauge
     petsync_last_run_timestamp_seconds{job="nightly-export"} 1795833000.0
     ...
 
-The file is written to a temporary file in the same directory and renamed over the old one,
-so the collector never reads half a file. A failed run keeps the previous
-``petsync_last_success_timestamp_seconds`` (read back from the old file), so an alert on
-``time() - petsync_last_success_timestamp_seconds > 26 * 3600`` fires after a missed night.
+The file is written to a temporary file in the same directory and renamed over the old one
+(:func:`petsync.core.files.atomic_write_text`), so the collector never reads half a file. A
+failed run keeps the previous ``petsync_last_success_timestamp_seconds`` (read back from the
+old file), so an alert on ``time() - petsync_last_success_timestamp_seconds > 26 * 3600``
+fires after a missed night.
 Samples of other jobs found in the old file are kept, so several jobs may share one file
 (one file per job is still simpler: the collector reads every ``*.prom``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-import os
 import re
-import tempfile
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from petsync.core.errors import ConfigError
+from petsync.core.errors import ConfigError, ExitCode, PetsyncError
+from petsync.core.files import atomic_write_text
 
 logger = logging.getLogger(__name__)
 
 # (name, help) in the order they are written; all gauges labelled job="<name>".
-METRICS: tuple[tuple[str, str], ...] = (
+RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("petsync_last_run_timestamp_seconds", "When the last run of the job ended (Unix time)."),
     (
         "petsync_last_success_timestamp_seconds",
@@ -43,32 +47,136 @@ METRICS: tuple[tuple[str, str], ...] = (
         "Exit code of the last run (0 ok, 1 failure, 2 config, 3 key, 4 incomplete).",
     ),
     ("petsync_complete", "1 when the last run's result is whole, 0 otherwise."),
+)
+# The counts a job's report gives (``metric_counts()``), keyed without the ``petsync_`` prefix.
+COUNT_METRICS: tuple[tuple[str, str], ...] = (
     ("petsync_pets_exported", "Pets written to the snapshot by the last export."),
     ("petsync_rows_created", "Spreadsheet rows the last import created."),
     ("petsync_rows_rejected", "Spreadsheet rows the last import rejected (locally or by the API)."),
     ("petsync_rows_uncertain", "Spreadsheet rows whose creation the last import cannot confirm."),
 )
+METRICS: tuple[tuple[str, str], ...] = RUN_METRICS + COUNT_METRICS
+PREFIX = "petsync_"
+COUNT_NAMES: tuple[str, ...] = tuple(name.removeprefix(PREFIX) for name, _ in COUNT_METRICS)
 _NAMES = frozenset(name for name, _ in METRICS)
 _SAMPLE = re.compile(r'^(petsync_[a-z_]+)\{job="((?:[^"\\]|\\.)*)"\}\s+(\S+)\s*$')
+FILE_MODE = 0o644  # node_exporter usually runs as another user and must read the file
 
 
 @dataclass(frozen=True)
 class RunMetrics:
-    """What one run of a job reports to monitoring; counts are None when not known."""
+    """What one run of a job reports to monitoring.
+
+    ``counts`` are the report's :meth:`metric_counts` (``{"pets_exported": 250}``), empty
+    when the run ended before it had a report; a count not given is not written.
+
+    >>> RunMetrics("nightly", 1.0, 2.0, exit_code=4, complete=False,
+    ...            counts={"rows_created": 3}).succeeded
+    False
+    """
 
     job: str
     finished_at: float
     duration_seconds: float
     exit_code: int
     complete: bool
-    pets_exported: int | None = None
-    rows_created: int | None = None
-    rows_rejected: int | None = None
-    rows_uncertain: int | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.counts) - set(COUNT_NAMES))
+        if unknown:
+            raise ValueError(f"unknown metric counts {unknown}; known: {', '.join(COUNT_NAMES)}")
 
     @property
     def succeeded(self) -> bool:
         return self.exit_code == 0
+
+
+class MeasuredReport(Protocol):
+    """A job's report as metrics see it: its counts by metric name without ``petsync_``."""
+
+    def metric_counts(self) -> Mapping[str, int]: ...
+
+
+class RunRecord:
+    """Handed to the block of :func:`record_run`; the command gives it the report it got."""
+
+    def __init__(self) -> None:
+        self.counts: Mapping[str, int] = {}
+        self.complete: bool | None = None
+
+    def report(self, report: MeasuredReport, *, complete: bool | None = None) -> None:
+        """Take the run's counts from ``report``; ``complete`` None means "exited 0"."""
+        self.counts = dict(report.metric_counts())
+        self.complete = complete
+
+
+def exit_code_of(exc: BaseException | None) -> int:
+    """The exit code a run ends with: 0, a petsync error's own code, else 1."""
+    if exc is None:
+        return int(ExitCode.OK)
+    if isinstance(exc, PetsyncError):
+        return int(exc.exit_code)
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return int(ExitCode.FAILURE)
+
+
+@contextlib.contextmanager
+def record_run(
+    path: Path | None,
+    job: str,
+    *,
+    on_write_error: Callable[[PetsyncError], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> Iterator[RunRecord]:
+    """Time the block and write the metrics file at ``path`` however the block ends.
+
+    Nothing is recorded when ``path`` is None. The path is checked before the block runs
+    (fail before the run, not after it). The exit code is taken from the exception that
+    ends the block, if any; the file is written even then. When writing fails after a
+    failed run, ``on_write_error`` gets the error (by default it is logged) and the run's
+    own error goes on; after a successful run the write error is raised::
+
+        with record_run(Path("export.prom"), "nightly-export") as run:
+            report = run_export(config)
+            run.report(report, complete=report.complete)
+            report.raise_for_outcome()
+    """
+    record = RunRecord()
+    if path is None:
+        yield record
+        return
+    check_metrics_path(path)
+    started = clock()
+    ended_by: BaseException | None = None
+    try:
+        yield record
+    except BaseException as exc:
+        ended_by = exc
+        raise
+    finally:
+        exit_code = exit_code_of(ended_by)
+        run = RunMetrics(
+            job=job,
+            finished_at=wall_clock(),
+            duration_seconds=round(clock() - started, 3),
+            exit_code=exit_code,
+            complete=record.complete if record.complete is not None else exit_code == 0,
+            counts=record.counts,
+        )
+        try:
+            write_metrics(path, run)
+        except PetsyncError as exc:
+            if ended_by is None:
+                raise
+            # The run's own error is the one to exit with; this one is only reported.
+            (on_write_error or _log_write_error)(exc)
+
+
+def _log_write_error(exc: PetsyncError) -> None:
+    logger.error("metrics.unwritable", extra={"fields": {"error": str(exc)}})
 
 
 def check_metrics_path(path: Path) -> None:
@@ -135,31 +243,12 @@ def write_metrics(path: Path, run: RunMetrics) -> None:
     samples[("petsync_run_duration_seconds", job)] = run.duration_seconds
     samples[("petsync_exit_code", job)] = run.exit_code
     samples[("petsync_complete", job)] = 1 if run.complete else 0
-    counts = {
-        "petsync_pets_exported": run.pets_exported,
-        "petsync_rows_created": run.rows_created,
-        "petsync_rows_rejected": run.rows_rejected,
-        "petsync_rows_uncertain": run.rows_uncertain,
-    }
-    for name, count in counts.items():
-        if count is not None:
-            samples[(name, job)] = count
-    _write_atomically(path, render_metrics(samples))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    # The temporary name does not end in .prom, so the collector skips it while it is written.
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    for name, count in run.counts.items():
+        samples[(PREFIX + name, job)] = count
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp makes 0600; node_exporter usually runs as another user and must read it.
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
+        # The temporary name does not end in .prom: the collector skips it while it is written.
+        atomic_write_text(path, render_metrics(samples), mode=FILE_MODE)
     except OSError as exc:
-        Path(temp).unlink(missing_ok=True)
         raise ConfigError(f"cannot write metrics file {path}: {exc.strerror}") from exc
 
 

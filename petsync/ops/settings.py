@@ -31,13 +31,13 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from petsync.client.config import ClientConfig, normalise_base_url
 from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
+from petsync.core.interface import PaginationStyle
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
 DEFAULT_ENV = "production"
@@ -83,18 +83,18 @@ class Target:
     allow_insecure_http: bool = False
     allow_insecure_http_source: str = "default"
 
-    def client_config(self, **options: Any) -> ClientConfig:
-        """The :class:`ClientConfig` for this target; ``options`` set its other fields.
+    def client_config(self, *, pagination: PaginationStyle | None = None) -> ClientConfig:
+        """The :class:`ClientConfig` for this target; ``pagination`` None keeps its default.
 
         Use this rather than building ``ClientConfig`` by hand, so ``--allow-insecure-http``
         reaches the one URL check.
         """
-        return ClientConfig(
+        config = ClientConfig(
             base_url=self.base_url,
             api_key=self.api_key,
             allow_insecure_http=self.allow_insecure_http,
-            **options,
         )
+        return config if pagination is None else replace(config, pagination=pagination)
 
 
 def env_key_variable(env_name: str) -> str:

@@ -338,3 +338,32 @@ def test_export_killed_mid_way_leaves_the_previous_snapshot(
     again = run_export(ExportConfig(client=ClientConfig(srv.base_url, srv.api_key), out_dir=out))
     assert again.complete is True
     assert list((out / STAGING_DIR).iterdir()) == []
+
+
+def test_incomplete_export_with_json_logs_keeps_stderr_json_and_exits_4(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server(seed_pets=150, pagination="none")
+
+    result = run(srv, "--log-format", "json", "export", "--out", "out")
+
+    assert result.exit_code == 4
+    entries = [json.loads(line) for line in result.stderr.splitlines()]  # JSON lines only
+    warnings = [e["fields"]["message"] for e in entries if e["event"] == "export.warning"]
+    assert warnings and warnings[0].startswith("The export could not be proven complete: ")
+    assert [e for e in entries if e["event"] == "error"] == []  # incomplete is no error
+    assert "INCOMPLETE" in result.stdout
+    [info] = list_snapshots(Path("out"))
+    assert info.complete is False
+
+
+def test_demo_into_a_locked_directory_exits_1_naming_the_lock(isolated: Path) -> None:
+    with DirectoryLock(Path("petsync-demo")):
+        result = CliRunner().invoke(cli, ["demo", "--pets", "5"])
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        "Error: another petsync run is writing to petsync-demo (it holds the lock "
+        "petsync-demo/.petsync.lock, pid "
+    )

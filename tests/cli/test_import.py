@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import signal
@@ -217,3 +218,23 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
         run_import(ImportConfig(tmp_path / "recheck.csv"), client)
     final = Counter(p.name for p in srv.store.all())
     assert final == Counter(names)  # each valid row created exactly once
+
+
+def test_journal_held_by_another_import_exits_1_and_the_metrics_say_so(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\n")
+    Path("pets.journal.jsonl").touch()
+    with open("pets.journal.jsonl", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run holds it
+        result = run(srv, "pets.csv", "--metrics-file", "import.prom")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: another petsync import is using journal pets.journal.jsonl; wait for it to "
+        "finish (two runs on one file could send a row twice)\n"
+    )
+    assert srv.store.count() == 0
+    metrics = Path("import.prom").read_text()
+    assert 'petsync_exit_code{job="import"} 1' in metrics
+    assert "petsync_rows_created" not in metrics  # no report: no count to give

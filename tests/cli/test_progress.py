@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 
-from petsync.cli.progress import ProgressDisplay, format_listing_line
+import pytest
+
+from petsync.cli.progress import ProgressDisplay, format_listing_line, progress_display
 from petsync.export.listings import ListingResult
 
 
@@ -77,3 +79,26 @@ def test_progress_rate_of_a_finished_listing_stays_frozen() -> None:
 
     last = out.getvalue().split("\x1b[1F")[-1]
     assert last == "\x1b[2K  sold             3 pages        250 pets       250 pets/s  complete\n"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("stream", "json_logs", "shown"),
+    [
+        (io.StringIO(), False, "export listing=sold "),
+        (io.StringIO(), True, ""),  # stderr carries JSON lines only
+        (Terminal(), True, "\x1b[2K  sold "),  # a person watches: the table stays
+    ],
+    ids=["pipe-text-logs", "pipe-json-logs", "terminal-json-logs"],
+)
+def test_progress_display_fits_the_stream_and_the_log_format(
+    stream: io.StringIO, json_logs: bool, shown: str
+) -> None:
+    with progress_display(stream, json_logs=json_logs) as display:
+        display.listing_done(result("sold"))
+    assert stream.getvalue().startswith(shown)
+    assert bool(stream.getvalue()) == bool(shown)

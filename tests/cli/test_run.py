@@ -8,6 +8,7 @@ from ``PETSYNC_PRODUCTION_API_KEY``, as on a real host.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,11 @@ import pytest
 from click.testing import CliRunner, Result
 from prometheus_client.parser import text_string_to_metric_families
 
-from petsync.cli.main import _job_parameters, cli
+from petsync.cli import cli
+from petsync.cli.run import job_parameters, option_spec
+from petsync.core.interface import PAGINATION_STYLES
+from petsync.core.models import STATUS_VALUES
+from petsync.export.config import EXPORT_FORMATS
 from petsync.server.runner import RunningServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,7 +202,7 @@ def write_job(work: Path, text: str) -> Path:
 
 
 def export_keys() -> str:
-    return ", ".join(sorted(_job_parameters(cli.commands["export"])))
+    return ", ".join(sorted(job_parameters(cli.commands["export"])))
 
 
 @pytest.mark.parametrize(
@@ -247,10 +252,10 @@ def test_invalid_job_file_exits_2_naming_file_and_key(
 
 
 def test_job_keys_are_the_long_option_names(workdir: Path) -> None:
-    keys = set(_job_parameters(cli.commands["export"]))
+    keys = set(job_parameters(cli.commands["export"]))
     assert {"out", "status", "max_drop", "metrics_file", "env", "config", "base_url"} <= keys
     assert "out_dir" not in keys and "statuses" not in keys
-    import_keys = set(_job_parameters(cli.commands["import"]))
+    import_keys = set(job_parameters(cli.commands["import"]))
     assert {"file", "map", "journal", "report", "dry_run", "max_errors"} <= import_keys
 
 
@@ -367,3 +372,110 @@ def test_metrics_directory_missing_fails_before_the_run(
         "point --metrics-file at node_exporter's textfile directory\n"
     )
     assert not (workdir / "snaps").exists()
+
+
+def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
+    workdir: Path, petstore_server: Callable[..., RunningServer]
+) -> None:
+    srv = petstore_server()
+    install_jobs(workdir, srv)
+    (workdir / "inbox" / "new-animals.csv").write_text(
+        IMPORT_CSV + "Kit,not-a-number,\n", encoding="utf-8"
+    )
+    result = invoke(["run", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()})
+    assert result.exit_code == 4, result.output
+    assert result.stderr == ""  # the summary says what is left; no error line
+    assert (
+        "rejects:   imports/new-animals.rejects.csv  (fix them, then: petsync import "
+        "imports/new-animals.rejects.csv)"
+    ) in result.stdout.splitlines()
+    assert srv.store.count() == 3
+    samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
+    assert samples["petsync_rows_created"] == 3
+    assert samples["petsync_rows_rejected"] == 1
+    assert samples["petsync_rows_uncertain"] == 0
+    assert (samples["petsync_exit_code"], samples["petsync_complete"]) == (4, 0)
+    assert "petsync_last_success_timestamp_seconds" not in samples
+
+
+def test_run_base_url_and_key_file_win_over_the_job_files_environment(
+    workdir: Path, petstore_server: Callable[..., RunningServer]
+) -> None:
+    srv = petstore_server()
+    install_jobs(workdir, srv)
+    key_file = workdir / "other.key"
+    key_file.write_text("other-key\n")
+    key_file.chmod(0o600)
+    result = invoke(
+        [
+            "run",
+            "--check",
+            "--base-url",
+            "https://other.example.com/v1",
+            "--api-key-file",
+            str(key_file),
+            "jobs/nightly-export.toml",
+        ],
+        {"PETSYNC_PRODUCTION_API_KEY": "production-key"},
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[1] == "  environment   production  [job file jobs/nightly-export.toml]"
+    assert lines[3] == "  base URL      https://other.example.com/v1  [--base-url]"
+    assert lines[4] == f"  API key       *** (hidden)  [--api-key-file {key_file}]"
+
+
+def test_metrics_unwritable_after_a_failed_run_shows_both_errors_and_keeps_its_code(
+    workdir: Path,
+    petstore_server: Callable[..., RunningServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    srv = petstore_server(seed_pets=3)
+    env = {"PETSYNC_BASE_URL": srv.base_url, "PETSYNC_API_KEY": "wrong-key"}
+
+    def no_space(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    # The refused run writes nothing but the metrics file, so only that rename fails.
+    monkeypatch.setattr(os, "replace", no_space)
+    result = invoke(["export", "--out", "snaps", "--metrics-file", "export.prom"], env)
+    assert result.exit_code == 3
+    first, second = result.stderr.splitlines()
+    assert first == "Error: cannot write metrics file export.prom: No space left on device"
+    assert second.startswith(f"Error: the API at {srv.base_url} refused the API key (HTTP 401")
+    assert [p.name for p in workdir.iterdir() if "prom" in p.name] == []  # no file, no temp
+
+
+SPEC_CASES = [
+    ("export", "out", "path", False, True, ()),
+    ("export", "status", "choice", True, False, STATUS_VALUES),
+    ("export", "format", "choice", False, False, EXPORT_FORMATS),
+    ("export", "pagination", "choice", False, False, PAGINATION_STYLES),
+    ("export", "sweep", "boolean", False, False, ()),
+    ("export", "allow_insecure_http", "boolean", False, False, ()),
+    ("export", "keep", "integer", False, False, ()),
+    ("export", "max_drop", "string", False, False, ()),
+    ("export", "metrics_file", "path", False, False, ()),
+    ("import", "file", "path", False, True, ()),
+    ("import", "map", "string", True, False, ()),
+    ("import", "concurrency", "integer", False, False, ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "key", "kind", "multiple", "required", "choices"),
+    SPEC_CASES,
+    ids=[f"{case[0]}-{case[1]}" for case in SPEC_CASES],
+)
+def test_each_job_key_takes_what_its_option_takes(
+    command: str,
+    key: str,
+    kind: str,
+    multiple: bool,
+    required: bool,
+    choices: tuple[str, ...],
+) -> None:
+    param = job_parameters(cli.commands[command])[key]
+    spec = option_spec(key, param)
+    assert (spec.key, spec.kind, spec.multiple, spec.required) == (key, kind, multiple, required)
+    assert spec.choices == choices

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
+from petsync.cli.serve import ready_lines
+from petsync.server.faults import Faults
+from petsync.server.runner import RunningServer
 
 KEY = "cli-serve-test-key"
 
@@ -121,3 +124,30 @@ def test_the_command_line_loads_the_server_only_when_serving() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout == "[]\n"
+
+
+def test_ready_lines_name_the_catalogue_the_faults_and_the_url(
+    petstore_server: Callable[..., RunningServer],
+) -> None:
+    srv = petstore_server(
+        seed_pets=5, pagination="offset", page_cap=2, faults=Faults(latency_ms=1.5, seed=7)
+    )
+    assert ready_lines(srv) == [
+        "Seeded 5 demo pets into memory",
+        "Catalogue: 5 pets in memory; pagination: offset",
+        "Injected faults: latency-ms 1.5, page-cap 2 (seed 7)",
+        f"Serving Petstore at {srv.base_url}",
+        "Stop with Ctrl-C or SIGTERM.",
+    ]
+
+
+def test_ready_lines_say_why_a_kept_database_is_not_seeded(
+    petstore_server: Callable[..., RunningServer], tmp_path: Path
+) -> None:
+    db = tmp_path / "pets.db"
+    petstore_server(db_path=db, seed_pets=3).stop()
+    srv = petstore_server(db_path=db, seed_pets=3)
+    assert ready_lines(srv)[:2] == [
+        f"Not seeding: {db} holds or once held pets",
+        f"Catalogue: 3 pets in {db}; pagination: link",
+    ]

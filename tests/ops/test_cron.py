@@ -65,8 +65,8 @@ class Host:
         self.env_file = tmp_path / "etc-petsync-env"
         for folder in (self.home, self.bin, self.work / "jobs"):
             folder.mkdir(parents=True)
-        for folder in ("logs", "run", "metrics", "inbox", "imports"):
-            (self.work / folder).mkdir()
+        for name in ("logs", "run", "metrics", "inbox", "imports"):
+            (self.work / name).mkdir()
         for job in ("nightly-export", "bulk-import"):
             shutil.copy(REPO / "jobs" / f"{job}.toml", self.work / "jobs")
         (self.work / "petsync.toml").write_text(

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from petsync.core.errors import ConfigError
-from petsync.ops.metrics import RunMetrics, write_metrics
+from petsync.core.errors import (
+    AuthenticationError,
+    ConfigError,
+    IncompleteError,
+    LockedError,
+    PetsyncError,
+)
+from petsync.ops.metrics import RunMetrics, RunRecord, record_run, write_metrics
 
 
 def parse(path: Path) -> dict[tuple[str, str], float]:
@@ -23,17 +31,21 @@ def parse(path: Path) -> dict[tuple[str, str], float]:
     return samples
 
 
-def export_run(**fields: object) -> RunMetrics:
-    values: dict[str, object] = {
-        "job": "nightly-export",
-        "finished_at": 1_800_000_000.5,
-        "duration_seconds": 12.25,
-        "exit_code": 0,
-        "complete": True,
-        "pets_exported": 250,
-    }
-    values.update(fields)
-    return RunMetrics(**values)  # type: ignore[arg-type]
+def export_run(
+    *,
+    finished_at: float = 1_800_000_000.5,
+    exit_code: int = 0,
+    complete: bool = True,
+    pets_exported: int | None = 250,
+) -> RunMetrics:
+    return RunMetrics(
+        job="nightly-export",
+        finished_at=finished_at,
+        duration_seconds=12.25,
+        exit_code=exit_code,
+        complete=complete,
+        counts={} if pets_exported is None else {"pets_exported": pets_exported},
+    )
 
 
 def test_export_run_is_parsed_by_the_prometheus_parser(tmp_path: Path) -> None:
@@ -93,9 +105,7 @@ def test_import_counts_and_other_jobs_are_kept(tmp_path: Path) -> None:
             duration_seconds=3.0,
             exit_code=4,
             complete=False,
-            rows_created=97,
-            rows_rejected=2,
-            rows_uncertain=1,
+            counts={"rows_created": 97, "rows_rejected": 2, "rows_uncertain": 1},
         ),
     )
     samples = parse(path)
@@ -146,3 +156,158 @@ def test_missing_directory_is_a_config_error(tmp_path: Path) -> None:
         f"metrics file {path}: directory {tmp_path / 'nope'} does not exist; create it or "
         "point --metrics-file at node_exporter's textfile directory"
     )
+
+
+# -- record_run: the wrapper every job command runs in --
+
+
+class Counted:
+    """A report as metrics see it."""
+
+    def __init__(self, **counts: int) -> None:
+        self.counts = counts
+
+    def metric_counts(self) -> dict[str, int]:
+        return self.counts
+
+
+class Ticks:
+    """A monotonic clock that moves 2.5 s between readings: the run takes 2.5 s."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        value, self.now = self.now, self.now + 2.5
+        return value
+
+
+def record(
+    path: Path | None, on_write_error: Callable[[PetsyncError], None] | None = None
+) -> contextlib.AbstractContextManager[RunRecord]:
+    return record_run(
+        path,
+        "nightly-export",
+        on_write_error=on_write_error,
+        clock=Ticks(),
+        wall_clock=lambda: 1_800_000_000.0,
+    )
+
+
+def test_record_run_writes_the_reports_counts_time_and_exit_0(tmp_path: Path) -> None:
+    path = tmp_path / "petsync.prom"
+    with record(path) as run:
+        run.report(Counted(pets_exported=250), complete=True)
+    assert parse(path) == {
+        ("petsync_last_run_timestamp_seconds", "nightly-export"): 1_800_000_000.0,
+        ("petsync_last_success_timestamp_seconds", "nightly-export"): 1_800_000_000.0,
+        ("petsync_run_duration_seconds", "nightly-export"): 2.5,
+        ("petsync_exit_code", "nightly-export"): 0.0,
+        ("petsync_complete", "nightly-export"): 1.0,
+        ("petsync_pets_exported", "nightly-export"): 250.0,
+    }
+
+
+def test_record_run_takes_the_exit_code_of_the_error_and_raises_it(tmp_path: Path) -> None:
+    path = tmp_path / "petsync.prom"
+    refused = AuthenticationError("refused", http_status=401, url="http://127.0.0.1:9/v1/pets")
+    with pytest.raises(AuthenticationError), record(path):
+        raise refused
+    samples = parse(path)
+    assert samples[("petsync_exit_code", "nightly-export")] == 3
+    assert samples[("petsync_complete", "nightly-export")] == 0
+    assert ("petsync_pets_exported", "nightly-export") not in samples  # no report, no count
+
+
+def test_an_incomplete_run_keeps_its_report_counts(tmp_path: Path) -> None:
+    path = tmp_path / "petsync.prom"
+    with pytest.raises(IncompleteError), record(path) as run:
+        run.report(Counted(rows_created=7, rows_rejected=2, rows_uncertain=0))
+        raise IncompleteError("pets.csv: 2 rows rejected")
+    samples = parse(path)
+    assert samples[("petsync_exit_code", "nightly-export")] == 4
+    assert samples[("petsync_complete", "nightly-export")] == 0  # not given: exit 0 or not
+    assert samples[("petsync_rows_created", "nightly-export")] == 7
+    assert samples[("petsync_rows_rejected", "nightly-export")] == 2
+
+
+def test_complete_given_by_the_job_wins_over_the_exit_code(tmp_path: Path) -> None:
+    # An export flagged for a suspicious drop exits 4 with a whole listing.
+    path = tmp_path / "petsync.prom"
+    with pytest.raises(IncompleteError), record(path) as run:
+        run.report(Counted(pets_exported=70), complete=True)
+        raise IncompleteError("snapshot was written but is suspicious")
+    samples = parse(path)
+    assert (
+        samples[("petsync_exit_code", "nightly-export")],
+        samples[("petsync_complete", "nightly-export")],
+    ) == (4, 1)
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [(KeyboardInterrupt(), 1), (ValueError("bug"), 1), (SystemExit(2), 2), (SystemExit(), 0)],
+    ids=["ctrl-c", "foreign-error", "system-exit-2", "system-exit-none"],
+)
+def test_other_ways_of_ending_map_to_an_exit_code(
+    tmp_path: Path, exc: BaseException, code: int
+) -> None:
+    path = tmp_path / "petsync.prom"
+    with pytest.raises(type(exc)), record(path):
+        raise exc
+    assert parse(path)[("petsync_exit_code", "nightly-export")] == code
+
+
+def test_no_path_records_nothing(tmp_path: Path) -> None:
+    with record(None) as run:
+        run.report(Counted(pets_exported=1))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_path_fails_before_the_run(tmp_path: Path) -> None:
+    ran: list[bool] = []
+    with pytest.raises(ConfigError, match="does not exist"), record(tmp_path / "no" / "x.prom"):
+        ran.append(True)
+    assert ran == []
+
+
+def test_write_error_after_a_failed_run_is_reported_and_the_run_error_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "petsync.prom"
+    reported: list[PetsyncError] = []
+
+    def no_space(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with (
+        pytest.raises(LockedError, match="another run"),
+        record(path, on_write_error=reported.append),
+    ):
+        monkeypatch.setattr(os, "replace", no_space)
+        raise LockedError("another run holds out/.petsync.lock")
+    assert [str(e) for e in reported] == [
+        f"cannot write metrics file {path}: No space left on device"
+    ]
+
+
+def test_write_error_after_a_successful_run_is_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "petsync.prom"
+    reported: list[PetsyncError] = []
+
+    def no_space(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with (
+        pytest.raises(ConfigError, match="No space left"),
+        record(path, on_write_error=reported.append),
+    ):
+        monkeypatch.setattr(os, "replace", no_space)
+    assert reported == []
+
+
+def test_counts_must_name_a_known_metric() -> None:
+    with pytest.raises(ValueError, match="unknown metric counts \\['rows_created_total'\\]"):
+        RunMetrics("j", 1.0, 1.0, exit_code=0, complete=True, counts={"rows_created_total": 1})

@@ -220,6 +220,10 @@ def test_allow_insecure_http_lets_plain_http_through(dirs: tuple[Path, Path]) ->
     )
     assert target.allow_insecure_http_source == "--allow-insecure-http"
     assert target.client_config().base_url == "http://petstore.example.com/v1"
+    # A paging style chosen by the command keeps the flag (the one URL check sees it).
+    offset = target.client_config(pagination="offset")
+    assert (offset.pagination, offset.allow_insecure_http) == ("offset", True)
+    assert target.client_config().pagination == "auto"
 
 
 def test_loopback_http_needs_no_flag(dirs: tuple[Path, Path]) -> None:

@@ -1,0 +1,28 @@
+"""``petsync config show``: the settings petsync resolves, and where each came from."""
+
+from __future__ import annotations
+
+import click
+
+from petsync.cli.options import target_options
+from petsync.cli.render import target_lines
+from petsync.cli.state import CliState, TargetOptions, pass_state
+
+
+@click.group()
+def config() -> None:
+    """Inspect the settings petsync resolves (environment, base URL, key)."""
+
+
+@config.command("show")
+@target_options
+@pass_state
+def config_show(state: CliState, target: TargetOptions) -> None:
+    """Print the resolved settings and where each came from; the key is never shown.
+
+    \b
+    Example:
+        petsync config show --env staging
+    """
+    for line in target_lines(state.resolve_target(target, require_key=False)):
+        click.echo(line)

@@ -1,0 +1,201 @@
+"""``petsync export`` and ``petsync demo``: a dated snapshot of the catalogue, and a try-out."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from petsync.cli.options import metrics_file_option, target_options
+from petsync.cli.progress import progress_display
+from petsync.cli.render import export_summary
+from petsync.cli.state import CliState, TargetOptions, pass_state
+from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
+from petsync.core.models import STATUS_VALUES, PetStatus
+from petsync.export.config import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_FORMAT,
+    DEFAULT_MAX_DROP,
+    DEFAULT_STATUSES,
+    DEFAULT_SWEEP,
+    EXPORT_FORMATS,
+    ExportConfig,
+    ExportFormat,
+)
+from petsync.ops.metrics import record_run
+
+
+@click.command("export")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Snapshot directory; each run writes OUT/pets/snapshot_date=YYYY-MM-DD/.",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(STATUS_VALUES),
+    help="Export only this status (repeatable). Default: all three.",
+)
+@click.option(
+    "--sweep/--no-sweep",
+    default=DEFAULT_SWEEP,
+    show_default=True,
+    help="Also page the unfiltered list, to catch pets with no or an unknown status.",
+)
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(EXPORT_FORMATS),
+    default=DEFAULT_FORMAT,
+    show_default=True,
+    help="Write Parquet only, or Parquet and CSV.",
+)
+@click.option("--strict", is_flag=True, help="Fail (exit 1) and publish nothing if incomplete.")
+@click.option("--keep", type=click.IntRange(min=1), help="Keep only the newest N snapshots.")
+@click.option(
+    "--max-drop",
+    default=f"{DEFAULT_MAX_DROP:.0%}",
+    show_default=True,
+    metavar="SHARE",
+    help="Flag (exit 4) a pet count that fell by more than this since the last snapshot.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Listings paged at the same time (1 = one after another).",
+)
+@click.option(
+    "--pagination",
+    type=click.Choice(PAGINATION_STYLES),
+    default="auto",
+    show_default=True,
+    help="How the API pages (auto detects it and proves the end).",
+)
+@metrics_file_option
+@target_options
+@pass_state
+def export_command(
+    state: CliState,
+    out_dir: Path,
+    statuses: tuple[str, ...],
+    sweep: bool,
+    file_format: ExportFormat,
+    strict: bool,
+    keep: int | None,
+    max_drop: str,
+    concurrency: int,
+    pagination: PaginationStyle,
+    metrics_file: Path | None,
+    target: TargetOptions,
+) -> None:
+    """Export the catalogue into a dated Parquet + CSV snapshot under OUT.
+
+    Pages GET /pets per status and once unfiltered, deduplicates by id and publishes
+    OUT/pets/snapshot_date=YYYY-MM-DD/ atomically (pets.parquet, _pets.csv,
+    _quarantine.jsonl, _manifest.json). Exits 4 when the listing cannot be proven complete
+    or the pet count dropped by more than --max-drop (the snapshot is written and flagged);
+    with --strict that is a failure (exit 1) and nothing is published.
+
+    \b
+    Example (nightly, from cron):
+      petsync export --out /srv/petsync --keep 30
+    Load it:
+      python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
+    """
+    _prefer_system_allocator()
+    with record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run:
+        config = ExportConfig(
+            client=state.resolve_target(target).client_config(pagination=pagination),
+            out_dir=out_dir,
+            statuses=tuple(PetStatus(s) for s in statuses) or DEFAULT_STATUSES,
+            sweep=sweep,
+            format=file_format,
+            strict=strict,
+            keep=keep,
+            max_drop=parse_max_drop(max_drop),
+            concurrency=concurrency,
+        )
+        from petsync.export.run import run_export
+
+        with progress_display(sys.stderr, json_logs=state.json_logs) as display:
+            report = run_export(config, progress=display)
+        run.report(report, complete=report.complete)
+        for line in export_summary(report):
+            click.echo(line)
+        report.raise_for_outcome()
+
+
+@click.command()
+@click.option(
+    "--pets",
+    type=click.IntRange(min=0),
+    default=10_000,
+    show_default=True,
+    help="Pets in the seeded catalogue.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("petsync-demo"),
+    show_default=True,
+    help="Snapshot directory.",
+)
+@pass_state
+def demo(state: CliState, pets: int, out_dir: Path) -> None:
+    """Run the nightly export against a seeded reference server, in-process.
+
+    Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
+    pets, exports it into OUT and prints the two lines that load the result in pandas and
+    DuckDB. No network, no key to set up.
+
+    \b
+    Example:
+      petsync demo --pets 100000 --out /tmp/petsync-demo
+    """
+    _prefer_system_allocator()
+    from petsync.demo import run_demo
+
+    with progress_display(sys.stderr, json_logs=state.json_logs) as display:
+        result = run_demo(out_dir, pets, progress=display)
+    for line in export_summary(result.export):
+        click.echo(line)
+    click.echo("")
+    click.echo("Load it in Python with pandas, or query it with DuckDB:")
+    click.echo(f"  {result.pandas_line}")
+    click.echo(f"  {result.duckdb_line}")
+    result.export.raise_for_outcome()
+
+
+def parse_max_drop(value: str) -> float:
+    """Parse --max-drop: a percentage (``20%``) or a fraction (``0.2``).
+
+    >>> parse_max_drop("20%"), parse_max_drop("0.35")
+    (0.2, 0.35)
+    """
+    text = value.strip()
+    try:
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        fraction = -1.0
+    if not 0.0 <= fraction <= 1.0:
+        raise click.BadParameter(f"{value!r} is not a share of pets; use e.g. 20% or 0.2")
+    return fraction
+
+
+def _prefer_system_allocator() -> None:
+    """Let Arrow allocate with malloc, unless the user chose otherwise.
+
+    Arrow's default allocator (mimalloc) cannot reuse the memory Python frees after paging;
+    malloc can: peak RSS of a 1M-pet export falls by about 50 MiB. Read once, when pyarrow
+    is first imported, hence before the export modules are.
+    """
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")

@@ -1,0 +1,103 @@
+"""Options shared by several commands, each defined once.
+
+:func:`target_options` adds ``--base-url``, ``--api-key-file``, ``--env``, ``--config`` and
+``--allow-insecure-http`` and hands the command one :class:`TargetOptions` as ``target``.
+Choices come from the home of their fact (the log formats from :mod:`petsync.ops.logs`,
+statuses from :mod:`petsync.core.models`, ...), never typed out here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from petsync.cli.state import CliState, TargetOptions
+from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
+
+Command = Callable[..., None]
+
+# The target options, in the order --help lists them; each one's parameter name is the
+# TargetOptions field it fills (and the job-file key).
+_TARGET_OPTIONS: tuple[Callable[[Command], Command], ...] = (
+    click.option(
+        "--base-url",
+        metavar="URL",
+        help="API base address ending with /v1. Default: PETSYNC_BASE_URL, then the "
+        "environment's base_url in the config file.",
+    ),
+    click.option(
+        "--api-key-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="File holding the API key (mode 600). Default: PETSYNC_<ENV>_API_KEY, then the "
+        "environment's api_key_file, then PETSYNC_API_KEY.",
+    ),
+    click.option(
+        "--env",
+        metavar="NAME",
+        help="Environment of the config file to use. Default: production.",
+    ),
+    click.option(
+        "--config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Config file to read instead of ./petsync.toml or ~/.config/petsync/petsync.toml.",
+    ),
+    click.option(
+        "--allow-insecure-http",
+        is_flag=True,
+        help="Allow plain http:// to a host that is not loopback (the key crosses in clear).",
+    ),
+)
+# env_source is no option: it says where env came from.
+TARGET_PARAMS: tuple[str, ...] = tuple(
+    field.name for field in dataclasses.fields(TargetOptions) if field.name != "env_source"
+)
+
+
+def target_options(command: Command) -> Command:
+    """Add the target options; the command receives them as ``target: TargetOptions``.
+
+    Under ``petsync run`` the running job's target (its file's values, overridden by
+    ``run``'s own options) is the one handed on.
+    """
+
+    @functools.wraps(command)
+    def with_target(*args: Any, **params: Any) -> None:
+        given = TargetOptions(**{name: params.pop(name) for name in TARGET_PARAMS})
+        state = click.get_current_context().find_object(CliState)
+        job = state.job if state is not None else None
+        command(*args, target=job.target if job is not None else given, **params)
+
+    decorated: Command = with_target
+    for option in reversed(_TARGET_OPTIONS):
+        decorated = option(decorated)
+    return decorated
+
+
+metrics_file_option = click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write Prometheus metrics here after the run (node_exporter textfile, *.prom).",
+)
+
+log_format_option = click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    envvar="PETSYNC_LOG_FORMAT",
+    help="Log lines on stderr: text, or json (one object per line: time, level, event, fields).",
+)
+
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default=DEFAULT_LOG_LEVEL,
+    show_default=True,
+    envvar="PETSYNC_LOG_LEVEL",
+    help="Least severe log lines shown.",
+)

@@ -1,0 +1,150 @@
+"""How reports read on a terminal: each report's lines, made in one place.
+
+Functions here return lines and print nothing, so each command echoes them and a test can
+compare them whole. The export summary serves ``export`` and ``demo`` alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from petsync.core.apikey import ENV_API_KEY, redact
+
+if TYPE_CHECKING:
+    from petsync.client.client import CheckReport
+    from petsync.export.diff import SnapshotDiff
+    from petsync.export.report import ExportReport
+    from petsync.importer.run import ImportReport
+    from petsync.ops.settings import Target
+
+
+def check_lines(report: CheckReport) -> list[str]:
+    """What ``petsync check`` found: base URL, key, paging style, round trip."""
+    lines = [
+        f"base URL:     {report.base_url}",
+        f"key accepted: {'yes' if report.key_accepted else 'no'}",
+        f"pagination:   {report.pagination_style}",
+    ]
+    if report.pagination_note:
+        lines.append(f"  note: {redact(report.pagination_note)}")
+    lines.append(f"round trip:   {report.round_trip_seconds * 1000:.0f} ms")
+    return lines
+
+
+def export_summary(report: ExportReport) -> list[str]:
+    """The human summary of an export (also the demo's)."""
+    counts = ", ".join(f"{status} {count}" for status, count in report.by_status.items())
+    unknown = sum(report.unknown_status.values())
+    state = "complete" if report.complete else "INCOMPLETE"
+    lines = [
+        f"snapshot {report.snapshot_date}: {report.pets} pets ({counts}, no status "
+        f"{report.no_status}, unknown status {unknown}), quarantined {report.quarantined}",
+        f"took {report.duration_seconds:.1f} s, {report.pets_per_second:.0f} pets/s, {state}"
+        + (", suspicious drop" if report.drop.flagged else ""),
+        f"written to {report.snapshot_path}",
+    ]
+    if report.pruned:
+        lines.append(f"pruned {len(report.pruned)} older snapshot(s)")
+    return lines
+
+
+def import_summary(report: ImportReport) -> list[str]:
+    """The human summary of an import, ending with the command that fixes what is left."""
+    read = f"read {report.source}: {report.rows_read} rows, {report.skipped_blank} blank skipped"
+    if report.sheet is not None:
+        read += f", sheet {report.sheet!r}"
+    else:
+        read += f", encoding {report.encoding}, delimiter {report.delimiter}"
+    lines = [read]
+    if report.encoding_notice:
+        lines.append(f"  note: {report.encoding_notice}")
+    if report.dry_run:
+        lines.append(
+            f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
+            f"{report.rejected_local}"
+        )
+    else:
+        lines.append(
+            f"created {report.created}, already done {report.already_created} (earlier runs), "
+            f"rejected {report.rejected_local + report.rejected_api} (local "
+            f"{report.rejected_local}, api {report.rejected_api}), uncertain "
+            f"{report.uncertain}, pending {report.pending}"
+        )
+    if report.normalisations:
+        done = ", ".join(f"{name} {count}" for name, count in report.normalisations.items())
+        lines.append(f"normalised: {done}")
+    lines.append(f"took {report.elapsed_seconds:.1f} s, {report.rows_per_second:.0f} rows/s")
+    if report.stopped_reason:
+        lines.append(f"stopped: {redact(report.stopped_reason)}")
+    rejects = report.files.get("rejects")
+    if rejects and (report.rejected_local or report.rejected_api):
+        lines.append(f"rejects:   {rejects}  (fix them, then: petsync import {rejects})")
+    if report.files.get("accepted"):
+        lines.append(f"accepted:  {report.files['accepted']}")
+    uncertain = report.files.get("uncertain")
+    if uncertain and report.uncertain:
+        lines.append(
+            f"uncertain: {uncertain}  (check which pets exist; delete those rows, then: "
+            f"petsync import {uncertain})"
+        )
+    if report.pending and not report.dry_run:
+        lines.append("pending rows were not sent: re-run the same command to resume")
+    return lines
+
+
+def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
+    """The changes between two snapshots: counts, then with ``details`` the changed pets."""
+    lines = [
+        f"from {result.old.date} ({result.old.path}) to {result.new.date} ({result.new.path})",
+        f"added:         {result.added}",
+        f"removed:       {result.removed}",
+        f"renamed:       {result.renamed}",
+        f"recategorised: {result.recategorised}",
+    ]
+    transitions = result.status_transitions
+    lines.append(f"status changes: {sum(transitions.values())}")
+    for (before, after), count in transitions.items():
+        lines.append(f"  {before} -> {after}: {count}")
+    if details:
+        for title, frame in (
+            ("added", result.added_rows),
+            ("removed", result.removed_rows),
+            ("renamed", result.renamed_rows),
+            ("recategorised", result.recategorised_rows),
+            ("status changes", result.transition_rows),
+        ):
+            if len(frame):
+                lines.append(f"\n{title}:")
+                lines.append(frame.to_string(index=False))
+    return lines
+
+
+def target_lines(target: Target) -> list[str]:
+    """Each resolved setting, its value and where it came from; the key shows as hidden."""
+    from petsync.ops.settings import env_key_variable
+
+    key_help = (
+        f"not set: set {env_key_variable(target.env_name)} or {ENV_API_KEY}, "
+        "or pass --api-key-file PATH"
+    )
+    rows = [
+        ("environment", target.env_name, target.env_source),
+        (
+            "config file",
+            str(target.config_file) if target.config_file else "none",
+            target.config_file_source or "no petsync.toml found",
+        ),
+        ("base URL", target.base_url, target.base_url_source),
+        (
+            "API key",
+            "*** (hidden)" if target.api_key else key_help,
+            target.api_key_source or "nowhere",
+        ),
+        (
+            "insecure http",
+            "allowed" if target.allow_insecure_http else "refused to non-loopback hosts",
+            target.allow_insecure_http_source,
+        ),
+    ]
+    keys = [target.api_key]
+    return [redact(f"{label:<14}{value}  [{source}]", keys) for label, value, source in rows]

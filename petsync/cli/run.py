@@ -1,0 +1,145 @@
+"""``petsync run``: a job file runs the command it names, as that command's own options would.
+
+A job file's keys are the command's long options in snake_case. What each key takes is read
+here from the command's click parameters (:func:`job_parameters`, :func:`option_spec`) and
+each value is converted by the parameter's own type, so a new option is a new job key with
+no second list to update. This is click knowledge, so it lives in the command line; reading
+and checking the TOML against those specs is :mod:`petsync.ops.jobfile`, which has no click.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from petsync.cli.options import TARGET_PARAMS, target_options
+from petsync.cli.render import target_lines
+from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
+from petsync.core.errors import ConfigError
+from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionSpec, load_job
+
+
+@click.command()
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Check the job file and the settings it would run with; contact nothing, run nothing.",
+)
+@target_options
+@click.argument("jobfile", type=click.Path(dir_okay=False, path_type=Path))
+@pass_state
+@click.pass_context
+def run(
+    ctx: click.Context,
+    state: CliState,
+    check_only: bool,
+    jobfile: Path,
+    target: TargetOptions,
+) -> None:
+    """Run a saved job: a TOML file holding one [export] or [import] table.
+
+    The table's keys are the command's long options in snake_case, plus `env`; options
+    given here (--env, --base-url, ...) win over the file's. The metrics job label is the
+    file's name without .toml.
+
+    \b
+    Example:
+        petsync run jobs/nightly-export.toml
+        petsync run --check jobs/bulk-import.toml
+    """
+    job = load_job(jobfile, {kind: job_specs(ctx, kind) for kind in JOB_KINDS})
+    command = _job_command(ctx, job.kind)
+    arguments, job_target = job_arguments(ctx, job, command)
+    running = RunningJob(name=job.name, target=job_target.overridden_by(target))
+    if check_only:
+        click.echo(f"{jobfile}: {job.kind} job {job.name!r} is valid")
+        for line in target_lines(state.resolve_target(running.target)):
+            click.echo(f"  {line}")
+        for key, value in job.options.items():
+            click.echo(f"  {key} = {json.dumps(value)}")
+        return
+    state.job = running
+    try:
+        ctx.invoke(command, **arguments)
+    finally:
+        state.job = None
+
+
+def job_parameters(command: click.Command) -> dict[str, click.Parameter]:
+    """A command's parameters by job-file key: the long option name in snake_case.
+
+    ``--out`` (stored as ``out_dir``) is ``out``; an argument keeps its name (``file``).
+    """
+    found: dict[str, click.Parameter] = {}
+    for param in command.params:
+        if param.name is None:
+            continue
+        longs = [opt for opt in param.opts if opt.startswith("--")]
+        key = longs[0][2:].replace("-", "_") if isinstance(param, click.Option) and longs else None
+        found[key or param.name] = param
+    return found
+
+
+def option_spec(key: str, param: click.Parameter) -> OptionSpec:
+    """What the job key of ``param`` takes, from the parameter's click type."""
+    ptype = param.type
+    option = param if isinstance(param, click.Option) else None
+    choices: tuple[str, ...] = ()
+    kind: OptionKind
+    if isinstance(ptype, click.Choice):
+        kind = "choice"
+        choices = tuple(c.value if isinstance(c, enum.Enum) else str(c) for c in ptype.choices)
+    elif isinstance(ptype, click.Path):
+        kind = "path"
+    elif isinstance(ptype, click.types.BoolParamType) or (option is not None and option.is_flag):
+        kind = "boolean"
+    elif isinstance(ptype, click.types.IntParamType):
+        kind = "integer"
+    elif isinstance(ptype, click.types.FloatParamType):
+        kind = "float"
+    else:
+        kind = "string"
+    multiple = (option is not None and option.multiple) or param.nargs == -1
+    help_text = option.help or "" if option is not None else ""
+    return OptionSpec(key, kind, multiple, param.required, choices, help_text)
+
+
+def job_specs(ctx: click.Context, kind: JobKind) -> list[OptionSpec]:
+    """The keys a job of ``kind`` may hold: its command's options."""
+    params = job_parameters(_job_command(ctx, kind))
+    return [option_spec(key, param) for key, param in params.items()]
+
+
+def job_arguments(
+    ctx: click.Context, job: JobFile, command: click.Command
+) -> tuple[dict[str, Any], TargetOptions]:
+    """A checked job file as the command's arguments, converted as its own options would be.
+
+    The target options come apart, as the job's :class:`TargetOptions` (``run``'s own
+    options override them); the rest are the arguments to invoke the command with.
+    """
+    params = job_parameters(command)
+    arguments: dict[str, Any] = {}
+    for key, value in job.options.items():
+        param = params[key]
+        try:
+            converted = param.process_value(ctx, tuple(value) if isinstance(value, list) else value)
+        except click.BadParameter as exc:
+            raise ConfigError(f"job file {job.path} [{job.kind}]: {key}: {exc.message}") from exc
+        if param.name:
+            arguments[param.name] = converted
+    given = {name: arguments.pop(name) for name in TARGET_PARAMS if name in arguments}
+    return arguments, TargetOptions(**given, env_source=f"job file {job.path}")
+
+
+def _job_command(ctx: click.Context, kind: JobKind) -> click.Command:
+    group = ctx.find_root().command
+    command = group.get_command(ctx, kind) if isinstance(group, click.Group) else None
+    if command is None:
+        raise ConfigError(f"this petsync has no {kind} command to run the job with")
+    return command
