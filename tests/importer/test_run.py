@@ -20,7 +20,8 @@ from petsync.core.errors import AuthenticationError, InputError
 from petsync.core.models import NewPet, Pet
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.run import ImportReport, run_import
+from petsync.importer.report import ImportReport
+from petsync.importer.run import run_import
 from petsync.importer.spreadsheet import open_spreadsheet
 from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock
@@ -468,7 +469,7 @@ class InstantClient:
 def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import petsync.importer.run as importer
+    import petsync.importer.sender as importer
 
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(50)))
