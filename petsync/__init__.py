@@ -34,7 +34,8 @@ from petsync.core.interface import API_VERSION
 from petsync.core.models import ErrorBody, NewPet, Pet, PetStatus
 from petsync.export.config import ExportConfig
 from petsync.importer.config import ImportConfig
-from petsync.importer.run import ImportReport, run_import
+from petsync.importer.report import ImportReport
+from petsync.importer.run import run_import
 from petsync.ops.logs import configure_logging
 from petsync.ops.metrics import RunMetrics, write_metrics
 from petsync.ops.settings import Target, resolve_target

@@ -37,11 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError, LockedError, PetsyncError
-
-try:  # POSIX only; elsewhere the lock is skipped (documented in the README).
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+from petsync.core.files import fsync_dir, try_lock
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +114,11 @@ class Journal:
         except OSError as exc:
             raise InputError(f"cannot open journal {path}: {exc.strerror or exc}") from exc
         try:
-            _lock(fd, path)
+            if not try_lock(fd):
+                raise LockedError(
+                    f"another petsync import is using journal {path}; wait for it to finish "
+                    "(two runs on one file could send a row twice)"
+                )
             data = _read_all(fd)
             if not data.strip():
                 header = {
@@ -130,7 +130,7 @@ class Journal:
                 os.ftruncate(fd, 0)
                 os.write(fd, (json.dumps(header) + "\n").encode())
                 os.fsync(fd)
-                _fsync_dir(path.parent)
+                fsync_dir(path.parent)  # the new file's name survives a power cut
                 return cls(path, fd, {}, resumed=False)
             states, good_length = _parse(data, path, source, sha256, settings)
             if good_length < len(data):
@@ -232,18 +232,6 @@ def _datasync(fd: int) -> None:
         os.fsync(fd)
 
 
-def _lock(fd: int, path: Path) -> None:
-    if fcntl is None:  # pragma: no cover
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        raise LockedError(
-            f"another petsync import is using journal {path}; wait for it to finish "
-            "(two runs on one file could send a row twice)"
-        ) from exc
-
-
 def _read_all(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     chunks = []
@@ -307,16 +295,3 @@ def _describe(settings: object) -> str:
     if not isinstance(settings, Mapping):
         return repr(settings)
     return ", ".join(f"{key}={value!r}" for key, value in settings.items())
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - not every platform opens directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)

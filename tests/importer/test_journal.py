@@ -1,8 +1,13 @@
-"""The journal: durable states, last line wins, torn lines, changed input refused, one run."""
+"""The journal: durable states, last line wins, torn lines, changed input refused, one run.
+
+Durability is checked at the os boundary: :class:`SyncRecorder` records the syncs that
+really happened, and of which file.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -10,6 +15,7 @@ import pytest
 
 from petsync.core.errors import InputError, LockedError
 from petsync.importer.journal import Journal, RowRecord, RowState
+from tests.importer.doubles import SyncRecorder
 
 SOURCE = Path("pets.csv")
 SETTINGS = {"columns": {"name": "name", "categoryId": "categoryId"}, "encoding": "utf-8"}
@@ -52,21 +58,28 @@ def test_states_survive_a_reopen_and_the_last_line_wins(tmp_path: Path) -> None:
         }
 
 
-def test_sending_is_on_disk_before_mark_sending_returns(tmp_path: Path) -> None:
+def test_sending_is_synced_before_mark_sending_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "j.jsonl"
-    journal = open_journal(path)
-    journal.mark_sending([7])
-    # Read through another descriptor while the journal is still open (no close, no sync).
-    assert lines(path)[-1] == {"row": 7, "state": "sending"}
-    assert journal.fsyncs == 1
-    journal.close()
-
-
-def test_a_batch_of_sending_marks_costs_one_sync(tmp_path: Path) -> None:
-    path = tmp_path / "j.jsonl"
+    syncs = SyncRecorder(monkeypatch)
     with open_journal(path) as journal:
+        journal.mark_sending([7])
+        # Read through another descriptor while the journal is still open (no close yet).
+        assert lines(path)[-1] == {"row": 7, "state": "sending"}
+        assert syncs.durable_bytes(path) == path.stat().st_size
+
+
+def test_a_batch_of_sending_marks_costs_one_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "j.jsonl"
+    syncs = SyncRecorder(monkeypatch)
+    with open_journal(path) as journal:
+        before = len(syncs.of(path))
         journal.mark_sending([2, 3, 5])
-        assert journal.fsyncs == 1
+        assert len(syncs.of(path)) == before + 1
+        assert syncs.durable_bytes(path) == path.stat().st_size
         assert lines(path)[1:] == [
             {"row": 2, "state": "sending"},
             {"row": 3, "state": "sending"},
@@ -74,35 +87,73 @@ def test_a_batch_of_sending_marks_costs_one_sync(tmp_path: Path) -> None:
         ]
 
 
-def test_outcomes_ride_on_the_next_fsync(tmp_path: Path) -> None:
+def test_outcomes_ride_on_the_next_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "j.jsonl"
+    syncs = SyncRecorder(monkeypatch)
+    with open_journal(path) as journal:
+        journal.mark_sending([2])
+        after_sending = len(syncs.of(path))
+        journal.record(RowRecord(2, RowState.CREATED, id=1))
+        assert len(syncs.of(path)) == after_sending  # the outcome cost no sync of its own
+        assert syncs.durable_bytes(path) < path.stat().st_size
+        journal.mark_sending([3])  # one sync makes both lines durable
+        assert len(syncs.of(path)) == after_sending + 1
+        assert syncs.durable_bytes(path) == path.stat().st_size
+    assert len(syncs.of(path)) == after_sending + 1  # close found nothing left to sync
+
+
+def test_an_outcome_is_synced_at_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "j.jsonl"
+    syncs = SyncRecorder(monkeypatch)
     with open_journal(path) as journal:
         journal.mark_sending([2])
         journal.record(RowRecord(2, RowState.CREATED, id=1))
-        assert journal.fsyncs == 1  # the outcome did not cost an fsync of its own
-        journal.mark_sending([3])
-        assert journal.fsyncs == 2
-    assert journal.fsyncs == 2  # close found nothing left to sync
+    assert syncs.durable_bytes(path) == path.stat().st_size
 
 
-def test_concurrent_sending_marks_share_fsyncs(tmp_path: Path) -> None:
+def test_sending_marks_made_during_a_sync_share_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "j.jsonl"
-    with open_journal(path) as journal:
-        barrier = threading.Barrier(8)
+    syncs = SyncRecorder(monkeypatch)
+    journal = open_journal(path)
+    before = len(syncs.of(path))
+    # Hold the first sync until two more rows are written: both must then wait for, and
+    # share, one sync (group commit) rather than sync one after the other.
+    sync_started, release = threading.Event(), threading.Event()
+    recorded_sync = os.fdatasync
 
-        def mark(start: int) -> None:
-            barrier.wait(timeout=10)
-            for row in range(start, start + 50):
-                journal.mark_sending([row])
+    def held_sync(fd: int) -> None:
+        if not sync_started.is_set():
+            sync_started.set()
+            release.wait(timeout=10)
+        recorded_sync(fd)
 
-        threads = [threading.Thread(target=mark, args=(i * 100,)) for i in range(8)]
-        for thread in threads:
+    monkeypatch.setattr(os, "fdatasync", held_sync)
+    appended = threading.Semaphore(0)
+    real_write = os.write
+
+    def counted_write(fd: int, data: bytes) -> int:
+        written = real_write(fd, data)
+        appended.release()
+        return written
+
+    monkeypatch.setattr(os, "write", counted_write)
+    threads = [threading.Thread(target=journal.mark_sending, args=([row],)) for row in (2, 3, 4)]
+    try:
+        threads[0].start()
+        assert appended.acquire(timeout=10) and sync_started.wait(timeout=10)
+        for thread in threads[1:]:
             thread.start()
+        assert appended.acquire(timeout=10) and appended.acquire(timeout=10)
+    finally:
+        release.set()
         for thread in threads:
-            thread.join(timeout=30)
-        assert len(journal.states) == 400
-        assert journal.fsyncs <= 400
-    assert len(lines(path)) == 401
+            thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(syncs.of(path)) == before + 2  # row 2's sync, then one for rows 3 and 4
+    assert syncs.durable_bytes(path) == path.stat().st_size
+    journal.close()
 
 
 def test_torn_last_line_is_dropped_and_cut(tmp_path: Path) -> None:

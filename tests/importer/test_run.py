@@ -16,14 +16,17 @@ import pytest
 
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.core.apikey import ApiKey
 from petsync.core.errors import AuthenticationError, InputError
-from petsync.core.models import NewPet, Pet
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.run import ImportReport, run_import
+from petsync.importer.report import ImportReport
+from petsync.importer.run import run_import
 from petsync.importer.spreadsheet import open_spreadsheet
+from petsync.importer.validation import validate_row
 from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock
+from tests.importer.doubles import InstantClient
 
 StartServer = Callable[..., RunningServer]
 
@@ -327,27 +330,30 @@ def test_max_errors_stops_and_leaves_rows_pending(
     assert report.stopped_reason == "--max-errors 2 reached; the remaining rows are pending"
 
 
-def test_401_stops_at_once_with_nothing_rejected(
-    tmp_path: Path, petstore_server: StartServer
+@pytest.mark.parametrize("concurrency", [1, 8], ids=["one-sender", "eight-senders"])
+def test_401_stops_at_once_with_every_row_pending_and_resumable(
+    tmp_path: Path, petstore_server: StartServer, concurrency: int
 ) -> None:
     srv = petstore_server()
     path = tmp_path / "pets.csv"
-    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(20)))
-    from petsync.core.apikey import ApiKey
-
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(40)))
     config = ClientConfig(base_url=srv.base_url, api_key=ApiKey("wrong-key"))
     with PetstoreClient(config) as client:
-        report = run_import(ImportConfig(path, concurrency=1), client)
-        assert client.requests == 1
+        report = run_import(ImportConfig(path, concurrency=concurrency), client)
+        assert 1 <= client.requests <= concurrency  # each sender stops at its first 401
     assert isinstance(report.stop, AuthenticationError)
     assert report.exit_code == 3
     assert (report.rejected_local, report.rejected_api, report.created) == (0, 0, 0)
-    assert report.pending == 20
+    assert (report.uncertain, report.pending) == (0, 40)
     assert srv.store.count() == 0
     assert read_csv(tmp_path / "pets.rejects.csv") == []
-    # Row 2 was journaled as surely unsent: a re-run with the right key sends everything.
+    # Rows refused or held back at the stop are journaled surely unsent, never uncertain ...
+    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
+    last_states = {json.loads(line)["row"]: json.loads(line)["state"] for line in lines}
+    assert set(last_states.values()) == {"unsent"}
+    # ... so a re-run with the right key sends everything.
     report = run(ImportConfig(path), srv)
-    assert (report.created, report.exit_code) == (20, 0)
+    assert (report.created, report.exit_code) == (40, 0)
 
 
 def test_429_is_survived(
@@ -430,49 +436,11 @@ def test_journal_records_every_row_before_and_after(
         }
 
 
-def test_rows_queued_at_a_stop_are_unsent_not_uncertain(
-    tmp_path: Path, petstore_server: StartServer
-) -> None:
-    srv = petstore_server()
-    path = tmp_path / "pets.csv"
-    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(40)))
-    from petsync.core.apikey import ApiKey
-
-    config = ClientConfig(base_url=srv.base_url, api_key=ApiKey("wrong-key"))
-    with PetstoreClient(config) as client:
-        report = run_import(ImportConfig(path, concurrency=8), client)
-        assert client.requests <= 8
-    assert isinstance(report.stop, AuthenticationError)
-    assert (report.uncertain, report.pending, report.created) == (0, 40, 0)
-    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
-    states = {json.loads(line)["row"]: json.loads(line)["state"] for line in lines}
-    assert set(states.values()) <= {"unsent"}
-
-
-class InstantClient:
-    """Creates pets in memory, instantly."""
-
-    requests = 0
-    retries = 0
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.lock = threading.Lock()
-
-    def create_pet(self, pet: NewPet) -> Pet:
-        with self.lock:
-            self.calls += 1
-            return Pet(id=self.calls, name=pet.name, categoryId=pet.categoryId)
-
-
 def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import petsync.importer.run as importer
-
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(50)))
-    validate = importer.validate_row
     client = InstantClient()
     pressed = threading.Event()
 
@@ -482,17 +450,17 @@ def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
         if client.calls >= 5 and not pressed.is_set():
             pressed.set()
             raise KeyboardInterrupt
-        return validate(*args)
+        return validate_row(*args)
 
-    monkeypatch.setattr(importer, "validate_row", press_ctrl_c_on_the_send_pass)
+    monkeypatch.setattr("petsync.importer.sender.validate_row", press_ctrl_c_on_the_send_pass)
     with pytest.raises(KeyboardInterrupt):
-        run_import(ImportConfig(path, concurrency=4), client)  # type: ignore[arg-type]
-    monkeypatch.setattr(importer, "validate_row", validate)
+        run_import(ImportConfig(path, concurrency=4), client)
+    monkeypatch.undo()
     accepted = read_csv(tmp_path / "pets.accepted.csv")
     assert 0 < len(accepted) == client.calls < 50
     assert read_csv(tmp_path / "pets.uncertain.csv") == []  # in-flight rows finished
     again = InstantClient()
-    report = run_import(ImportConfig(path), again)  # type: ignore[arg-type]
+    report = run_import(ImportConfig(path), again)
     assert (report.already_created, report.created) == (client.calls, 50 - client.calls)
     assert report.exit_code == 0
 
@@ -512,31 +480,3 @@ def test_unreachable_api_stops_with_rows_pending_not_uncertain(
     assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
     assert report.stopped_reason is not None
     assert report.stopped_reason.endswith("re-run the same command to resume")
-
-
-@pytest.mark.parametrize(("concurrency", "syncs"), [(1, 3), (8, None)])
-def test_rows_journaled_and_unanswered_never_exceed_the_sending_window(
-    tmp_path: Path, concurrency: int, syncs: int | None
-) -> None:
-    from petsync.importer.config import SENDING_WINDOW
-
-    path = tmp_path / "pets.csv"
-    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(64)))
-    report = run_import(ImportConfig(path, concurrency=concurrency), InstantClient())  # type: ignore[arg-type]
-    assert report.created == 64
-    # Replay the journal in write order: rows whose last line is `sending` are the ones a
-    # crash at that moment would leave uncertain.
-    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
-    open_rows: set[int] = set()
-    most = 0
-    for line in lines:
-        record = json.loads(line)
-        if record["state"] == "sending":
-            open_rows.add(record["row"])
-        else:
-            open_rows.discard(record["row"])
-        most = max(most, len(open_rows))
-    assert 0 < most <= SENDING_WINDOW
-    assert not open_rows
-    if syncs is not None:  # a lone sender: two batches of 32, then the outcomes at the end
-        assert report.journal_fsyncs == syncs

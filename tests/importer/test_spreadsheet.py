@@ -10,10 +10,16 @@ import openpyxl
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.importer.spreadsheet import ReadOptions, SheetRow, open_spreadsheet, render_cell
+from petsync.importer.spreadsheet import (
+    ReadOptions,
+    SheetRow,
+    Spreadsheet,
+    open_spreadsheet,
+    render_cell,
+)
 
 
-def read(path: Path, **options: str) -> tuple[tuple[str, ...], list[SheetRow], object]:
+def read(path: Path, **options: str) -> tuple[tuple[str, ...], list[SheetRow], Spreadsheet]:
     with open_spreadsheet(path, ReadOptions(**options)) as sheet:
         rows = list(sheet.rows())
         return sheet.header, rows, sheet
@@ -30,7 +36,7 @@ def test_utf8_bom_is_stripped(tmp_path: Path) -> None:
     header, rows, sheet = read(path)
     assert header == ("name", "categoryId")
     assert rows == [SheetRow(2, ("Rex", "1"))]
-    assert sheet.encoding_label == "utf-8 (BOM)"  # type: ignore[attr-defined]
+    assert sheet.encoding_label == "utf-8 (BOM)"
 
 
 def test_utf16_with_bom_is_decoded(tmp_path: Path) -> None:
@@ -38,8 +44,8 @@ def test_utf16_with_bom_is_decoded(tmp_path: Path) -> None:
     header, rows, sheet = read(path)
     assert header == ("name", "categoryId")
     assert rows == [SheetRow(2, ("Zoë", "1"))]
-    assert sheet.encoding_label == "utf-16 (BOM)"  # type: ignore[attr-defined]
-    assert sheet.delimiter_name == "tab"  # type: ignore[attr-defined]
+    assert sheet.encoding_label == "utf-16 (BOM)"
+    assert sheet.delimiter_name == "tab"
 
 
 def test_utf16_without_bom_is_explained(tmp_path: Path) -> None:
@@ -58,16 +64,16 @@ def test_plain_utf8_has_no_notice(tmp_path: Path) -> None:
     path = write(tmp_path, "name,categoryId\nZoë,1\n".encode())
     _, rows, sheet = read(path)
     assert rows[0].cells == ("Zoë", "1")
-    assert sheet.encoding_label == "utf-8"  # type: ignore[attr-defined]
-    assert sheet.encoding_notice is None  # type: ignore[attr-defined]
+    assert sheet.encoding_label == "utf-8"
+    assert sheet.encoding_notice is None
 
 
 def test_cp1252_fallback_comes_with_a_notice(tmp_path: Path) -> None:
     path = write(tmp_path, "name;categoryId\nCafé – “Rex”;1\n".encode("cp1252"))
     _, rows, sheet = read(path)
     assert rows[0].cells == ("Café – “Rex”", "1")
-    assert sheet.encoding_label == "cp1252"  # type: ignore[attr-defined]
-    assert sheet.encoding_notice == (  # type: ignore[attr-defined]
+    assert sheet.encoding_label == "cp1252"
+    assert sheet.encoding_notice == (
         "pets.csv is not valid UTF-8 (line 2, byte offset 19); read it as cp1252 "
         "(Windows Western European). If names look wrong, pass --encoding"
     )
@@ -98,7 +104,7 @@ def test_encoding_option_overrides_detection(tmp_path: Path) -> None:
     path = write(tmp_path, "name,categoryId\nZoë,1\n".encode())
     _, rows, sheet = read(path, encoding="latin-1")
     assert rows[0].cells == ("ZoÃ«", "1")
-    assert sheet.encoding_label == "iso8859-1"  # type: ignore[attr-defined]
+    assert sheet.encoding_label == "iso8859-1"
 
 
 def test_unknown_encoding_is_an_input_error(tmp_path: Path) -> None:
@@ -118,14 +124,14 @@ def test_delimiter_detected_from_header(tmp_path: Path, header: str, name: str) 
     header_cells, rows, sheet = read(path)
     assert header_cells == ("name", "categoryId")
     assert rows[0].cells == ("Rex", "1")
-    assert sheet.delimiter_name == name  # type: ignore[attr-defined]
+    assert sheet.delimiter_name == name
 
 
 def test_delimiter_inside_quotes_does_not_count(tmp_path: Path) -> None:
     path = write(tmp_path, b'"name, full";categoryId\nRex;1\n')
     header, _, sheet = read(path)
     assert header == ("name, full", "categoryId")
-    assert sheet.delimiter_name == "semicolon"  # type: ignore[attr-defined]
+    assert sheet.delimiter_name == "semicolon"
 
 
 def test_ambiguous_delimiter_stops_with_a_hint(tmp_path: Path) -> None:
@@ -168,7 +174,7 @@ def test_row_numbers_follow_the_spreadsheet_with_multiline_cells_and_blank_rows(
         (5, "Last"),
         (6, "Three\nline\ncell"),
     ]
-    assert sheet.blank_rows == 2  # type: ignore[attr-defined]
+    assert sheet.blank_rows == 2
 
 
 def test_unclosed_quote_names_the_row(tmp_path: Path) -> None:
@@ -178,16 +184,40 @@ def test_unclosed_quote_names_the_row(tmp_path: Path) -> None:
     assert str(info.value).startswith(f"{path}, row 3 (line 4): the CSV is malformed")
 
 
-def test_empty_file_needs_a_header(tmp_path: Path) -> None:
-    path = write(tmp_path, b"")
-    with pytest.raises(InputError, match="the file is empty; row 1 must be the header row"):
-        read(path)
+# A file refused for what its bytes are, before any row: name, bytes, the message's tail.
+REFUSED_FILES = [
+    ("pets.csv", b"", "the file is empty; row 1 must be the header row"),
+    (
+        "pets.csv",
+        b",,\nRex,1,\n",
+        "row 1 is blank; row 1 must be the header row (name, categoryId, status)",
+    ),
+    (
+        "pets.csv",
+        b"PK\x03\x04rest",
+        "this is a zip file (an .xlsx workbook?), not CSV; give it the .xlsx suffix to read "
+        "it as a workbook",
+    ),
+    (
+        "pets.xls",
+        b"\xd0\xcf\x11\xe0",
+        "the old .xls format cannot be read; save it as .xlsx or CSV in Excel",
+    ),
+]
 
 
-def test_blank_first_row_is_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, b",,\nRex,1,\n")
-    with pytest.raises(InputError, match="row 1 is blank; row 1 must be the header row"):
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    REFUSED_FILES,
+    ids=["empty", "blank-header-row", "zip-named-csv", "old-xls"],
+)
+def test_unreadable_file_is_refused_with_what_to_do(
+    tmp_path: Path, name: str, data: bytes, message: str
+) -> None:
+    path = write(tmp_path, data, name=name)
+    with pytest.raises(InputError) as info:
         read(path)
+    assert str(info.value) == f"{path}: {message}"
 
 
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
@@ -199,14 +229,14 @@ def test_sha256_fingerprints_the_bytes(tmp_path: Path) -> None:
     data = b"name,categoryId\nRex,1\n"
     path = write(tmp_path, data)
     _, _, sheet = read(path)
-    assert sheet.sha256 == hashlib.sha256(data).hexdigest()  # type: ignore[attr-defined]
+    assert sheet.sha256 == hashlib.sha256(data).hexdigest()
 
 
 def test_petsync_written_file_is_unescaped(tmp_path: Path) -> None:
     data = "name,categoryId,petsync_row\n'=cmd,'-5,2\n''Tis,1,3\n".encode("utf-8-sig")
     path = write(tmp_path, data)
     _, rows, sheet = read(path)
-    assert sheet.petsync_written  # type: ignore[attr-defined]
+    assert sheet.petsync_written
     assert [r.cells[:2] for r in rows] == [("=cmd", "-5"), ("'Tis", "1")]
 
 
@@ -214,12 +244,6 @@ def test_other_files_keep_leading_apostrophes(tmp_path: Path) -> None:
     path = write(tmp_path, b"name,categoryId\n'Tis,1\n")
     _, rows, _ = read(path)
     assert rows[0].cells == ("'Tis", "1")
-
-
-def test_zip_named_csv_is_explained(tmp_path: Path) -> None:
-    path = write(tmp_path, b"PK\x03\x04rest")
-    with pytest.raises(InputError, match="this is a zip file"):
-        read(path)
 
 
 def test_sheet_option_on_csv_is_refused(tmp_path: Path) -> None:
@@ -263,9 +287,9 @@ def test_xlsx_first_sheet_cached_values_as_text(tmp_path: Path) -> None:
         (7, ("Big", "9223372036854775807")),
         (8, ("Formula",)),
     ]
-    assert sheet.blank_rows == 2  # type: ignore[attr-defined]
-    assert sheet.sheet == "Intro"  # type: ignore[attr-defined]
-    assert sheet.encoding_label is None  # type: ignore[attr-defined]
+    assert sheet.blank_rows == 2
+    assert sheet.sheet == "Intro"
+    assert sheet.encoding_label is None
 
 
 def test_xlsx_named_sheet(tmp_path: Path) -> None:
@@ -284,12 +308,6 @@ def test_xlsx_unknown_sheet_lists_the_sheets(tmp_path: Path) -> None:
 def test_damaged_xlsx_is_an_input_error(tmp_path: Path) -> None:
     path = write(tmp_path, b"not a zip at all", name="pets.xlsx")
     with pytest.raises(InputError, match=r"pets.xlsx: cannot open the workbook \(.*"):
-        read(path)
-
-
-def test_old_xls_is_explained(tmp_path: Path) -> None:
-    path = write(tmp_path, b"\xd0\xcf\x11\xe0", name="pets.xls")
-    with pytest.raises(InputError, match="the old .xls format cannot be read"):
         read(path)
 
 

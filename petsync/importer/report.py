@@ -1,0 +1,137 @@
+"""What an import did: :class:`ImportReport`, its exit code and its JSON form.
+
+The report is what ``petsync import`` prints, what ``--report`` writes and what the
+metrics file counts. Library callers read its fields, or call ``raise_for_outcome()`` to
+turn anything short of a full import into an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from petsync.core.apikey import redact
+from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
+from petsync.importer.outputs import write_text_atomic
+
+
+@dataclass
+class ImportReport:
+    """What an import did. ``stop`` holds the error that ended the run early, if any.
+
+    Counts are over the whole file as the journal now stands, except ``created`` (this
+    run) and ``already_created`` (earlier runs). ``pending`` rows were not sent (a stop,
+    ``--max-errors``); ``would_send`` counts the valid rows of a dry run.
+    """
+
+    source: str
+    dry_run: bool
+    rows_read: int = 0
+    skipped_blank: int = 0
+    created: int = 0
+    already_created: int = 0
+    rejected_local: int = 0
+    rejected_api: int = 0
+    uncertain: int = 0
+    pending: int = 0
+    would_send: int = 0
+    encoding: str | None = None
+    encoding_notice: str | None = None
+    delimiter: str | None = None
+    sheet: str | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    normalisations: dict[str, int] = field(default_factory=dict)
+    elapsed_seconds: float = 0.0
+    requests: int = 0
+    retries: int = 0
+    journal_fsyncs: int = 0
+    journal_fsync_seconds: float = 0.0
+    concurrency_final: int | None = None
+    concurrency_lowest: int | None = None
+    files: dict[str, str] = field(default_factory=dict)
+    stopped_reason: str | None = None
+    stop: PetsyncError | None = None
+
+    @property
+    def rejected(self) -> int:
+        """Rows rejected, locally or by the API."""
+        return self.rejected_local + self.rejected_api
+
+    @property
+    def rows_per_second(self) -> float:
+        """Rows read per second of the whole run (0 before it ends)."""
+        return self.rows_read / self.elapsed_seconds if self.elapsed_seconds > 0 else 0.0
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 when every row was created (or would be, in a dry run); else 4, or the stop's."""
+        if self.stop is not None:
+            return self.stop.exit_code
+        if self.rejected_local or self.rejected_api or self.uncertain or self.pending:
+            return ExitCode.INCOMPLETE
+        return ExitCode.OK
+
+    def raise_for_stop(self) -> None:
+        """Raise the error that stopped the run, if one did (library callers)."""
+        if self.stop is not None:
+            raise self.stop
+
+    def raise_for_outcome(self) -> None:
+        """Raise the stop's error, or :class:`IncompleteError` (exit 4) when rows are left.
+
+        The output files are written by then; they say which rows and why.
+        """
+        self.raise_for_stop()
+        if self.exit_code is not ExitCode.OK:
+            raise IncompleteError(
+                f"{self.source}: {self.rejected} rows rejected, {self.uncertain} uncertain, "
+                f"{self.pending} pending"
+            )
+
+    def metric_counts(self) -> dict[str, int]:
+        """The run's counts for the metrics file, by metric name without ``petsync_``."""
+        return {
+            "rows_created": self.created,
+            "rows_rejected": self.rejected,
+            "rows_uncertain": self.uncertain,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the ``--report`` file holds it (the stop's message redacted)."""
+        return {
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "rows_read": self.rows_read,
+            "skipped_blank": self.skipped_blank,
+            "created": self.created,
+            "already_created": self.already_created,
+            "rejected_local": self.rejected_local,
+            "rejected_api": self.rejected_api,
+            "uncertain": self.uncertain,
+            "pending": self.pending,
+            "would_send": self.would_send,
+            "encoding": self.encoding,
+            "encoding_notice": self.encoding_notice,
+            "delimiter": self.delimiter,
+            "sheet": self.sheet,
+            "columns": self.columns,
+            "normalisations": self.normalisations,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "requests": self.requests,
+            "retries": self.retries,
+            "journal_fsyncs": self.journal_fsyncs,
+            "journal_fsync_seconds": round(self.journal_fsync_seconds, 3),
+            "concurrency_final": self.concurrency_final,
+            "concurrency_lowest": self.concurrency_lowest,
+            "files": self.files,
+            "stopped_reason": self.stopped_reason,
+            "error": None if self.stop is None else redact(str(self.stop)),
+            "exit_code": int(self.exit_code),
+        }
+
+    def write_json(self, path: Path) -> None:
+        """Write :meth:`to_json` to ``path`` atomically."""
+        write_text_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")

@@ -1,0 +1,349 @@
+"""The send pass: worker threads POST the valid rows not yet done, each journaled first.
+
+``concurrency`` worker threads share one client (any
+:class:`~petsync.client.api.PetCreator`); an adaptive
+:class:`~petsync.importer.concurrency_limit.ConcurrencyLimit` decides how many of them send
+at once. A worker with a permit takes a batch of valid rows not yet done from the row
+source (reading and validating them itself, under one lock: no feeder thread, no hand-off
+per row), journals the batch ``sending`` (durably, one sync) and POSTs its rows one after
+another, journaling each outcome. Batches share a window of rows journaled but not yet
+answered (what a crash can leave uncertain), so fewer senders take bigger batches.
+
+Outcomes per row: created (201); rejected by the API (a 4xx other than 401/429: final);
+uncertain (sent, then a timeout, a dropped connection or a 5xx: the pet may exist, so it
+is never re-sent unless ``resend_uncertain``); unsent (surely not created: a 401, or
+429/refused connections beyond the client's retries): the run stops and a re-run sends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from petsync.client.api import PetCreator
+from petsync.core.errors import (
+    ApiError,
+    AuthenticationError,
+    OutcomeUnknownError,
+    PetsyncError,
+    ProtocolError,
+    RetriesExhaustedError,
+    TransportError,
+)
+from petsync.core.models import NewPet
+from petsync.importer.check import CheckedInput
+from petsync.importer.concurrency_limit import ConcurrencyLimit
+from petsync.importer.config import ImportConfig
+from petsync.importer.journal import Journal, RowRecord, RowState
+from petsync.importer.spreadsheet import Spreadsheet
+from petsync.importer.validation import validate_row
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """How the send pass went: pets created, normalisations used, why it stopped early.
+
+    ``concurrency_final`` and ``concurrency_lowest`` are where the adaptive limit ended
+    and the fewest senders it allowed.
+    """
+
+    created: int
+    normalisations: dict[str, int]
+    stop: PetsyncError | None
+    stopped_reason: str | None
+    concurrency_final: int
+    concurrency_lowest: int
+
+
+def send_rows(
+    config: ImportConfig,
+    client: PetCreator,
+    journal: Journal,
+    checked: CheckedInput,
+    clock: Callable[[], float],
+) -> SendResult:
+    """Send the rows of ``checked`` that ``journal`` does not show as done.
+
+    Waits for every worker, also through Ctrl-C (a POST in flight gets its outcome
+    journaled), then raises :class:`KeyboardInterrupt` if it was pressed, or the error a
+    worker met while reading the input.
+    """
+    sender = _Sender(config, client, journal, clock)
+    with checked.reopen() as sheet:
+        source = _RowSource(sheet, checked, sender, journal.states)
+        workers = [
+            threading.Thread(
+                target=sender.work, args=(source,), name=f"petsync-import-{i}", daemon=True
+            )
+            for i in range(config.concurrency)
+        ]
+        for worker in workers:
+            worker.start()
+        interrupted = _join(workers, sender)
+    if source.error is not None:
+        raise source.error
+    if interrupted:
+        raise KeyboardInterrupt
+    return SendResult(
+        created=sender.created,
+        normalisations=dict(sorted(source.normalisations.items())),
+        stop=sender.stop,
+        stopped_reason=sender.stopped_reason,
+        concurrency_final=sender.limit.permits,
+        concurrency_lowest=max(1, int(sender.limit.lowest)),
+    )
+
+
+class _Sender:
+    """Shared state of the worker threads: the stop flag, the error budget, counters."""
+
+    def __init__(
+        self,
+        config: ImportConfig,
+        client: PetCreator,
+        journal: Journal,
+        clock: Callable[[], float],
+    ):
+        self.config = config
+        self.client = client
+        self.journal = journal
+        self.clock = clock
+        self.limit = ConcurrencyLimit(config.concurrency)
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.stop: PetsyncError | None = None
+        self.stopped_reason: str | None = None
+        self.errors = 0
+        self.created = 0
+
+    def halt(self, reason: str, error: PetsyncError | None = None) -> None:
+        with self.lock:
+            if not self.stopped.is_set():
+                self.stop, self.stopped_reason = error, reason
+                self.stopped.set()
+
+    def count_rejection(self) -> None:
+        with self.lock:
+            self.errors += 1
+            limit = self.config.max_errors
+            reached = limit is not None and self.errors >= limit
+        if reached:
+            self.halt(f"--max-errors {limit} reached; the remaining rows are pending")
+
+    def work(self, source: _RowSource) -> None:
+        """One worker: under a permit, take a batch, journal it `sending`, POST its rows."""
+        try:
+            while not self.stopped.is_set():
+                if not self.limit.acquire(self.stopped):
+                    return
+                batch: list[tuple[int, NewPet]] = []
+                try:
+                    # Fewer senders (a saturated server) take bigger batches: fewer syncs
+                    # and hand-offs; the window bounds the rows a crash can leave uncertain.
+                    batch = source.take(self.limit.permits)
+                    if not batch or self.stopped.is_set():
+                        return  # rows taken at a stop were not journaled: they stay pending
+                    self.journal.mark_sending([number for number, _ in batch])
+                    self.send_batch(batch)
+                finally:
+                    self.limit.release()
+                    source.done(len(batch))
+        except BaseException as exc:  # a bug must not leave the others waiting
+            error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
+            self.halt(f"unexpected error: {exc!r}", error)
+
+    def send_batch(self, batch: list[tuple[int, NewPet]]) -> None:
+        """POST a journaled batch, one row after another; rows a stop kept back are unsent."""
+        started = 0
+        try:
+            for index, (row, pet) in enumerate(batch):
+                if self.stopped.is_set():
+                    return
+                started = index + 1  # from here on the row may have left
+                self.timed_send(row, pet)
+        finally:
+            for row, _ in batch[started:]:
+                self.not_sent(row)
+
+    def not_sent(self, row: int) -> None:
+        """A row journaled ``sending`` that the stop kept from leaving: surely not created."""
+        self.journal.record(RowRecord(row, RowState.UNSENT, message="not sent: the run stopped"))
+
+    def timed_send(self, row: int, pet: NewPet) -> None:
+        """Send (under a permit of the adaptive limit), telling the limit its round trip."""
+        retries, started = self.client.retries, self.clock()
+        answered = False
+        try:
+            answered = self.send(row, pet)
+        finally:
+            rtt = self.clock() - started if answered else None
+            throttled = self.client.retries > retries  # a 429 (or refusal) was waited out
+            self.limit.observe(rtt=rtt, throttled=throttled)
+
+    def send(self, row: int, pet: NewPet) -> bool:
+        """POST one row and journal its outcome; True when the API answered it."""
+        # The worker journaled this row as `sending` (on disk) with its batch.
+        try:
+            created = self.client.create_pet(pet)
+        except AuthenticationError as exc:
+            # 401: refused before any work, so surely not created; nothing counts as rejected.
+            self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
+            self.halt("the API refused the key (401)", exc)
+        except OutcomeUnknownError as exc:
+            self._uncertain(row, exc, None)
+        except ApiError as exc:
+            if 400 <= exc.http_status < 500 and exc.http_status != 429:
+                self.journal.record(
+                    RowRecord(
+                        row,
+                        RowState.REJECTED,
+                        code=exc.code or f"http_{exc.http_status}",
+                        message=exc.api_message or str(exc),
+                        http_status=exc.http_status,
+                    )
+                )
+                self.count_rejection()
+                return True
+            elif exc.http_status == 429:
+                self._unsent(row, exc)
+            else:  # a 5xx the client did not classify: it was sent, outcome unknown
+                self._uncertain(row, exc, exc.http_status)
+        except RetriesExhaustedError as exc:
+            if isinstance(exc.last_error, OutcomeUnknownError):
+                self._uncertain(row, exc.last_error, None)
+            else:  # only surely-unsent failures are retried on POST
+                self._unsent(row, exc)
+        except TransportError as exc:  # refused before sending: not created
+            self._unsent(row, exc)
+        except ProtocolError as exc:  # a 2xx we cannot read: probably created
+            self._uncertain(row, exc, None)
+        except PetsyncError as exc:
+            self._uncertain(row, exc, None)
+            self.halt(str(exc), exc)
+        else:
+            self.journal.record(RowRecord(row, RowState.CREATED, id=created.id))
+            with self.lock:
+                self.created += 1
+            return True
+        return False
+
+    def _uncertain(self, row: int, exc: PetsyncError, status: int | None) -> None:
+        if status is None:
+            status = _status_in(exc)
+        self.journal.record(
+            RowRecord(row, RowState.UNCERTAIN, message=str(exc), http_status=status)
+        )
+        logger.warning(
+            "import_row_uncertain", extra={"fields": {"row": row, "http_status": status}}
+        )
+
+    def _unsent(self, row: int, exc: PetsyncError) -> None:
+        self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
+        self.halt(f"stopped: {exc}; re-run the same command to resume", exc)
+
+
+def _status_in(exc: PetsyncError) -> int | None:
+    status = getattr(exc, "http_status", None)
+    if isinstance(status, int):
+        return status
+    cause = exc.__cause__
+    return _status_in(cause) if isinstance(cause, PetsyncError) else None
+
+
+class _RowSource:
+    """The send pass's rows, read and validated by the workers themselves, under one lock.
+
+    Only rows to send are handed out; invalid rows count against ``--max-errors``. Rows
+    handed out and not yet :meth:`done` stay within ``config.sending_window``. An exception
+    while reading (or a Ctrl-C test double) is kept in ``error`` and re-raised by the main
+    thread once the workers are done.
+    """
+
+    def __init__(
+        self,
+        sheet: Spreadsheet,
+        checked: CheckedInput,
+        sender: _Sender,
+        states: dict[int, RowRecord],
+    ) -> None:
+        self.rows = iter(sheet.rows())
+        self.columns = checked.columns
+        self.width = checked.width
+        self.sender = sender
+        self.states = states
+        self.normalisations: Counter[str] = Counter()
+        self.error: BaseException | None = None
+        self.window = sender.config.sending_window
+        self.outstanding = 0
+        self.cond = threading.Condition(threading.Lock())
+
+    def take(self, senders: int) -> list[tuple[int, NewPet]]:
+        """The next rows to send: a share of the window for one of ``senders``, at least one.
+
+        Waits while the window is full (other senders hold it and are sending); fewer rows at
+        the end of the file, none at a stop.
+        """
+        batch: list[tuple[int, NewPet]] = []
+        sender, resend = self.sender, self.sender.config.resend_uncertain
+        with self.cond:
+            while self.outstanding >= self.window:
+                if sender.stopped.is_set():
+                    return batch
+                self.cond.wait(timeout=0.1)
+            if self.error is not None:
+                return batch
+            count = max(1, min(self.window // max(1, senders), self.window - self.outstanding))
+            try:
+                while len(batch) < count and not sender.stopped.is_set():
+                    row = next(self.rows, None)
+                    if row is None:
+                        break
+                    result = validate_row(row.cells, self.columns, self.width)
+                    if result.pet is None:
+                        sender.count_rejection()
+                        continue
+                    if result.normalisations:
+                        self.normalisations.update(n.value for n in result.normalisations)
+                    if _should_send(self.states.get(row.number), resend):
+                        batch.append((row.number, result.pet))
+            except BaseException as exc:
+                self.error = exc
+                sender.halt("interrupted")
+                return []  # nothing journaled yet: these rows stay pending
+            self.outstanding += len(batch)
+        return batch
+
+    def done(self, rows: int) -> None:
+        """A batch of ``rows`` rows was answered or journaled unsent: free its window share."""
+        if rows:
+            with self.cond:
+                self.outstanding -= rows
+                self.cond.notify()
+
+
+def _join(workers: list[threading.Thread], sender: _Sender) -> bool:
+    """Wait for the workers to finish their POSTs, even through Ctrl-C; True if pressed."""
+    interrupted = False
+    for worker in workers:
+        while worker.is_alive():
+            try:
+                worker.join(timeout=0.5)
+            except KeyboardInterrupt:
+                # Leaving now would abandon POSTs in flight with no outcome journaled;
+                # each ends within the client's timeouts.
+                interrupted = True
+                sender.halt("interrupted")
+    return interrupted
+
+
+def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:
+    if record is None or record.state is RowState.UNSENT:
+        return True
+    if record.state in (RowState.UNCERTAIN, RowState.SENDING):
+        return resend_uncertain
+    return False  # created or rejected by the API: final

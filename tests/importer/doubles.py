@@ -1,0 +1,76 @@
+"""Test doubles of the import tests: an instant in-memory client, and a recorder of syncs.
+
+Plain classes, not fixtures: a test builds the one it needs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from petsync.core.models import NewPet, Pet
+
+
+class InstantClient:
+    """Creates pets in memory, instantly (a :class:`~petsync.client.api.PetCreator`)."""
+
+    requests = 0
+    retries = 0
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def create_pet(self, pet: NewPet) -> Pet:
+        with self.lock:
+            self.calls += 1
+            return Pet(id=self.calls, name=pet.name, categoryId=pet.categoryId)
+
+
+@dataclass(frozen=True)
+class Sync:
+    """One ``fsync``/``fdatasync`` that returned: the file synced and its size when asked."""
+
+    device: int
+    inode: int
+    size: int
+
+
+class SyncRecorder:
+    """Wraps ``os.fsync`` and ``os.fdatasync``: each call goes through, then is recorded.
+
+    A sync is recorded only once the real call returned, with the file its descriptor is
+    open on (device and inode, so a reused descriptor number cannot fool it) and the
+    file's size just before the call: the bytes that sync made durable.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.syncs: list[Sync] = []
+        self._lock = threading.Lock()
+        for name in ("fsync", "fdatasync"):
+            if hasattr(os, name):
+                monkeypatch.setattr(os, name, self._through(getattr(os, name)))
+
+    def _through(self, real: Callable[[int], None]) -> Callable[[int], None]:
+        def sync(fd: int) -> None:
+            stat = os.fstat(fd)
+            real(fd)
+            with self._lock:
+                self.syncs.append(Sync(stat.st_dev, stat.st_ino, stat.st_size))
+
+        return sync
+
+    def of(self, path: Path) -> list[Sync]:
+        """The syncs of the file at ``path``, oldest first."""
+        stat = path.stat()
+        with self._lock:
+            return [s for s in self.syncs if (s.device, s.inode) == (stat.st_dev, stat.st_ino)]
+
+    def durable_bytes(self, path: Path) -> int:
+        """How many leading bytes of ``path`` some sync has made durable (0 if none)."""
+        return max((s.size for s in self.of(path)), default=0)
