@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from petsync.client.client import CheckReport
     from petsync.export.diff import SnapshotDiff
     from petsync.export.report import ExportReport
-    from petsync.importer.run import ImportReport
+    from petsync.importer.report import ImportReport
     from petsync.ops.settings import Target
 
 
