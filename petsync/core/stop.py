@@ -22,6 +22,9 @@ DEFAULT_GRACE_SECONDS = 10.0
 class StopRequest:
     """A request to stop, set once (the first reason wins) and read from any thread.
 
+    ``grace_seconds`` is how long a job may still wait for requests it already sent
+    (``--grace``); past it, what is still in flight is recorded as unknown.
+
     >>> stop = StopRequest()
     >>> stop.requested
     False
@@ -30,7 +33,8 @@ class StopRequest:
     (True, 'SIGTERM received', 143)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, grace_seconds: float = DEFAULT_GRACE_SECONDS) -> None:
+        self.grace_seconds = grace_seconds  # how long requests already sent may still take
         self._event = threading.Event()
         self.reason: str | None = None
         self.signal_number: int | None = None
