@@ -221,12 +221,17 @@ def normalise_base_url(url: str, allow_insecure_http: bool = False) -> str:
             f"Did you mean {_with_version(text)} ?"
         )
     if parsed.scheme == "http" and not is_loopback(parsed.host) and not allow_insecure_http:
-        raise ConfigError(
-            f"base URL {text!r} uses plain http to a host that is not loopback: the API key "
-            "would cross the network in clear text. Use https, or pass --allow-insecure-http "
-            "if you really mean it."
-        )
+        raise plain_http_refused(text)
     return text
+
+
+def plain_http_refused(base_url: str) -> ConfigError:
+    """The refusal of a plain-http base URL to a host that is not loopback."""
+    return ConfigError(
+        f"base URL {base_url!r} uses plain http to a host that is not loopback: the API key "
+        "would cross the network in clear text. Use https, or pass --allow-insecure-http "
+        "if you really mean it."
+    )
 
 
 def _credentials_refused(shown: str) -> ConfigError:

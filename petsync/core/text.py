@@ -21,11 +21,12 @@ SHOWN_TEXT_LIMIT = 300  # characters; enough for any real message, a screenful a
 _KEPT_UNPRINTABLE = "Zs"
 
 
-def shown_text(text: str, limit: int = SHOWN_TEXT_LIMIT) -> str:
+def shown_text(text: str, limit: int = SHOWN_TEXT_LIMIT, *, length: int | None = None) -> str:
     """``text`` with control characters escaped, cut to about ``limit`` characters.
 
     Escapes read like Python's: ``\\x1b``, ``\\n``, ``\\u202e``. A cut says how long the text
-    was, so nobody mistakes the start for the whole:
+    was, so nobody mistakes the start for the whole; when ``text`` is only the start of a
+    longer text (an excerpt), ``length`` is the whole text's length:
 
     >>> shown_text("\\x1b]0;owned\\x07 bad key")
     '\\\\x1b]0;owned\\\\x07 bad key'
@@ -34,7 +35,8 @@ def shown_text(text: str, limit: int = SHOWN_TEXT_LIMIT) -> str:
 
     Text that needs neither (the usual case) is returned as it is, at the cost of one scan.
     """
-    if len(text) <= limit and text.isprintable():
+    whole = len(text) if length is None else length
+    if whole <= limit and text.isprintable():
         return text
     out: list[str] = []
     used = 0
@@ -49,8 +51,8 @@ def shown_text(text: str, limit: int = SHOWN_TEXT_LIMIT) -> str:
         out.append(piece)
         used += len(piece)
         taken += 1
-    if taken < len(text):
-        out.append(f"... ({len(text)} characters, cut)")
+    if taken < len(text) or whole > len(text):
+        out.append(f"... ({whole} characters, cut)")
     return "".join(out)
 
 

@@ -64,3 +64,8 @@ def test_the_result_can_always_be_encoded_and_printed_on_one_line() -> None:
     shown.encode("utf-8")  # no lone surrogate left
     assert "\n" not in shown and "\r" not in shown and "\x1b" not in shown
     assert all(char.isprintable() or unicodedata.category(char) == "Zs" for char in shown)
+
+
+def test_an_excerpt_reports_the_length_of_the_whole_text() -> None:
+    assert shown_text("start of it", length=5_000) == "start of it... (5000 characters, cut)"
+    assert shown_text("all of it", length=9) == "all of it"
