@@ -64,7 +64,7 @@ def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> 
         return b"".join(chunks)
     stream: Iterable[bytes] = response.iter_raw()
     for coding in reversed(codings):  # the last coding applied is the first undone
-        stream = _inflated(stream, coding, limit, f"{method} {shown}")
+        stream = inflate(stream, coding, limit, f"{method} {shown}")
     return b"".join(stream)
 
 
@@ -82,7 +82,7 @@ def _codings(header: str | None, method: str, shown: str) -> list[str]:
     return codings
 
 
-def _inflated(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> Iterator[bytes]:
+def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> Iterator[bytes]:
     """Undo one content coding in pieces of at most PIECE bytes, failing past ``limit``.
 
     Every stage is held to the limit, so a bomb nested in several codings cannot make an
