@@ -1,7 +1,8 @@
 """A raw HTTP/1.1 server on 127.0.0.1 for the client's transport tests: hostile on purpose.
 
 Connection n is answered by script n, which gets the socket after the request (head and any
-``Content-Length`` body) was read and writes what it likes: slowly, hugely, or not at all.
+``Content-Length`` body) was read (or at once, with ``read_requests=False``) and writes what
+it likes: slowly, hugely, or not at all.
 Everything is bounded: scripts send finite data, waits go through :meth:`Loopback.pause`
 (which ``close`` interrupts), ``accept`` gives up after ``ACCEPT_TIMEOUT``, and ``close``
 joins the thread with a timeout.
@@ -27,8 +28,9 @@ class Loopback:
     ``connections`` counts accepted connections (a proxy that must see nothing keeps 0).
     """
 
-    def __init__(self, *scripts: Script) -> None:
+    def __init__(self, *scripts: Script, read_requests: bool = True) -> None:
         self.requests: list[bytes] = []
+        self._read_requests = read_requests  # False: the script gets the raw connection
         self.sent = 0
         self.connections = 0
         self._scripts = list(scripts)
@@ -75,7 +77,8 @@ class Loopback:
             with conn:
                 conn.settimeout(IO_TIMEOUT)
                 try:
-                    self.requests.append(_read_request(conn))
+                    if self._read_requests:
+                        self.requests.append(_read_request(conn))
                     script(self, conn)
                 except OSError:
                     pass  # the client hung up: what these tests provoke
