@@ -21,6 +21,7 @@ from petsync.core.errors import (
     ExitCode,
     NotFoundError,
     OutcomeUnknownError,
+    PaginationError,
     PetsyncError,
     ProtocolError,
     RetriesExhaustedError,
@@ -712,3 +713,66 @@ def test_page_parsing_fast_path_gives_what_parse_pet_gives() -> None:
     assert records.keys[:5] == [INT64_MAX, INT64_MIN, 1, 2, 3]
     assert records.all_valid is False
     assert parse_records(list(PARSE_CASES[:5]), "URL").all_valid is True
+
+
+# -- text the server sent, as it reaches a message ------------------------------------------------
+
+HOSTILE = "\x1b[2J\x1b[H\x1b]0;owned\x07" + "A" * (5 * 1024 * 1024 - 17)
+
+
+def test_a_huge_error_message_with_escape_sequences_is_escaped_and_cut(
+    api: respx.MockRouter, fake_clock: FakeClock
+) -> None:
+    body = {"code": "bad\x1b[31mcode", "message": HOSTILE, "status": 400}
+    api.post(PETS).respond(400, json=body)
+    with pytest.raises(ApiError) as caught:
+        _client(fake_clock).create_pet(NewPet("Rex", 3))
+    error = caught.value
+    shown = "\\x1b[2J\\x1b[H\\x1b]0;owned\\x07"
+    assert error.api_message == shown + "A" * (300 - len(shown)) + "... (5242880 characters, cut)"
+    assert error.code == "bad\\x1b[31mcode"
+    assert str(error) == f"POST {PETS} answered HTTP 400, {error.code}: {error.api_message}"
+    assert "\x1b" not in str(error) and len(str(error)) < 500
+
+
+def test_an_excerpt_and_its_content_type_are_escaped(
+    api: respx.MockRouter, fake_clock: FakeClock
+) -> None:
+    api.get(PETS).respond(418, text="tea\x1b]0;x\x07pot", headers={"Content-Type": "x/\x1b[2J"})
+    with pytest.raises(ApiError) as caught:
+        _list(_client(fake_clock))
+    assert caught.value.excerpt == "tea\\x1b]0;x\\x07pot"
+    assert str(caught.value) == (
+        f"GET {PETS}?limit=100 answered HTTP 418, not the interface's Error body "
+        "(x/\\x1b[2J): 'tea\\\\x1b]0;x\\\\x07pot'"
+    )
+
+
+def test_a_redirect_location_is_cut(api: respx.MockRouter, fake_clock: FakeClock) -> None:
+    location = "https://elsewhere.test/" + "p" * 10_000
+    api.get(PETS).respond(302, headers={"Location": location})
+    with pytest.raises(ApiError) as caught:
+        _list(_client(fake_clock))
+    message = str(caught.value)
+    assert "a redirect to https://elsewhere.test/ppp" in message
+    assert "... (10023 characters, cut); petsync does not follow redirects" in message
+    assert len(message) < 600
+
+
+def test_a_cursor_in_a_loop_message_is_escaped_and_cut(fake_clock: FakeClock) -> None:
+    cursor = "\x1b[2J" + "c" * 5_000
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(len(calls) + 1)  # a new record each time: only the cursor repeats
+        pets = [{"id": calls[-1], "name": "a", "categoryId": 1}]
+        return httpx.Response(200, json=pets, headers={"X-Next-Cursor": cursor})
+
+    config = ClientConfig(BASE, ApiKey(KEY), pagination="cursor")
+    client = PetstoreClient(config, transport=httpx.MockTransport(handler))
+    with pytest.raises(PaginationError) as caught:
+        _list(client, limit=1)
+    message = str(caught.value)
+    assert message.startswith("the server sent the cursor '\\x1b[2Jccc")
+    assert "... (5004 characters, cut)' again (" in message
+    assert "\x1b" not in message and len(message) < 1200
