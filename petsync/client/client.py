@@ -505,7 +505,8 @@ class PetstoreClient:
                 **fields,
             )
         cls = NotFoundError if status == 404 else ApiError
-        return cls(f"{method} {shown} answered HTTP {status}, {said}", **fields)
+        fix = _refusal_fix(status, response.request.url.path.endswith("/pets"))
+        return cls(f"{method} {shown} answered HTTP {status}, {said}{fix}", **fields)
 
     def _excerpt(self, response: httpx.Response, content: bytes) -> str:
         """The start of a body, whitespace runs made one space, redacted, escaped and cut."""
@@ -518,6 +519,20 @@ class PetstoreClient:
         start = redact(" ".join(head.split()), self._keys)
         whole = len(text) if len(head) < len(text) else len(start)
         return shown_text(start, EXCERPT_CHARS, length=whole)
+
+
+def _refusal_fix(status: int, pets_path: bool) -> str:
+    """What to do about a 4xx that is not retried, when the status says it (else nothing)."""
+    if status == 403:
+        return "; the API refused this key the operation: check the key's rights with the API owner"
+    if status in (404, 405, 410) and pets_path:
+        return "; the API has no /pets there: check the base URL (it ends with /v1)"
+    if status == 407:
+        return (
+            "; a proxy on the way wants credentials: give them in the proxy URL "
+            "(e.g. HTTPS_PROXY=http://user:password@proxy:3128)"
+        )
+    return ""
 
 
 def _pet(value: object) -> Pet:

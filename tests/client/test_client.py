@@ -148,6 +148,11 @@ def test_a_body_that_is_not_an_error_body_keeps_status_and_excerpt(
     assert str(error) == (
         f"GET {PETS}?limit=100 answered HTTP {status}, not the interface's Error body "
         f"({content_type}): {excerpt!r}"
+        + (
+            "; the API refused this key the operation: check the key's rights with the API owner"
+            if status == 403
+            else ""
+        )
     )
 
 

@@ -265,3 +265,29 @@ def test_tls_to_a_plain_http_port_fails_at_once(serve: Serve, fake_clock: FakeCl
     assert str(caught.value).startswith(f"TLS with 127.0.0.1 failed for GET {base}/pets?limit=100")
     assert "Check the base URL's scheme and port" in str(caught.value)
     assert server.connections == 1 and fake_clock.sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("status", "fix"),
+    [
+        (
+            403,
+            "; the API refused this key the operation: check the key's rights with the API owner",
+        ),
+        (404, "; the API has no /pets there: check the base URL (it ends with /v1)"),
+        (
+            407,
+            "; a proxy on the way wants credentials: give them in the proxy URL (e.g. "
+            "HTTPS_PROXY=http://user:password@proxy:3128)",
+        ),
+        (409, ""),
+    ],
+    ids=str,
+)
+def test_a_refused_request_says_what_to_fix_when_the_status_tells(
+    status: int, fix: str, fake_clock: FakeClock
+) -> None:
+    client = _client(fake_clock, lambda request: httpx.Response(status))
+    with pytest.raises(ApiError) as caught:
+        list(client.list_pets())
+    assert str(caught.value) == f"GET {URL} answered HTTP {status}, an empty body{fix}"
