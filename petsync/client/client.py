@@ -350,7 +350,8 @@ class PetstoreClient:
                 finally:
                     response.close()
             except httpx.RequestError as exc:
-                failure = self._transport_failure(method, shown, exc, late=deadline.passed())
+                late = isinstance(exc, httpx.TimeoutException) and deadline.passed()
+                failure = self._transport_failure(method, shown, exc, late=late)
             except httpx.InvalidURL as exc:  # not a RequestError: nothing was sent
                 failure = Failure(
                     TransportError(
@@ -376,30 +377,10 @@ class PetstoreClient:
     ) -> Failure:
         """Translate an httpx error: what happened, whether it was sent, whether to retry."""
         detail = shown_text(f"{type(exc).__name__}: {redact(str(exc), self._keys) or 'no detail'}")
-        host = self._host
-        cause = _cause(exc)
-        if isinstance(cause, socket.gaierror) and cause.errno != socket.EAI_AGAIN:
-            return _final(
-                f"could not find the host {host} for {method} {shown} ({detail}): the name "
-                "does not resolve. Check the host name in the base URL (and this machine's DNS)",
-                shown,
-            )
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return _final(
-                f"the TLS certificate of {host} was refused for {method} {shown} ({detail}). "
-                "Check that the base URL names the API's own host; if the API uses a private "
-                "certificate authority, point SSL_CERT_FILE at its certificate",
-                shown,
-            )
-        if isinstance(cause, ssl.SSLError) and not isinstance(
-            cause, ssl.SSLEOFError | ssl.SSLZeroReturnError
-        ):
-            return _final(
-                f"TLS with {host} failed for {method} {shown} ({detail}): the server does not "
-                "speak TLS as expected. Check the base URL's scheme and port (https to a port "
-                "that serves plain http?)",
-                shown,
-            )
+        if isinstance(exc, httpx.ConnectError):  # DNS and TLS fail while connecting
+            final = self._connect_failure(method, shown, detail, _cause(exc))
+            if final is not None:
+                return final
         if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
             return _final(
                 f"petsync could not send {method} {shown} ({detail}); check the base URL", shown
@@ -442,9 +423,34 @@ class PetstoreClient:
             error = TransportError(f"no answer to {method} {shown} {detail}", url=shown)
         return Failure(error, sent=True)
 
-    @property
-    def _host(self) -> str:
-        return httpx.URL(self._config.base_url).host
+    def _connect_failure(
+        self, method: str, shown: str, detail: str, cause: BaseException
+    ) -> Failure | None:
+        """A connect failure that trying again cannot mend (nothing was sent), or None."""
+        host = httpx.URL(self._config.base_url).host
+        if isinstance(cause, socket.gaierror) and cause.errno != socket.EAI_AGAIN:
+            return _final(
+                f"could not find the host {host} for {method} {shown} ({detail}): the name "
+                "does not resolve. Check the host name in the base URL (and this machine's DNS)",
+                shown,
+            )
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _final(
+                f"the TLS certificate of {host} was refused for {method} {shown} ({detail}). "
+                "Check that the base URL names the API's own host; if the API uses a private "
+                "certificate authority, point SSL_CERT_FILE at its certificate",
+                shown,
+            )
+        if isinstance(cause, ssl.SSLError) and not isinstance(
+            cause, ssl.SSLEOFError | ssl.SSLZeroReturnError
+        ):
+            return _final(
+                f"TLS with {host} failed for {method} {shown} ({detail}): the server does not "
+                "speak TLS as expected. Check the base URL's scheme and port (https to a port "
+                "that serves plain http?)",
+                shown,
+            )
+        return None
 
     def _status_failure(
         self, method: str, shown: str, response: httpx.Response, body: bytes

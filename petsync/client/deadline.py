@@ -139,6 +139,8 @@ class DeadlineStream(httpcore.NetworkStream):
             raise
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:  # h11 ends a bodiless request with an empty write: nothing to bound
+            return
         limit, by_deadline = self._deadline.clamp(timeout, httpcore.WriteTimeout)
         try:
             self._stream.write(buffer, limit)

@@ -184,6 +184,16 @@ def test_a_post_whose_connection_was_reset_after_sending_is_not_re_sent(
     assert handler.calls == 1
 
 
+def test_a_tls_error_after_sending_is_still_outcome_unknown_for_a_post(
+    fake_clock: FakeClock,
+) -> None:
+    bad_mac = ssl.SSLError(1, "[SSL: DECRYPTION_FAILED_OR_BAD_RECORD_MAC] bad record mac")
+    handler = Failing(httpx.ReadError("[SSL] bad record mac"), bad_mac)
+    with pytest.raises(OutcomeUnknownError):
+        _client(fake_clock, handler).create_pet(NewPet("Rex", 3))
+    assert handler.calls == 1
+
+
 @pytest.mark.parametrize(
     ("status", "calls"),
     [(408, ATTEMPTS), (429, ATTEMPTS), (400, 1), (403, 1), (404, 1), (409, 1), (451, 1)],
