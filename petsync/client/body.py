@@ -30,7 +30,7 @@ ACCEPTED_ENCODINGS = "gzip, deflate"  # what petsync asks for, and all it decode
 _WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
 
 
-def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> bytes:
+def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> bytes | bytearray:
     """The decoded body of a streamed response, at most ``limit`` bytes.
 
     Raises :class:`ProtocolError` naming the URL and the limit as soon as the body (or its
@@ -54,18 +54,37 @@ def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> 
                 limit,
                 started=False,
             )
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_raw():
-            size += len(chunk)
-            if size > limit:
-                raise _too_large(f"{method} {shown} answered a body larger than", limit)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return _collected(response.iter_raw(), limit, f"{method} {shown}")
     stream: Iterable[bytes] = response.iter_raw()
     for coding in reversed(codings):  # the last coding applied is the first undone
         stream = inflate(stream, coding, limit, f"{method} {shown}")
-    return b"".join(stream)
+    return _collected(stream, limit, f"{method} {shown}")
+
+
+def _collected(pieces: Iterable[bytes], limit: int, request: str) -> bytes | bytearray:
+    """The pieces as one buffer, failing past ``limit``; within the limit plus a piece.
+
+    A body that came in one piece (the usual page) is returned as it is, uncopied; more
+    pieces grow one buffer in place, so the body is never held twice (as ``b"".join`` would
+    while it copies).
+    """
+    first: bytes | None = None
+    buffer: bytearray | None = None
+    size = 0
+    for piece in pieces:
+        size += len(piece)
+        if size > limit:
+            raise _too_large(f"{request} answered a body larger than", limit)
+        if first is None:
+            first = piece
+        elif buffer is None:
+            buffer = bytearray(first)
+            buffer += piece
+        else:
+            buffer += piece
+    if buffer is not None:
+        return buffer
+    return first if first is not None else b""
 
 
 def _codings(header: str | None, method: str, shown: str) -> list[str]:
@@ -147,7 +166,7 @@ class NestingError(ValueError):
     """A JSON document nested deeper than petsync reads."""
 
 
-def parse_json(body: bytes) -> object:
+def parse_json(body: bytes | bytearray) -> object:
     """Decode a JSON body; ValueError when it is not JSON, NestingError when nested too deep.
 
     A normal document costs nothing extra: the depth is only measured when the parser ran
@@ -163,7 +182,7 @@ def parse_json(body: bytes) -> object:
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def _nesting_message(body: bytes) -> str:
+def _nesting_message(body: bytes | bytearray) -> str:
     depth = deepest = 0
     for match in _TOKEN.finditer(body):
         token = match.group()

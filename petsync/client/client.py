@@ -325,7 +325,7 @@ class PetstoreClient:
         *,
         json: dict[str, Any] | None = None,
         tally: Tally | None = None,
-    ) -> tuple[httpx.Response, bytes]:
+    ) -> tuple[httpx.Response, bytes | bytearray]:
         """Send with retries; return a 2xx response and its body, or raise the translated error.
 
         Each attempt runs under the request deadline and reads the body within the size
@@ -453,7 +453,7 @@ class PetstoreClient:
         return None
 
     def _status_failure(
-        self, method: str, shown: str, response: httpx.Response, body: bytes
+        self, method: str, shown: str, response: httpx.Response, body: bytes | bytearray
     ) -> Failure:
         retry_after = parse_retry_after(
             response.headers.get("Retry-After"),
@@ -471,7 +471,7 @@ class PetstoreClient:
         return Failure(error, sent=True, http_status=response.status_code, retry_after=retry_after)
 
     def _api_error(
-        self, method: str, shown: str, response: httpx.Response, content: bytes
+        self, method: str, shown: str, response: httpx.Response, content: bytes | bytearray
     ) -> ApiError:
         status = response.status_code
         try:
@@ -514,7 +514,7 @@ class PetstoreClient:
         fix = _refusal_fix(status, response.request.url.path.endswith("/pets"))
         return cls(f"{method} {shown} answered HTTP {status}, {said}{fix}", **fields)
 
-    def _excerpt(self, response: httpx.Response, content: bytes) -> str:
+    def _excerpt(self, response: httpx.Response, content: bytes | bytearray) -> str:
         """The start of a body, whitespace runs made one space, redacted, escaped and cut."""
         try:
             text = content.decode(response.encoding or "utf-8", errors="replace")

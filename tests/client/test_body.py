@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 import httpx
 import pytest
 
-from petsync.client.body import PIECE, inflate, nested_deeper_than
+from petsync.client.body import PIECE, inflate, nested_deeper_than, read_body
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.apikey import ApiKey
@@ -55,9 +55,8 @@ def gzip_bomb(inflated: int) -> Iterator[bytes]:
 
 
 def zeros(total: int, size: int = 64 * 1024) -> Iterator[bytes]:
-    chunk = bytes(size)
     for _ in range(total // size):
-        yield chunk
+        yield bytes(size)  # a new object each time, as from a socket
 
 
 Serve = Callable[..., Loopback]
@@ -213,6 +212,23 @@ def test_a_body_at_the_limit_passes_and_one_byte_more_fails(fake_clock: FakeCloc
         list(_mock(fake_clock, _split(body + b" "), None, limit=200).list_pets())
     with pytest.raises(ProtocolError, match="^GET .* gzip body that inflates to more than the"):
         list(_mock(fake_clock, [gzip.compress(body + b" ")], "gzip", limit=200).list_pets())
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_a_body_near_the_limit_is_held_once_not_twice(encoding: str | None) -> None:
+    size = 8 * MiB
+    chunks: Iterable[bytes] = zeros(size) if encoding is None else gzip_bomb(size)
+    response = httpx.Response(
+        200, headers={"Content-Encoding": encoding or "identity"}, stream=Streamed(chunks)
+    )
+    tracemalloc.start()
+    try:
+        body = read_body(response, size, "GET", "u")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(body) == size
+    assert peak < size * 1.3  # joining the pieces would hold the body twice
 
 
 def test_one_network_chunk_inflates_a_piece_at_a_time() -> None:
