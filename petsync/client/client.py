@@ -33,8 +33,9 @@ from petsync.client.body import ACCEPTED_ENCODINGS, NestingError, parse_json, re
 from petsync.client.config import DEFAULT_PAGE_LIMIT, TIMEOUT_OPTION, ClientConfig
 from petsync.client.deadline import RequestDeadline
 from petsync.client.listing import Listing, Records, Tally, parse_records
+from petsync.client.proxy import ProxyRoute, choose_proxy
 from petsync.client.retry import Failure, RetrySchedule, parse_retry_after
-from petsync.client.transport import build_transport
+from petsync.client.transport import DeadlineTransport
 from petsync.core.apikey import redact
 from petsync.core.errors import (
     ApiError,
@@ -135,10 +136,10 @@ class PetstoreClient:
         self._requests = 0
         self._retries = 0
         self._deadline = RequestDeadline()
+        self._proxy: ProxyRoute | None = None
         if transport is None:
-            transport = build_transport(
-                config, self._deadline, os.environ if environ is None else environ
-            )
+            self._proxy = choose_proxy(config, os.environ if environ is None else environ)
+            transport = DeadlineTransport(self._deadline, self._proxy)
         self._http = httpx.Client(
             auth=BearerAuth(config.api_key) if config.api_key is not None else None,
             timeout=config.timeout,
@@ -386,10 +387,12 @@ class PetstoreClient:
                 f"petsync could not send {method} {shown} ({detail}); check the base URL", shown
             )
         if isinstance(exc, httpx.ProxyError):
+            proxy = self._proxy
+            which = f" {proxy.shown} (from {proxy.variable})" if proxy is not None else ""
             return Failure(
                 TransportError(
-                    f"the proxy refused to open a tunnel for {method} {shown} ({detail}); "
-                    "check the proxy settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
+                    f"the proxy{which} refused to open a tunnel for {method} {shown} "
+                    f"({detail}); check the proxy settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
                     url=shown,
                 ),
                 sent=False,

@@ -11,14 +11,11 @@ The one httpx internal relied on is the name of the pool attribute, ``_pool``;
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import httpcore
 import httpx
 
-from petsync.client.config import ClientConfig
 from petsync.client.deadline import DeadlineBackend, RequestDeadline
-from petsync.client.proxy import ProxyRoute, choose_proxy
+from petsync.client.proxy import ProxyRoute
 
 # httpx's defaults, stated: one client is shared by the import's sending threads.
 MAX_CONNECTIONS = 100
@@ -77,13 +74,3 @@ class DeadlineTransport(httpx.HTTPTransport):
                     network_backend=backend,
                 )
         self._pool = pool
-
-
-def build_transport(
-    config: ClientConfig, deadline: RequestDeadline, environ: Mapping[str, str]
-) -> DeadlineTransport:
-    """The transport for ``config``: its proxy route chosen, its connections on ``deadline``.
-
-    Raises :class:`~petsync.core.errors.ConfigError` for a proxy setting that cannot be used.
-    """
-    return DeadlineTransport(deadline, choose_proxy(config, environ))

@@ -10,11 +10,17 @@ joins the thread with a timeout.
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
+from petsync.client.client import PetstoreClient
+from petsync.client.config import ClientConfig
+from tests.conftest import FakeClock
+
+EMPTY: Mapping[str, str] = {}  # no proxy settings
 ACCEPT_TIMEOUT = 5.0
 IO_TIMEOUT = 5.0
 
@@ -152,3 +158,41 @@ def chunked(head: str, chunks: Iterable[bytes]) -> Script:
 def reset(server: Loopback, conn: socket.socket) -> None:
     """Drop the connection with a TCP reset, having answered nothing."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+class Harness:
+    """The loopback servers and live clients of one test, all closed at its end.
+
+    Clients run on the test's fake clock (retry waits never sleep) and, unless told
+    otherwise, read proxy settings from an empty environment. A test module's fixture makes
+    one per test: ``harness = Harness(fake_clock); yield harness; harness.close()``.
+    """
+
+    def __init__(self, fake_clock: FakeClock) -> None:
+        self._fake_clock = fake_clock
+        self._servers: list[Loopback] = []
+        self._clients: list[PetstoreClient] = []
+
+    def serve(self, *scripts: Script, read_requests: bool = True) -> Loopback:
+        self._servers.append(Loopback(*scripts, read_requests=read_requests))
+        return self._servers[-1]
+
+    def client(
+        self, config: ClientConfig, environ: Mapping[str, str] | None = EMPTY
+    ) -> PetstoreClient:
+        """A client of ``config`` with its own transport; ``environ=None`` reads os.environ."""
+        client = PetstoreClient(
+            config,
+            sleep=self._fake_clock.sleep,
+            clock=self._fake_clock,
+            rng=random.Random(0),
+            environ=environ,
+        )
+        self._clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()  # no kept-alive socket left for the garbage collector
+        for server in self._servers:
+            server.close()

@@ -8,12 +8,11 @@ through ``httpx.MockTransport`` with streamed bodies.
 from __future__ import annotations
 
 import gzip
-import random
 import socket
 import struct
 import tracemalloc
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import httpx
 import pytest
@@ -24,7 +23,7 @@ from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ApiError, ProtocolError
 from petsync.core.models import NewPet
-from tests.client.loopback import Loopback, Script, answer, chunked
+from tests.client.loopback import Harness, Loopback, answer, chunked
 from tests.conftest import FakeClock
 
 MiB = 1 << 20
@@ -59,38 +58,25 @@ def zeros(total: int, size: int = 64 * 1024) -> Iterator[bytes]:
         yield bytes(size)  # a new object each time, as from a socket
 
 
-Serve = Callable[..., Loopback]
-
-
 @pytest.fixture
-def serve() -> Iterator[Serve]:
-    servers: list[Loopback] = []
-
-    def start(*scripts: Script) -> Loopback:
-        servers.append(Loopback(*scripts))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+def live(fake_clock: FakeClock) -> Iterator[Harness]:
+    harness = Harness(fake_clock)
+    yield harness
+    harness.close()
 
 
-def _live(server: Loopback, fake_clock: FakeClock) -> PetstoreClient:
+def _live(live: Harness, server: Loopback) -> PetstoreClient:
     config = ClientConfig(
         server.base_url, ApiKey("k-body"), max_response_bytes=LIMIT, pagination="none"
     )
-    return PetstoreClient(
-        config, sleep=fake_clock.sleep, clock=fake_clock, rng=random.Random(0), environ={}
-    )
+    return live.client(config)
 
 
-def test_gzip_bomb_stops_at_the_limit_in_bounded_memory(
-    serve: Serve, fake_clock: FakeClock
-) -> None:
+def test_gzip_bomb_stops_at_the_limit_in_bounded_memory(live: Harness) -> None:
     bomb = list(gzip_bomb(GiB))  # ~1 MB on the wire, 1 GiB inflated
     head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-    server = serve(chunked(head, bomb), answer())
-    client = _live(server, fake_clock)
+    server = live.serve(chunked(head, bomb), answer())
+    client = _live(live, server)
     tracemalloc.start()
     try:
         with pytest.raises(ProtocolError) as caught:
@@ -106,10 +92,10 @@ def test_gzip_bomb_stops_at_the_limit_in_bounded_memory(
     assert client.requests == 1 and server.connections == 1  # not retried
 
 
-def test_a_huge_plain_body_stops_at_the_limit(serve: Serve, fake_clock: FakeClock) -> None:
+def test_a_huge_plain_body_stops_at_the_limit(live: Harness) -> None:
     head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-    server = serve(chunked(head, zeros(GiB)))
-    client = _live(server, fake_clock)
+    server = live.serve(chunked(head, zeros(GiB)))
+    client = _live(live, server)
     with pytest.raises(ProtocolError) as caught:
         list(client.list_pets())
     assert str(caught.value) == (
@@ -119,17 +105,15 @@ def test_a_huge_plain_body_stops_at_the_limit(serve: Serve, fake_clock: FakeCloc
     assert server.sent < 100 * MiB  # of 1 GiB: the rest was never read (socket buffers aside)
 
 
-def test_an_announced_size_over_the_limit_is_not_read_at_all(
-    serve: Serve, fake_clock: FakeClock
-) -> None:
+def test_an_announced_size_over_the_limit_is_not_read_at_all(live: Harness) -> None:
     def script(server: Loopback, conn: socket.socket) -> None:
         server.send(conn, f"HTTP/1.1 200 OK\r\nContent-Length: {GiB}\r\n\r\n".encode())
         for chunk in zeros(GiB):
             server.send(conn, chunk)
 
-    server = serve(script)
+    server = live.serve(script)
     with pytest.raises(ProtocolError) as caught:
-        list(_live(server, fake_clock).list_pets())
+        list(_live(live, server).list_pets())
     assert str(caught.value) == (
         f"GET {server.base_url}/pets?limit=100 announced a body of 1073741824 bytes, more than "
         + OVER.replace("stopped reading it", "did not read it")

@@ -7,10 +7,9 @@ the server would otherwise stretch to 2 s. Retry waits go to the fake clock.
 
 from __future__ import annotations
 
-import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpcore
 import pytest
@@ -21,7 +20,7 @@ from petsync.client.deadline import RequestDeadline
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import OutcomeUnknownError, RetriesExhaustedError, TransportError
 from petsync.core.models import NewPet
-from tests.client.loopback import Loopback, Script, answer, drip
+from tests.client.loopback import Harness, Loopback, Script, answer, drip
 from tests.conftest import FakeClock
 
 DEADLINE = 0.3
@@ -30,23 +29,15 @@ DRIPPED = b"x" * 40  # 2 s of dripping: what the request would take without a de
 BOUND = 1.2  # seconds: well under the 2 s of dripping, well over the deadline
 SLOW = "raise it with --timeout SECONDS if the server is slow but working"
 
-Serve = Callable[..., Loopback]
-
 
 @pytest.fixture
-def serve() -> Iterator[Serve]:
-    servers: list[Loopback] = []
-
-    def start(*scripts: Script) -> Loopback:
-        servers.append(Loopback(*scripts))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+def live(fake_clock: FakeClock) -> Iterator[Harness]:
+    harness = Harness(fake_clock)
+    yield harness
+    harness.close()
 
 
-def _client(server: Loopback, fake_clock: FakeClock, attempts: int = 1) -> PetstoreClient:
+def _client(live: Harness, server: Loopback, attempts: int = 1) -> PetstoreClient:
     config = ClientConfig(
         server.base_url,
         ApiKey("k-deadline"),
@@ -55,9 +46,7 @@ def _client(server: Loopback, fake_clock: FakeClock, attempts: int = 1) -> Petst
         retry=RetryPolicy(max_attempts=attempts),
         pagination="none",
     )
-    return PetstoreClient(
-        config, sleep=fake_clock.sleep, clock=fake_clock, rng=random.Random(0), environ={}
-    )
+    return live.client(config)
 
 
 BODY_DRIP = drip(b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n[", DRIPPED, DRIP_EVERY, b"]")
@@ -68,10 +57,10 @@ HEADER_DRIP = drip(
 
 @pytest.mark.parametrize("script", [BODY_DRIP, HEADER_DRIP], ids=["body", "headers"])
 def test_a_dripping_server_is_cut_off_at_the_request_timeout(
-    script: Script, serve: Serve, fake_clock: FakeClock
+    script: Script, live: Harness, fake_clock: FakeClock
 ) -> None:
-    server = serve(script)
-    client = _client(server, fake_clock)
+    server = live.serve(script)
+    client = _client(live, server)
     started = time.monotonic()
     with pytest.raises(RetriesExhaustedError) as caught:
         list(client.list_pets())
@@ -84,10 +73,10 @@ def test_a_dripping_server_is_cut_off_at_the_request_timeout(
     )
 
 
-def test_get_is_retried_after_a_missed_deadline(serve: Serve, fake_clock: FakeClock) -> None:
+def test_get_is_retried_after_a_missed_deadline(live: Harness, fake_clock: FakeClock) -> None:
     pet = b'[{"id": 1, "name": "a", "categoryId": 2}]'
-    server = serve(BODY_DRIP, answer(body=pet))
-    client = _client(server, fake_clock, attempts=3)
+    server = live.serve(BODY_DRIP, answer(body=pet))
+    client = _client(live, server, attempts=3)
     started = time.monotonic()
     pages = list(client.list_pets())
     assert time.monotonic() - started < BOUND
@@ -96,11 +85,11 @@ def test_get_is_retried_after_a_missed_deadline(serve: Serve, fake_clock: FakeCl
 
 
 def test_a_post_past_its_deadline_is_outcome_unknown_and_not_re_sent(
-    serve: Serve, fake_clock: FakeClock
+    live: Harness, fake_clock: FakeClock
 ) -> None:
     created = b'{"id": 7, "name": "Rex", "categoryId": 3}'
-    server = serve(BODY_DRIP, answer("201 Created", created))
-    client = _client(server, fake_clock, attempts=3)
+    server = live.serve(BODY_DRIP, answer("201 Created", created))
+    client = _client(live, server, attempts=3)
     with pytest.raises(OutcomeUnknownError) as caught:
         client.create_pet(NewPet("Rex", 3))
     assert str(caught.value) == (
@@ -113,10 +102,10 @@ def test_a_post_past_its_deadline_is_outcome_unknown_and_not_re_sent(
 
 
 def test_a_prompt_server_is_not_slowed_or_failed_by_the_deadline(
-    serve: Serve, fake_clock: FakeClock
+    live: Harness, fake_clock: FakeClock
 ) -> None:
-    server = serve(answer(body=b"[]"), answer(body=b"[]"))
-    client = _client(server, fake_clock)
+    server = live.serve(answer(body=b"[]"), answer(body=b"[]"))
+    client = _client(live, server)
     started = time.monotonic()
     for _ in range(2):
         assert list(client.list_pets())[0].pets == []

@@ -8,8 +8,7 @@ is only named in the CONNECT line, never resolved or reached).
 from __future__ import annotations
 
 import importlib.util
-import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,26 +17,18 @@ from petsync.client.config import ClientConfig
 from petsync.client.proxy import ProxyRoute, choose_proxy
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, TransportError
-from tests.client.loopback import Loopback, Script, answer
+from tests.client.loopback import Harness, answer
 from tests.conftest import FakeClock
 
 KEY = "sk-proxy-test-7d3e"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
-Serve = Callable[..., Loopback]
-
 
 @pytest.fixture
-def serve() -> Iterator[Serve]:
-    servers: list[Loopback] = []
-
-    def start(*scripts: Script) -> Loopback:
-        servers.append(Loopback(*scripts))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+def live(fake_clock: FakeClock) -> Iterator[Harness]:
+    harness = Harness(fake_clock)
+    yield harness
+    harness.close()
 
 
 @pytest.fixture
@@ -50,54 +41,56 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-def _client(config: ClientConfig, fake_clock: FakeClock) -> PetstoreClient:
-    # No environ passed: the client reads os.environ, as it does for users.
-    return PetstoreClient(config, sleep=fake_clock.sleep, clock=fake_clock, rng=random.Random(0))
+def _client(live: Harness, config: ClientConfig) -> PetstoreClient:
+    return live.client(config, environ=None)  # os.environ, as for users
 
 
 @pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_a_loopback_base_url_never_goes_through_a_proxy(
-    variable: str, host: str, serve: Serve, no_proxies: pytest.MonkeyPatch, fake_clock: FakeClock
+    variable: str, host: str, live: Harness, no_proxies: pytest.MonkeyPatch
 ) -> None:
-    proxy = serve(answer())
-    server = serve(answer())
+    proxy = live.serve(answer())
+    server = live.serve(answer())
     no_proxies.setenv(variable, proxy.origin)
     no_proxies.setenv("NO_PROXY", "")  # whatever NO_PROXY says
     config = ClientConfig(f"http://{host}:{server.port}/v1", ApiKey(KEY), pagination="none")
-    assert list(_client(config, fake_clock).list_pets())[0].pets == []
+    assert list(_client(live, config).list_pets())[0].pets == []
     assert proxy.connections == 0 and proxy.requests == []
     assert f"Authorization: Bearer {KEY}".encode() in server.requests[0]
 
 
 def test_https_goes_through_the_proxy_only_as_a_connect_tunnel(
-    serve: Serve, no_proxies: pytest.MonkeyPatch, fake_clock: FakeClock
+    live: Harness, no_proxies: pytest.MonkeyPatch
 ) -> None:
-    proxy = serve(answer("403 Forbidden", b""))
+    proxy = live.serve(answer("403 Forbidden", b""))
     no_proxies.setenv("HTTPS_PROXY", proxy.origin)
     config = ClientConfig("https://petstore.test/v1", ApiKey(KEY), pagination="none")
-    with pytest.raises(TransportError, match="^the proxy refused to open a tunnel for GET "):
-        list(_client(config, fake_clock).list_pets())
+    with pytest.raises(TransportError) as caught:
+        list(_client(live, config).list_pets())
+    assert str(caught.value) == (
+        f"the proxy {proxy.origin} (from HTTPS_PROXY) refused to open a tunnel for GET "
+        "https://petstore.test/v1/pets?limit=100 (ProxyError: 403 Forbidden); check the proxy "
+        "settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)"
+    )
     assert proxy.requests[0].startswith(b"CONNECT petstore.test:443 HTTP/1.1\r\n")
     assert KEY.encode() not in proxy.requests[0] and b"Authorization" not in proxy.requests[0]
 
 
 def test_plain_http_with_the_override_may_use_the_proxy(
-    serve: Serve, no_proxies: pytest.MonkeyPatch, fake_clock: FakeClock
+    live: Harness, no_proxies: pytest.MonkeyPatch
 ) -> None:
-    proxy = serve(answer())
+    proxy = live.serve(answer())
     no_proxies.setenv("HTTP_PROXY", proxy.origin)
     config = ClientConfig(
         "http://petstore.test/v1", ApiKey(KEY), pagination="none", allow_insecure_http=True
     )
-    assert list(_client(config, fake_clock).list_pets())[0].pets == []
+    assert list(_client(live, config).list_pets())[0].pets == []
     assert proxy.requests[0].startswith(b"GET http://petstore.test/v1/pets?limit=100 HTTP/1.1")
 
 
-def test_refusals_come_before_any_connection(
-    serve: Serve, no_proxies: pytest.MonkeyPatch, fake_clock: FakeClock
-) -> None:
-    proxy = serve(answer())
+def test_refusals_come_before_any_connection(live: Harness, no_proxies: pytest.MonkeyPatch) -> None:
+    proxy = live.serve(answer())
     for variable in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         no_proxies.setenv(variable, proxy.origin)
     with pytest.raises(ConfigError, match="uses plain http to a host that is not loopback"):
@@ -106,7 +99,7 @@ def test_refusals_come_before_any_connection(
         ClientConfig("https://me:pw@petstore.test/v1", ApiKey(KEY))
     no_proxies.setenv("HTTPS_PROXY", "ftp://me:s3cret@127.0.0.1:21")
     with pytest.raises(ConfigError) as caught:
-        _client(ClientConfig("https://petstore.test/v1", ApiKey(KEY)), fake_clock)
+        _client(live, ClientConfig("https://petstore.test/v1", ApiKey(KEY)))
     assert str(caught.value) == (
         "HTTPS_PROXY names a proxy petsync cannot use ('ftp://***@127.0.0.1:21'); give an "
         "http://, https:// or socks5:// proxy URL with a host, or unset HTTPS_PROXY"

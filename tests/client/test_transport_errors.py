@@ -25,7 +25,7 @@ from petsync.core.errors import (
     TransportError,
 )
 from petsync.core.models import NewPet
-from tests.client.loopback import Loopback, Script, answer, reset
+from tests.client.loopback import Harness, Loopback, answer, reset
 from tests.conftest import FakeClock
 
 BASE = "https://petstore.test/v1"
@@ -215,41 +215,27 @@ def test_4xx_is_retried_only_for_408_and_429(
 
 # -- real sockets on 127.0.0.1 ---------------------------------------------------------------
 
-Serve = Callable[..., Loopback]
-
 
 @pytest.fixture
-def serve() -> Iterator[Serve]:
-    servers: list[Loopback] = []
-
-    def start(*scripts: Script, read_requests: bool = True) -> Loopback:
-        servers.append(Loopback(*scripts, read_requests=read_requests))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+def live(fake_clock: FakeClock) -> Iterator[Harness]:
+    harness = Harness(fake_clock)
+    yield harness
+    harness.close()
 
 
-def _live(base_url: str, fake_clock: FakeClock) -> PetstoreClient:
+def _live(live: Harness, base_url: str) -> PetstoreClient:
     config = ClientConfig(
-        base_url,
-        ApiKey(KEY),
-        pagination="none",
-        retry=RetryPolicy(max_attempts=ATTEMPTS),
-        allow_insecure_http=False,
+        base_url, ApiKey(KEY), pagination="none", retry=RetryPolicy(max_attempts=ATTEMPTS)
     )
-    return PetstoreClient(
-        config, sleep=fake_clock.sleep, clock=fake_clock, rng=random.Random(0), environ={}
-    )
+    return live.client(config)
 
 
-def test_a_refused_connection_is_retried_within_the_budget(fake_clock: FakeClock) -> None:
+def test_a_refused_connection_is_retried_within_the_budget(live: Harness) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed again below: nothing listens there
     base = f"http://127.0.0.1:{port}/v1"
     with pytest.raises(RetriesExhaustedError) as caught:
-        list(_live(base, fake_clock).list_pets())
+        list(_live(live, base).list_pets())
     assert caught.value.attempts == ATTEMPTS
     assert str(caught.value.last_error).startswith(
         f"could not connect for GET {base}/pets?limit=100 (ConnectError: [Errno 111] Connection "
@@ -257,21 +243,21 @@ def test_a_refused_connection_is_retried_within_the_budget(fake_clock: FakeClock
     )
 
 
-def test_a_reset_connection_is_retried(serve: Serve, fake_clock: FakeClock) -> None:
-    server = serve(reset, answer(body=b'[{"id": 5, "name": "a", "categoryId": 1}]'))
-    client = _live(server.base_url, fake_clock)
+def test_a_reset_connection_is_retried(live: Harness) -> None:
+    server = live.serve(reset, answer(body=b'[{"id": 5, "name": "a", "categoryId": 1}]'))
+    client = _live(live, server.base_url)
     assert [p.id for page in client.list_pets() for p in page.pets] == [5]
     assert (server.connections, client.retries) == (2, 1)
 
 
-def test_tls_to_a_plain_http_port_fails_at_once(serve: Serve, fake_clock: FakeClock) -> None:
+def test_tls_to_a_plain_http_port_fails_at_once(live: Harness, fake_clock: FakeClock) -> None:
     def plain(server: Loopback, conn: socket.socket) -> None:
         server.send(conn, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
 
-    server = serve(plain, plain, read_requests=False)
+    server = live.serve(plain, plain, read_requests=False)
     base = f"https://127.0.0.1:{server.port}/v1"
     with pytest.raises(TransportError) as caught:
-        list(_live(base, fake_clock).list_pets())
+        list(_live(live, base).list_pets())
     assert str(caught.value).startswith(f"TLS with 127.0.0.1 failed for GET {base}/pets?limit=100")
     assert "Check the base URL's scheme and port" in str(caught.value)
     assert server.connections == 1 and fake_clock.sleeps == []
