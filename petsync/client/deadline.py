@@ -12,9 +12,12 @@ connection serves one request at a time, and a sync httpx request, body included
 the thread that sent it. The cost is one clock read per socket operation, and two attribute
 writes per request; nothing runs per byte.
 
-Not bounded: resolving the host name (``getaddrinfo`` blocks and takes no timeout), and a
-write that the kernel accepts piecemeal (one ``send`` per call is clamped; petsync sends
-small bodies).
+Not bounded by it: resolving the host name (``getaddrinfo`` blocks and takes no timeout).
+Bounded by a small multiple of it, where one call loops inside: connecting to a name with
+several addresses (``socket.create_connection`` tries each within the time left), and a
+write the kernel takes piecemeal (httpcore clamps each ``send``; petsync's bodies are a few
+hundred bytes). The TLS handshake is bounded as a whole (Python's ``ssl`` uses the socket
+timeout as the handshake's deadline).
 """
 
 from __future__ import annotations
