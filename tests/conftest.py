@@ -6,13 +6,16 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from petsync.core.apikey import ApiKey
 from petsync.server.app import ServerConfig
 from petsync.server.runner import RunningServer, start_server
+
+if TYPE_CHECKING:
+    from tests.client.loopback import Harness
 
 
 class FakeClock:
@@ -58,6 +61,20 @@ def petstore_server() -> Iterator[StartServer]:
     yield start
     for srv in started:
         srv.stop()
+
+
+@pytest.fixture
+def live(fake_clock: FakeClock) -> Iterator[Harness]:
+    """Loopback socket servers and clients for one test, closed at teardown.
+
+    See :class:`tests.client.loopback.Harness`: raw-socket servers on 127.0.0.1 that drip,
+    inflate or proxy, for the client's deadline, size and proxy tests.
+    """
+    from tests.client.loopback import Harness  # it builds on FakeClock, defined here
+
+    harness = Harness(fake_clock)
+    yield harness
+    harness.close()
 
 
 @pytest.fixture

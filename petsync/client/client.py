@@ -1,7 +1,8 @@
 """The Petstore client: httpx underneath, typed models and petsync errors on top.
 
-This is the one place httpx exceptions are translated into petsync errors. Every request
-goes through :meth:`PetstoreClient._send`, which applies the retry rules of
+httpx exceptions never leave this module: :mod:`petsync.client.failures` (the one place
+they are translated) turns each failed attempt into a petsync error. Every request goes
+through :meth:`PetstoreClient._send`, which applies the retry rules of
 :mod:`petsync.client.retry`; listPets pages through :class:`Listing`, the one paging loop driving
 the strategies of :mod:`petsync.client.pagination`.
 
@@ -16,8 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import socket
-import ssl
 import threading
 import time
 import warnings
@@ -30,21 +29,17 @@ import httpx
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
 from petsync.client.body import ACCEPTED_ENCODINGS, NestingError, parse_json, read_body
-from petsync.client.config import DEFAULT_PAGE_LIMIT, TIMEOUT_OPTION, ClientConfig
+from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.client.deadline import RequestDeadline
+from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, Records, Tally, parse_records
 from petsync.client.proxy import ProxyRoute, choose_proxy
-from petsync.client.retry import Failure, RetrySchedule, parse_retry_after
+from petsync.client.retry import RetrySchedule
 from petsync.client.transport import DeadlineTransport
 from petsync.core.apikey import redact
 from petsync.core.errors import (
-    ApiError,
-    AuthenticationError,
-    NotFoundError,
-    OutcomeUnknownError,
     PetsyncError,
     ProtocolError,
-    TransportError,
     UsageError,
 )
 from petsync.core.interface import GET_PET_SUNSET_TEXT, LIMIT_MAX, LIMIT_MIN, limit_in_range
@@ -53,10 +48,8 @@ from petsync.core.models import (
     Pet,
     PetStatus,
     is_int64,
-    parse_error_body,
     parse_pet,
 )
-from petsync.core.text import shown_text
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +133,7 @@ class PetstoreClient:
         if transport is None:
             self._proxy = choose_proxy(config, os.environ if environ is None else environ)
             transport = DeadlineTransport(self._deadline, self._proxy)
+        self._failures = FailureTranslator(config, proxy=self._proxy, wall_clock=wall_clock)
         self._http = httpx.Client(
             auth=BearerAuth(config.api_key) if config.api_key is not None else None,
             timeout=config.timeout,
@@ -352,196 +346,18 @@ class PetstoreClient:
                     response.close()
             except httpx.RequestError as exc:
                 late = isinstance(exc, httpx.TimeoutException) and deadline.passed()
-                failure = self._transport_failure(method, shown, exc, late=late)
+                failure = self._failures.transport_failure(method, shown, exc, late=late)
             except httpx.InvalidURL as exc:  # not a RequestError: nothing was sent
-                failure = Failure(
-                    TransportError(
-                        f"cannot send {method} {shown}: the URL is not valid ({exc}); check "
-                        "the base URL",
-                        url=shown,
-                    ),
-                    sent=False,
-                    recoverable=False,
-                )
+                failure = self._failures.invalid_url(method, shown, exc)
             else:
                 if response.is_success:
                     return response, body
-                failure = self._status_failure(method, shown, response, body)
+                failure = self._failures.status_failure(method, shown, response, body)
             finally:
                 deadline.clear()
             delay = schedule.wait_after(failure)
             self._count(tally, retry=True)
             self._sleep(delay)
-
-    def _transport_failure(
-        self, method: str, shown: str, exc: httpx.RequestError, *, late: bool
-    ) -> Failure:
-        """Translate an httpx error: what happened, whether it was sent, whether to retry."""
-        detail = shown_text(f"{type(exc).__name__}: {redact(str(exc), self._keys) or 'no detail'}")
-        if isinstance(exc, httpx.ConnectError):  # DNS and TLS fail while connecting
-            final = self._connect_failure(method, shown, detail, _cause(exc))
-            if final is not None:
-                return final
-        if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
-            return _final(
-                f"petsync could not send {method} {shown} ({detail}); check the base URL", shown
-            )
-        if isinstance(exc, httpx.ProxyError):
-            proxy = self._proxy
-            which = f" {proxy.shown} (from {proxy.variable})" if proxy is not None else ""
-            return Failure(
-                TransportError(
-                    f"the proxy{which} refused to open a tunnel for {method} {shown} "
-                    f"({detail}); check the proxy settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
-                    url=shown,
-                ),
-                sent=False,
-                recoverable=not str(exc).startswith(("407", "403")),
-            )
-        # Before a connection exists nothing can have reached the server.
-        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
-            return Failure(
-                TransportError(
-                    f"could not connect for {method} {shown} ({detail}); check the base URL "
-                    "and that the server is up",
-                    url=shown,
-                ),
-                sent=False,
-            )
-        if late:
-            detail = (
-                f"within the request timeout of {self._config.request_timeout:g} s; raise it "
-                f"with {TIMEOUT_OPTION} if the server is slow but working"
-            )
-        else:
-            detail = f"({detail})"
-        if method == "POST":
-            error: TransportError = OutcomeUnknownError(
-                f"POST {shown} was sent but no answer came {detail}; the pet may or may not "
-                "have been created. petsync does not re-send it (that could create it twice): "
-                "list the pets to check before sending it again",
-                url=shown,
-            )
-        else:
-            error = TransportError(f"no answer to {method} {shown} {detail}", url=shown)
-        return Failure(error, sent=True)
-
-    def _connect_failure(
-        self, method: str, shown: str, detail: str, cause: BaseException
-    ) -> Failure | None:
-        """A connect failure that trying again cannot mend (nothing was sent), or None."""
-        host = httpx.URL(self._config.base_url).host
-        if isinstance(cause, socket.gaierror) and cause.errno != socket.EAI_AGAIN:
-            return _final(
-                f"could not find the host {host} for {method} {shown} ({detail}): the name "
-                "does not resolve. Check the host name in the base URL (and this machine's DNS)",
-                shown,
-            )
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return _final(
-                f"the TLS certificate of {host} was refused for {method} {shown} ({detail}). "
-                "Check that the base URL names the API's own host; if the API uses a private "
-                "certificate authority, point SSL_CERT_FILE at its certificate",
-                shown,
-            )
-        if isinstance(cause, ssl.SSLError) and not isinstance(
-            cause, ssl.SSLEOFError | ssl.SSLZeroReturnError
-        ):
-            return _final(
-                f"TLS with {host} failed for {method} {shown} ({detail}): the server does not "
-                "speak TLS as expected. Check the base URL's scheme and port (https to a port "
-                "that serves plain http?)",
-                shown,
-            )
-        return None
-
-    def _status_failure(
-        self, method: str, shown: str, response: httpx.Response, body: bytes | bytearray
-    ) -> Failure:
-        retry_after = parse_retry_after(
-            response.headers.get("Retry-After"),
-            date_header=response.headers.get("Date"),
-            wall_clock=self._wall_clock,
-        )
-        error: PetsyncError = self._api_error(method, shown, response, body)
-        if method == "POST" and response.status_code >= 500:
-            error = OutcomeUnknownError(
-                f"{error.message}, after the request was sent; the pet may or may not have been "
-                "created. petsync does not re-send it (that could create it twice): list the "
-                "pets to check before sending it again",
-                url=shown,
-            )
-        return Failure(error, sent=True, http_status=response.status_code, retry_after=retry_after)
-
-    def _api_error(
-        self, method: str, shown: str, response: httpx.Response, content: bytes | bytearray
-    ) -> ApiError:
-        status = response.status_code
-        try:
-            body = parse_error_body(parse_json(content))
-        except ValueError:
-            body = None
-        fields: dict[str, Any] = {"http_status": status, "url": shown}
-        if body is not None:
-            fields.update(
-                code=shown_text(redact(body.code, self._keys), CODE_CHARS),
-                api_message=shown_text(redact(body.message, self._keys)),
-                api_status=body.status,
-            )
-            said = f"{fields['code']}: {fields['api_message']}"
-            if body.status != status:
-                said += f" (its Error body says status {body.status})"
-        else:
-            excerpt = self._excerpt(response, content)
-            fields["excerpt"] = excerpt
-            kind = shown_text(response.headers.get("Content-Type", "no Content-Type"), 100)
-            said = (
-                f"not the interface's Error body ({kind}): {excerpt!r}"
-                if excerpt
-                else "an empty body"
-            )
-        if status == 401:
-            return AuthenticationError(
-                f"the API at {self._config.base_url} refused the API key (HTTP 401, {said}); "
-                "check the key set for this environment (PETSYNC_API_KEY or --api-key-file)",
-                **fields,
-            )
-        if 300 <= status < 400:
-            where = shown_text(self.shown(response.headers.get("Location", "nowhere")))
-            return ApiError(
-                f"{method} {shown} answered HTTP {status}, a redirect to {where}; petsync does "
-                "not follow redirects (the key must stay on the API's host): fix the base URL",
-                **fields,
-            )
-        cls = NotFoundError if status == 404 else ApiError
-        fix = _refusal_fix(status, response.request.url.path.endswith("/pets"))
-        return cls(f"{method} {shown} answered HTTP {status}, {said}{fix}", **fields)
-
-    def _excerpt(self, response: httpx.Response, content: bytes | bytearray) -> str:
-        """The start of a body, whitespace runs made one space, redacted, escaped and cut."""
-        try:
-            text = content.decode(response.encoding or "utf-8", errors="replace")
-        except LookupError:
-            text = content.decode("latin-1")
-        # Whitespace is collapsed in a head long enough for the excerpt, not in the whole.
-        head = text[: EXCERPT_CHARS * 8]
-        start = redact(" ".join(head.split()), self._keys)
-        whole = len(text) if len(head) < len(text) else len(start)
-        return shown_text(start, EXCERPT_CHARS, length=whole)
-
-
-def _refusal_fix(status: int, pets_path: bool) -> str:
-    """What to do about a 4xx that is not retried, when the status says it (else nothing)."""
-    if status == 403:
-        return "; the API refused this key the operation: check the key's rights with the API owner"
-    if status in (404, 405, 410) and pets_path:
-        return "; the API has no /pets there: check the base URL (it ends with /v1)"
-    if status == 407:
-        return (
-            "; a proxy on the way wants credentials: give them in the proxy URL "
-            "(e.g. HTTPS_PROXY=http://user:password@proxy:3128)"
-        )
-    return ""
 
 
 def _pet(value: object) -> Pet:
@@ -550,21 +366,6 @@ def _pet(value: object) -> Pet:
         return parse_pet(value)
     except RecursionError:
         raise ProtocolError("the body is JSON nested too deeply to be a Pet") from None
-
-
-def _cause(exc: BaseException) -> BaseException:
-    """The innermost cause of an httpx error (httpx wraps httpcore, which wraps the OSError)."""
-    for _ in range(10):  # httpx and httpcore each add one link
-        inner = exc.__cause__ or exc.__context__
-        if inner is None:
-            break
-        exc = inner
-    return exc
-
-
-def _final(message: str, shown: str) -> Failure:
-    """A transport failure that trying again cannot mend: raised at once, for any method."""
-    return Failure(TransportError(message, url=shown), sent=False, recoverable=False)
 
 
 def _reason(exc: Exception) -> str:

@@ -2,6 +2,7 @@
 
 ``errors`` (the one exception tree), ``models`` (Pet, NewPet, PetStatus, Error; int64-exact),
 ``interface`` (the interface's own facts: limits, paths, versions), ``apikey`` (the key and
-the one redaction function) and ``files`` (atomic writes, fsync, locks). Nothing here
+the one redaction function), ``text`` (server text made safe to show), ``files`` (atomic
+writes, fsync, locks) and ``stop`` (the request to stop a job after a signal). Nothing here
 imports another petsync package.
 """

@@ -58,13 +58,6 @@ def zeros(total: int, size: int = 64 * 1024) -> Iterator[bytes]:
         yield bytes(size)  # a new object each time, as from a socket
 
 
-@pytest.fixture
-def live(fake_clock: FakeClock) -> Iterator[Harness]:
-    harness = Harness(fake_clock)
-    yield harness
-    harness.close()
-
-
 def _live(live: Harness, server: Loopback) -> PetstoreClient:
     config = ClientConfig(
         server.base_url, ApiKey("k-body"), max_response_bytes=LIMIT, pagination="none"

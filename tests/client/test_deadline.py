@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import httpcore
 import pytest
@@ -28,13 +27,6 @@ DRIP_EVERY = 0.05
 DRIPPED = b"x" * 40  # 2 s of dripping: what the request would take without a deadline
 BOUND = 1.2  # seconds: well under the 2 s of dripping, well over the deadline
 SLOW = "raise it with --timeout SECONDS if the server is slow but working"
-
-
-@pytest.fixture
-def live(fake_clock: FakeClock) -> Iterator[Harness]:
-    harness = Harness(fake_clock)
-    yield harness
-    harness.close()
 
 
 def _client(live: Harness, server: Loopback, attempts: int = 1) -> PetstoreClient:

@@ -8,7 +8,6 @@ is only named in the CONNECT line, never resolved or reached).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,17 +17,9 @@ from petsync.client.proxy import ProxyRoute, choose_proxy
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, TransportError
 from tests.client.loopback import Harness, answer
-from tests.conftest import FakeClock
 
 KEY = "sk-proxy-test-7d3e"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-
-@pytest.fixture
-def live(fake_clock: FakeClock) -> Iterator[Harness]:
-    harness = Harness(fake_clock)
-    yield harness
-    harness.close()
 
 
 @pytest.fixture

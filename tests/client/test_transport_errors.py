@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -214,13 +214,6 @@ def test_4xx_is_retried_only_for_408_and_429(
 
 
 # -- real sockets on 127.0.0.1 ---------------------------------------------------------------
-
-
-@pytest.fixture
-def live(fake_clock: FakeClock) -> Iterator[Harness]:
-    harness = Harness(fake_clock)
-    yield harness
-    harness.close()
 
 
 def _live(live: Harness, base_url: str) -> PetstoreClient:

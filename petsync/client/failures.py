@@ -1,0 +1,251 @@
+"""Turning a failed attempt into what the user reads: httpx errors and error statuses.
+
+This is the one place httpx exceptions become petsync errors. Each failure says what
+happened (with the server's own text escaped and cut by
+:func:`~petsync.core.text.shown_text`, the key redacted), whether the request may have
+reached the server, and whether trying again can mend it; :mod:`petsync.client.retry`
+decides from that.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from petsync.client.body import parse_json
+from petsync.client.config import TIMEOUT_OPTION, ClientConfig
+from petsync.client.proxy import ProxyRoute
+from petsync.client.retry import Failure, parse_retry_after
+from petsync.core.apikey import ApiKey, redact
+from petsync.core.errors import (
+    ApiError,
+    AuthenticationError,
+    NotFoundError,
+    OutcomeUnknownError,
+    PetsyncError,
+    TransportError,
+)
+from petsync.core.models import parse_error_body
+from petsync.core.text import shown_text
+
+EXCERPT_CHARS = 200
+CODE_CHARS = 100  # an Error code is a short identifier
+
+
+class FailureTranslator:
+    """Builds the :class:`~petsync.client.retry.Failure` of one failed attempt.
+
+    ``wall_clock`` (seconds since the epoch) reads a ``Retry-After`` HTTP-date from a
+    response without a ``Date`` header; ``proxy`` names the proxy in its refusals.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        proxy: ProxyRoute | None,
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self._config = config
+        self._keys: list[ApiKey | None] = [config.api_key]
+        self._proxy = proxy
+        self._wall_clock = wall_clock
+
+    def _shown(self, url: httpx.URL | str) -> str:
+        return redact(str(url), self._keys)
+
+    def transport_failure(
+        self, method: str, shown: str, exc: httpx.RequestError, *, late: bool
+    ) -> Failure:
+        """Translate an httpx error: what happened, whether it was sent, whether to retry."""
+        detail = shown_text(f"{type(exc).__name__}: {redact(str(exc), self._keys) or 'no detail'}")
+        if isinstance(exc, httpx.ConnectError):  # DNS and TLS fail while connecting
+            final = self._connect_failure(method, shown, detail, _cause(exc))
+            if final is not None:
+                return final
+        if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+            return _final(
+                f"petsync could not send {method} {shown} ({detail}); check the base URL", shown
+            )
+        if isinstance(exc, httpx.ProxyError):
+            proxy = self._proxy
+            which = f" {proxy.shown} (from {proxy.variable})" if proxy is not None else ""
+            return Failure(
+                TransportError(
+                    f"the proxy{which} refused to open a tunnel for {method} {shown} "
+                    f"({detail}); check the proxy settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
+                    url=shown,
+                ),
+                sent=False,
+                recoverable=not str(exc).startswith(("407", "403")),
+            )
+        # Before a connection exists nothing can have reached the server.
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+            return Failure(
+                TransportError(
+                    f"could not connect for {method} {shown} ({detail}); check the base URL "
+                    "and that the server is up",
+                    url=shown,
+                ),
+                sent=False,
+            )
+        if late:
+            detail = (
+                f"within the request timeout of {self._config.request_timeout:g} s; raise it "
+                f"with {TIMEOUT_OPTION} if the server is slow but working"
+            )
+        else:
+            detail = f"({detail})"
+        if method == "POST":
+            error: TransportError = OutcomeUnknownError(
+                f"POST {shown} was sent but no answer came {detail}; the pet may or may not "
+                "have been created. petsync does not re-send it (that could create it twice): "
+                "list the pets to check before sending it again",
+                url=shown,
+            )
+        else:
+            error = TransportError(f"no answer to {method} {shown} {detail}", url=shown)
+        return Failure(error, sent=True)
+
+    def _connect_failure(
+        self, method: str, shown: str, detail: str, cause: BaseException
+    ) -> Failure | None:
+        """A connect failure that trying again cannot mend (nothing was sent), or None."""
+        host = httpx.URL(self._config.base_url).host
+        if isinstance(cause, socket.gaierror) and cause.errno != socket.EAI_AGAIN:
+            return _final(
+                f"could not find the host {host} for {method} {shown} ({detail}): the name "
+                "does not resolve. Check the host name in the base URL (and this machine's DNS)",
+                shown,
+            )
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _final(
+                f"the TLS certificate of {host} was refused for {method} {shown} ({detail}). "
+                "Check that the base URL names the API's own host; if the API uses a private "
+                "certificate authority, point SSL_CERT_FILE at its certificate",
+                shown,
+            )
+        if isinstance(cause, ssl.SSLError) and not isinstance(
+            cause, ssl.SSLEOFError | ssl.SSLZeroReturnError
+        ):
+            return _final(
+                f"TLS with {host} failed for {method} {shown} ({detail}): the server does not "
+                "speak TLS as expected. Check the base URL's scheme and port (https to a port "
+                "that serves plain http?)",
+                shown,
+            )
+        return None
+
+    def invalid_url(self, method: str, shown: str, exc: httpx.InvalidURL) -> Failure:
+        """A URL httpx cannot send: nothing left, and trying again cannot mend it."""
+        return _final(
+            f"cannot send {method} {shown}: the URL is not valid ({exc}); check the base URL",
+            shown,
+        )
+
+    def status_failure(
+        self, method: str, shown: str, response: httpx.Response, body: bytes | bytearray
+    ) -> Failure:
+        retry_after = parse_retry_after(
+            response.headers.get("Retry-After"),
+            date_header=response.headers.get("Date"),
+            wall_clock=self._wall_clock,
+        )
+        error: PetsyncError = self._api_error(method, shown, response, body)
+        if method == "POST" and response.status_code >= 500:
+            error = OutcomeUnknownError(
+                f"{error.message}, after the request was sent; the pet may or may not have been "
+                "created. petsync does not re-send it (that could create it twice): list the "
+                "pets to check before sending it again",
+                url=shown,
+            )
+        return Failure(error, sent=True, http_status=response.status_code, retry_after=retry_after)
+
+    def _api_error(
+        self, method: str, shown: str, response: httpx.Response, content: bytes | bytearray
+    ) -> ApiError:
+        status = response.status_code
+        try:
+            body = parse_error_body(parse_json(content))
+        except ValueError:
+            body = None
+        fields: dict[str, Any] = {"http_status": status, "url": shown}
+        if body is not None:
+            fields.update(
+                code=shown_text(redact(body.code, self._keys), CODE_CHARS),
+                api_message=shown_text(redact(body.message, self._keys)),
+                api_status=body.status,
+            )
+            said = f"{fields['code']}: {fields['api_message']}"
+            if body.status != status:
+                said += f" (its Error body says status {body.status})"
+        else:
+            excerpt = self._excerpt(response, content)
+            fields["excerpt"] = excerpt
+            kind = shown_text(response.headers.get("Content-Type", "no Content-Type"), 100)
+            said = (
+                f"not the interface's Error body ({kind}): {excerpt!r}"
+                if excerpt
+                else "an empty body"
+            )
+        if status == 401:
+            return AuthenticationError(
+                f"the API at {self._config.base_url} refused the API key (HTTP 401, {said}); "
+                "check the key set for this environment (PETSYNC_API_KEY or --api-key-file)",
+                **fields,
+            )
+        if 300 <= status < 400:
+            where = shown_text(self._shown(response.headers.get("Location", "nowhere")))
+            return ApiError(
+                f"{method} {shown} answered HTTP {status}, a redirect to {where}; petsync does "
+                "not follow redirects (the key must stay on the API's host): fix the base URL",
+                **fields,
+            )
+        cls = NotFoundError if status == 404 else ApiError
+        fix = _refusal_fix(status, response.request.url.path.endswith("/pets"))
+        return cls(f"{method} {shown} answered HTTP {status}, {said}{fix}", **fields)
+
+    def _excerpt(self, response: httpx.Response, content: bytes | bytearray) -> str:
+        """The start of a body, whitespace runs made one space, redacted, escaped and cut."""
+        try:
+            text = content.decode(response.encoding or "utf-8", errors="replace")
+        except LookupError:
+            text = content.decode("latin-1")
+        # Whitespace is collapsed in a head long enough for the excerpt, not in the whole.
+        head = text[: EXCERPT_CHARS * 8]
+        start = redact(" ".join(head.split()), self._keys)
+        whole = len(text) if len(head) < len(text) else len(start)
+        return shown_text(start, EXCERPT_CHARS, length=whole)
+
+
+def _refusal_fix(status: int, pets_path: bool) -> str:
+    """What to do about a 4xx that is not retried, when the status says it (else nothing)."""
+    if status == 403:
+        return "; the API refused this key the operation: check the key's rights with the API owner"
+    if status in (404, 405, 410) and pets_path:
+        return "; the API has no /pets there: check the base URL (it ends with /v1)"
+    if status == 407:
+        return (
+            "; a proxy on the way wants credentials: give them in the proxy URL "
+            "(e.g. HTTPS_PROXY=http://user:password@proxy:3128)"
+        )
+    return ""
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The innermost cause of an httpx error (httpx wraps httpcore, which wraps the OSError)."""
+    for _ in range(10):  # httpx and httpcore each add one link
+        inner = exc.__cause__ or exc.__context__
+        if inner is None:
+            break
+        exc = inner
+    return exc
+
+
+def _final(message: str, shown: str) -> Failure:
+    """A transport failure that trying again cannot mend: raised at once, for any method."""
+    return Failure(TransportError(message, url=shown), sent=False, recoverable=False)
