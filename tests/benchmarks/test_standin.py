@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import selectors
+import socket
 import subprocess
 import sys
 import time
@@ -134,6 +135,37 @@ def test_requests_without_the_key_get_401_error_bodies(
     assert response.status_code == 401
     body = response.json()
     assert body["status"] == 401 and body["code"] and body["message"]
+
+
+def test_pipelined_requests_are_answered_in_order_until_connection_close(
+    standin: tuple[str, str],
+) -> None:
+    base, key = standin
+    host, port = base.split("//")[1].split("/")[0].split(":")
+    body = b'{"name":"Pipelined","categoryId":7}'
+    auth = f"Authorization: Bearer {key}\r\n".encode()
+    requests = (
+        b"GET /v1/pets?limit=100&status=sold HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n"
+        b"GET /v1/pets?status=sold&limit=2 HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n"
+        b"POST /v1/pets HTTP/1.1\r\nHost: x\r\n"
+        + auth
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\nConnection: close\r\n\r\n"
+        + body
+    )
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(requests[:-10])  # the last body arrives in a second write
+        sock.sendall(requests[-10:])
+        for _ in range(1000):  # bounded; the server closes after the last answer
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", received)
+    assert statuses == [b"200", b"200", b"201"]
+    assert received.endswith(b',"name":"Pipelined","categoryId":7}')
 
 
 def load_standin() -> ModuleType:
