@@ -123,7 +123,7 @@ def variants(pets: int, only: list[str]) -> list[Variant]:
     return [v for v in every if v.name in only]
 
 
-def cpu_bound(pets: int, rounds: int, only: list[str], workdir: Path) -> None:
+def cpu_bound(pets: int, rounds: int, only: list[str], workdir: Path) -> dict[str, Summary]:
     print(f"\n## {pets:,} pets on the stand-in (Link paging, limit=100), {rounds} round(s)\n")
     with standin(pets, workdir) as server:
         print(f"  {server.describe()}", flush=True)
@@ -133,6 +133,23 @@ def cpu_bound(pets: int, rounds: int, only: list[str], workdir: Path) -> None:
     print_table(summaries, BARE, count=pets, unit="pet")
     standin_condition(summaries, BARE)
     targets(summaries, pets)
+    return summaries
+
+
+def across_sizes(results: dict[int, dict[str, Summary]]) -> None:
+    """One table over every size: how peak RSS and wall per pet grow (issue 13)."""
+    print("\n## Across sizes (medians; peak RSS the largest of the rounds)\n")
+    print("| program | pets | wall s | wall us per pet | CPU s | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    names = dict.fromkeys(name for summaries in results.values() for name in summaries)
+    for name in names:
+        for pets, summaries in results.items():
+            s = summaries.get(name)
+            if s is not None:
+                print(
+                    f"| {name} | {pets:,} | {s.wall:.2f} | {s.wall / pets * 1e6:.1f} | "
+                    f"{s.cpu:.2f} | {s.rss_mib:.0f} |"
+                )
 
 
 def targets(summaries: dict[str, Summary], pets: int) -> None:
@@ -250,8 +267,11 @@ def main() -> None:
     print_header("# petsync export benchmark (benchmarks/bench_export.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-export-") as tmp:
         workdir = Path(tmp)
-        for pets in options.pets:
-            cpu_bound(pets, options.rounds, options.only, workdir)
+        results = {
+            pets: cpu_bound(pets, options.rounds, options.only, workdir) for pets in options.pets
+        }
+        if len(results) > 1:
+            across_sizes(results)
         if not options.no_latency:
             latency(options.latency_pets, options.latency_ms, options.rounds, workdir)
     print_footer()
