@@ -107,6 +107,7 @@ def command_line() -> str:
 
 
 STARTED = time.monotonic()
+LOADS: list[float] = []  # the 1-minute load average after each run: other work on the machine
 
 
 def print_header(title: str) -> None:
@@ -123,6 +124,11 @@ def print_header(title: str) -> None:
 def print_footer() -> None:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\nfinished in {(time.monotonic() - STARTED) / 60:.1f} min; load average at end {load}")
+    if LOADS:
+        print(
+            f"1-minute load average after each run: {min(LOADS):.2f} to {max(LOADS):.2f} "
+            f"(median {statistics.median(LOADS):.2f}); the benchmark itself keeps about 1 busy"
+        )
     print(
         f"benchmark driver's own peak RSS {driver_rss_mib():.0f} MiB (a child's peak RSS counts "
         "from its parent's at spawn, so no figure above can read lower than this)"
@@ -362,6 +368,7 @@ def run_rounds(
             comparison.runs[variant.name].append(run)
             shutil.rmtree(run_dir)
             os.sync()  # the run's files reach the disk now, not during the next run
+            LOADS.append(os.getloadavg()[0])
             line = (
                 f"  round {round_no + 1}/{rounds}  {variant.name:<{width}}  wall {run.wall:7.2f} s"
                 f"  cpu {run.cpu:7.2f} s  peak RSS {run.rss_mib:7.1f} MiB"
