@@ -33,12 +33,13 @@ What it speaks (as ``petsync serve --pagination link`` does, on loopback only):
   totals go to stderr at exit (SIGTERM or Ctrl-C).
 
 What it costs (2-core AMD EPYC VM, CPython 3.11, user + system CPU per request while a
-client runs): about 35-45 us per pre-rendered page, 5-7% of the bare httpx loop's ~600 us per
-page; about 70-95 us per createPet, 12-16% of a sequential httpx POST loop's ~550 us per
-request. A POST costs more because httpx writes its head and body separately, so the server
-usually wakes twice per request; a bare Python server that only reads a request and writes a
-fixed answer costs 45-55 us per POST on the same machine, so most of that is the machine's
-price of two wake-ups, not this server's parsing (about 10 us per POST when warm).
+client runs; the benchmarks print it on every run): about 35-45 us per pre-rendered page,
+4-7% of the bare httpx loop's 600-900 us per page; about 55-70 us per createPet, near 10% of
+a sequential httpx POST loop's ~550-650 us per request. httpx writes a POST's head and body
+separately, so a server usually wakes twice per request; this one raises the socket's
+low-water mark (``SO_RCVLOWAT``) while createPets keep coming, so it wakes once per
+request (see :meth:`RequestStream.low_water`). The rest is mostly the machine's price of a
+wake-up: its Python work is about 10 us per POST and 2 us per page when warm.
 
 The catalogue mirrors the reference server's seed (``petsync serve --seed-pets N``): pet ``i``
 (id ``i``) is a pure function of ``i``; every tenth pet has no status (it is listed only
@@ -81,6 +82,7 @@ PETS_TARGET = b"/v1/pets"
 QUICK_POST = b"POST /v1/pets HTTP/1.1\r\n"
 RECV_BYTES = 65536
 IDLE_SECONDS = 600
+LOW_WATER_WAIT_US = 20_000  # the longest a raised low-water mark may delay a short request
 READY_LINE = "Stand-in Petstore at "
 DEPRECATION = "@1735689600"  # as the reference server says it for getPet
 SUNSET = "Thu, 05 Dec 2030 00:00:00 GMT"  # interface, Versioning 3
@@ -449,14 +451,15 @@ class StandIn:
 
     def create_pet(self, body: bytes, *, quick: bool = False) -> bytes:
         """createPet; ``quick`` when the request came the hot way (not counted yet)."""
-        if quick:
-            with self._lock:
-                self.requests += 1
         try:
             name, category, status = parse_new_pet(body)
         except BadRequest as exc:
+            if quick:
+                with self._lock:
+                    self.requests += 1
             return error(400, str(exc))
         with self._lock:
+            self.requests += quick
             pet_id = self.catalogue.next_id
             self.catalogue.next_id += 1
             self.posts += 1
@@ -531,12 +534,28 @@ class RequestStream:
         self._head: Head | None = None
         self._body_due = 0  # body bytes due after the head of a quick createPet
         self._quick_head = b""
+        self._post_head = 0  # head size of the last quick createPet that came in two reads
+
+    def low_water(self) -> int:
+        """The bytes the next read should wait for (the socket's ``SO_RCVLOWAT``).
+
+        1 in general. While createPets come with head and body in two writes (httpx), one
+        byte more than the last head: the next read then wakes for head and body together,
+        not twice. While a quick createPet's body is due: its length.
+        """
+        if self._body_due:
+            return self._body_due
+        return self._post_head + 1 if self._post_head else 1
+
+    def idle(self) -> None:
+        """Nothing came for a while: the next read wakes for any byte again."""
+        self._post_head = 0
 
     def feed(self, data: bytes, write: Callable[[bytes], object]) -> bool:
         """Answer every request complete so far; False when the connection must close."""
         if self._body_due:  # a quick createPet's head came alone; httpx writes the body next
             if len(data) == self._body_due:
-                self._body_due = 0
+                self._body_due, self._post_head = 0, len(self._quick_head)
                 write(self._server.create_pet(data, quick=True))
                 return True
             data, self._body_due = self._quick_head + data, 0  # else the general way
@@ -544,10 +563,13 @@ class RequestStream:
             quick = self._server.quick(data)
             if isinstance(quick, bytes):
                 write(quick)
+                if data[0] != 80:  # not a POST ("P")
+                    self._post_head = 0
                 return True
             if quick:  # the head of a createPet: its body is due
                 self._body_due, self._quick_head = quick, data
                 return True
+        self._post_head = 0
         buffer = self._buffer + data if self._buffer else data
         while True:  # bounded: every pass consumes one request or stops
             head = self._head
@@ -583,7 +605,10 @@ def serve_connection(server: StandIn, sock: socket.socket) -> None:
 
     Threads measured cheaper here than an asyncio Protocol (about 40 against 57 us of CPU
     per page on the 2-core benchmark machine): a blocking ``recv`` and ``sendall`` are the
-    only system calls per request, with no event loop between them.
+    only system calls per request, with no event loop between them. While createPets come
+    in two writes, reads wait for head and body together (``SO_RCVLOWAT``), bounded by
+    ``LOW_WATER_WAIT_US``: a shorter request (or none) then ends the wait, and reads go
+    back to waking for any byte.
     """
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     # An idle client is dropped after IDLE_SECONDS, without a Python timeout (that would
@@ -591,11 +616,26 @@ def serve_connection(server: StandIn, sock: socket.socket) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", IDLE_SECONDS, 0))
     stream = RequestStream(server)
     recv, sendall, feed = sock.recv, sock.sendall, stream.feed
+    low_water = 1
     try:
         while True:  # bounded by the client: it ends when the client closes or goes idle
-            data = recv(RECV_BYTES)
-            if not data or not feed(data, sendall):
-                break
+            try:
+                data = recv(RECV_BYTES)
+            except BlockingIOError:
+                if low_water == 1:
+                    break  # idle for IDLE_SECONDS
+                stream.idle()  # the raised mark was not reached in time: wake for any byte
+                wanted = 1
+            else:
+                if not data or not feed(data, sendall):
+                    break
+                wanted = stream.low_water()
+            if wanted != low_water:
+                # Wake for a whole createPet, not for its head alone (see RequestStream).
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wanted)
+                wait = (0, LOW_WATER_WAIT_US) if wanted > 1 else (IDLE_SECONDS, 0)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", *wait))
+                low_water = wanted
     except OSError:
         pass  # reset, or idle too long: the connection is over either way
     finally:

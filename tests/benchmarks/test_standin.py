@@ -125,6 +125,18 @@ def test_post_creates_a_pet_with_a_new_id(standin: tuple[str, str]) -> None:
     assert refused.status_code == 400 and refused.json()["status"] == 400
 
 
+def test_a_short_request_after_many_posts_is_still_answered(standin: tuple[str, str]) -> None:
+    # After createPets the stand-in waits for a whole head and body at once; a shorter
+    # request on the same connection must still get through (after a short wait).
+    base, key = standin
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as client:
+        for i in range(20):
+            response = client.post(f"{base}/pets", json={"name": f"Rex {i}", "categoryId": 1})
+            assert response.status_code == 201
+        assert client.get(f"{base}/pets/1").status_code == 200
+        assert client.get(f"{base}/pets?limit=100&status=sold").status_code == 200
+
+
 @pytest.mark.parametrize("auth", [None, "Bearer wrong-key"], ids=["missing", "wrong"])
 def test_requests_without_the_key_get_401_error_bodies(
     standin: tuple[str, str], auth: str | None
