@@ -45,17 +45,41 @@ def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> 
         if len(content) > limit:
             raise _too_large(f"{method} {shown} answered a body larger than", limit)
         return content
-    codings = _codings(response.headers.get("Content-Encoding"), method, shown)
+    headers = response.headers
+    return read_stream(
+        response.iter_raw(),
+        headers.get("Content-Encoding"),
+        headers.get("Content-Length"),
+        limit,
+        method,
+        shown,
+    )
+
+
+def read_stream(
+    raw: Iterable[bytes],
+    content_encoding: str | None,
+    content_length: str | None,
+    limit: int,
+    method: str,
+    shown: str,
+) -> bytes | bytearray:
+    """The decoded body from its raw pieces and headers, at most ``limit`` bytes.
+
+    What :func:`read_body` does for an httpx response, for any stream of raw body pieces
+    (the page reader's httpcore stream): the same limit, refusals and decoding.
+    """
+    codings = _codings(content_encoding, method, shown)
     if not codings:
-        declared = response.headers.get("Content-Length", "")
+        declared = content_length or ""
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(
                 f"{method} {shown} announced a body of {int(declared)} bytes, more than",
                 limit,
                 started=False,
             )
-        return _collected(response.iter_raw(), limit, f"{method} {shown}")
-    stream: Iterable[bytes] = response.iter_raw()
+        return _collected(raw, limit, f"{method} {shown}")
+    stream: Iterable[bytes] = raw
     for coding in reversed(codings):  # the last coding applied is the first undone
         stream = inflate(stream, coding, limit, f"{method} {shown}")
     return _collected(stream, limit, f"{method} {shown}")

@@ -22,20 +22,23 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
-from petsync.client.body import ACCEPTED_ENCODINGS, NestingError, parse_json, read_body
+from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.client.deadline import RequestDeadline
 from petsync.client.failures import FailureTranslator
-from petsync.client.listing import Listing, Records, Tally, parse_records
+from petsync.client.listing import Listing, PageReader, Tally
+from petsync.client.page_reader import DirectReader, StatusRefused
+from petsync.client.pagination import PageRequest
 from petsync.client.proxy import ProxyRoute, choose_proxy
+from petsync.client.records import Records, decode_page
 from petsync.client.retry import RetrySchedule
-from petsync.client.transport import DeadlineTransport
+from petsync.client.transport import DeadlineTransport, build_pool
 from petsync.core.apikey import redact
 from petsync.core.errors import (
     PetsyncError,
@@ -52,6 +55,7 @@ from petsync.core.models import (
 )
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 CHECK_LIMIT = 1  # check asks for one pet per page: enough to see how the server pages
 EXCERPT_CHARS = 200
@@ -130,9 +134,10 @@ class PetstoreClient:
         self._retries = 0
         self._deadline = RequestDeadline()
         self._proxy: ProxyRoute | None = None
+        self._own_transport: DeadlineTransport | None = None
         if transport is None:
             self._proxy = choose_proxy(config, os.environ if environ is None else environ)
-            transport = DeadlineTransport(self._deadline, self._proxy)
+            transport = self._own_transport = DeadlineTransport(self._deadline, self._proxy)
         self._failures = FailureTranslator(config, proxy=self._proxy, wall_clock=wall_clock)
         self._http = httpx.Client(
             auth=BearerAuth(config.api_key) if config.api_key is not None else None,
@@ -272,28 +277,35 @@ class PetstoreClient:
             max_pages=self._config.max_pages,
         )
 
-    def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.URL, httpx.Headers, Records]:
-        """GET one listPets page; its final URL, headers and parsed records (for Listing)."""
+    def page_reader(self) -> PageReader:
+        """What one listing fetches its pages with (for :class:`Listing`).
+
+        With the client's own transport, a :class:`~petsync.client.page_reader.DirectReader`:
+        a connection of the listing's own, same deadline, proxy route and error translation;
+        with a transport passed in (a test's mock), the shared httpx client.
+        """
+        own = self._own_transport
+        if own is None:
+            return _SharedReader(self)
+        first = self._http.build_request("GET", self._pets_url)
+        auth = self._http.auth
+        if isinstance(auth, BearerAuth):
+            first = next(auth.sync_auth_flow(first))  # the key goes on by the Auth, once
+        pool = build_pool(
+            own.deadline,
+            own.proxy,
+            own.ssl_context,
+            max_connections=1,
+            max_keepalive_connections=1,
+        )
+        return DirectReader(
+            self, first, pool, self._http.timeout.as_dict(), self._config.max_response_bytes
+        )
+
+    def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.Headers, Records]:
+        """GET one listPets page through the shared httpx client: its headers and records."""
         response, body = self._send("GET", url, tally=tally)
-        shown = self.shown(response.url)
-        try:
-            data = parse_json(body)
-        except NestingError as exc:
-            raise ProtocolError(
-                f"GET {shown} answered {exc}; listPets must return a JSON array of flat Pet "
-                "objects: report it to the API owner"
-            ) from None
-        except ValueError as exc:
-            raise ProtocolError(
-                f"GET {shown} answered {response.status_code} with a body that is not JSON "
-                f"({_reason(exc)}); listPets must return a JSON array of Pet"
-            ) from exc
-        if not isinstance(data, list):
-            raise ProtocolError(
-                f"GET {shown} answered a JSON {type(data).__name__} where listPets must "
-                "return a JSON array of Pet"
-            )
-        return response.url, response.headers, parse_records(data, shown)
+        return response.headers, decode_page(body, response.status_code, self.shown(response.url))
 
     # -- sending, retrying, translating httpx --------------------------------------------------
 
@@ -327,6 +339,30 @@ class PetstoreClient:
         limit; a body over the limit raises :class:`ProtocolError` at once (the server would
         send it again).
         """
+
+        def attempt(shown: str) -> tuple[httpx.Response, bytes | bytearray]:
+            response = self._http.send(
+                self._http.build_request(method, url, json=json), stream=True
+            )
+            try:
+                body = read_body(response, self._config.max_response_bytes, method, shown)
+            finally:
+                response.close()
+            if not response.is_success:
+                raise StatusRefused(response, body)
+            return response, body
+
+        return self._retrying(method, str(url), tally, attempt)
+
+    def _retrying(
+        self, method: str, url: str, tally: Tally | None, attempt: Callable[[str], _T]
+    ) -> _T:
+        """Run ``attempt`` (given the URL as shown) under the deadline and the retry rules.
+
+        ``attempt`` returns the answer, raises :class:`StatusRefused` for an answer outside
+        2xx, or lets httpx's errors out; each failure is translated here and either retried
+        after its wait or raised.
+        """
         shown = self.shown(url)
         schedule = RetrySchedule(
             self._config.retry, method, shown, clock=self._clock, rng=self._rng
@@ -337,27 +373,34 @@ class PetstoreClient:
             self._count(tally, retry=False)
             deadline.start(self._config.request_timeout)
             try:
-                response = self._http.send(
-                    self._http.build_request(method, url, json=json), stream=True
+                return attempt(shown)
+            except StatusRefused as refused:
+                failure = self._failures.status_failure(
+                    method, shown, refused.response, refused.body
                 )
-                try:
-                    body = read_body(response, self._config.max_response_bytes, method, shown)
-                finally:
-                    response.close()
             except httpx.RequestError as exc:
                 late = isinstance(exc, httpx.TimeoutException) and deadline.passed()
                 failure = self._failures.transport_failure(method, shown, exc, late=late)
             except httpx.InvalidURL as exc:  # not a RequestError: nothing was sent
                 failure = self._failures.invalid_url(method, shown, exc)
-            else:
-                if response.is_success:
-                    return response, body
-                failure = self._failures.status_failure(method, shown, response, body)
             finally:
                 deadline.clear()
             delay = schedule.wait_after(failure)
             self._count(tally, retry=True)
             self._sleep(delay)
+
+
+class _SharedReader:
+    """A listing's pages through the client's shared httpx client (a transport passed in)."""
+
+    def __init__(self, client: PetstoreClient) -> None:
+        self._client = client
+
+    def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]:
+        return self._client.fetch_page(request.url, tally)
+
+    def close(self) -> None:
+        pass
 
 
 def _pet(value: object) -> Pet:

@@ -11,20 +11,21 @@ client), so the loop itself never touches httpx errors.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Hashable
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from collections.abc import Callable, Generator
+from typing import Protocol
 
 import httpx
 
-from petsync.client.body import MAX_JSON_DEPTH, nested_deeper_than
 from petsync.client.pagination import FetchedPage, PageRequest, make_strategy
+from petsync.client.records import InvalidRecord, PetColumns, Records
 from petsync.client.seen_ids import SeenIds
-from petsync.core.errors import PaginationError, ProtocolError
-from petsync.core.models import INT64_MAX, INT64_MIN, Pet, PetStatus, is_int64, parse_pet
+from petsync.core.errors import PaginationError
+from petsync.core.models import Pet, PetStatus
 from petsync.core.text import shown_text
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["InvalidRecord", "Listing", "Page", "PageReader", "PageSource", "Tally"]
 
 
 class Tally(Protocol):
@@ -34,42 +35,58 @@ class Tally(Protocol):
     retries: int
 
 
-@dataclass(frozen=True)
-class InvalidRecord:
-    """A listed record that breaks the interface (no id, float id, no name...), kept as sent."""
-
-    record: object
-    reason: str
-    url: str
-
-
-@dataclass(frozen=True)
 class Page:
-    """One page of listPets: the valid pets and the invalid records, in server order."""
+    """One page of listPets: the valid pets as columns, the invalid records, in server order.
 
-    pets: list[Pet]
-    invalid: list[InvalidRecord]
-    url: str
-
-
-@dataclass(frozen=True)
-class Records:
-    """A fetched page's records in server order: identity keys, and each record parsed.
-
-    ``all_valid`` is True when every item is a :class:`Pet` (no :class:`InvalidRecord`).
+    ``columns`` holds the new valid pets (:class:`~petsync.client.records.PetColumns`);
+    ``pets`` builds them as :class:`~petsync.core.models.Pet` objects on request. ``url`` is
+    the page's URL as shown to people (redacted, computed when first read). ``body`` is the
+    page's JSON as received when ``columns`` holds every record of it, decoded by the typed
+    decoder (so decoding it again gives the same columns); otherwise None.
     """
 
-    keys: list[Hashable]
-    items: list[Pet | InvalidRecord]
-    all_valid: bool
+    __slots__ = ("_shown", "_url", "body", "columns", "invalid")
+
+    def __init__(
+        self,
+        columns: PetColumns,
+        invalid: list[InvalidRecord],
+        url: str | Callable[[], str],
+        body: bytes | bytearray | None = None,
+    ) -> None:
+        self.columns = columns
+        self.invalid = invalid
+        self.body = body
+        self._url: str | None = url if isinstance(url, str) else None
+        self._shown = url if not isinstance(url, str) else None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            assert self._shown is not None
+            self._url = self._shown()
+        return self._url
+
+    @property
+    def pets(self) -> list[Pet]:
+        return self.columns.pets()
+
+    def __repr__(self) -> str:
+        return f"Page({len(self.columns)} pets, {len(self.invalid)} invalid, {self.url!r})"
+
+
+class PageReader(Protocol):
+    """Fetches the pages of one listing (one connection), closed when the listing ends."""
+
+    def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]: ...
+
+    def close(self) -> None: ...
 
 
 class PageSource(Protocol):
-    """What a listing needs from the client: one page fetched, and URLs as shown to people."""
+    """What a listing needs from the client: a page reader, and URLs as shown to people."""
 
-    def fetch_page(
-        self, url: httpx.URL, tally: Tally
-    ) -> tuple[httpx.URL, httpx.Headers, Records]: ...
+    def page_reader(self) -> PageReader: ...
 
     def shown(self, url: httpx.URL | str) -> str: ...
 
@@ -131,128 +148,86 @@ class Listing:
         requested: set[str] = set()
         seen = SeenIds()
         fetched = 0
+        debug = logger.isEnabledFor(logging.DEBUG)
         request: PageRequest | None = strategy.first()
-        while request is not None:
-            shown = self._source.shown(request.url)
-            if fetched >= self._max_pages:
-                raise PaginationError(
-                    f"stopped paging before {shown_text(shown)}: the page cap of "
-                    f"{self._max_pages} pages was reached; if the catalogue really is that "
-                    "large, raise max_pages"
-                )
-            if str(request.url) in requested:
-                raise PaginationError(
-                    f"the server sent {request.via} again ({shown_text(shown)}), a page "
-                    "already fetched in this listing: paging would loop forever. The server's "
-                    "pagination is broken; report it to the API owner"
-                )
-            requested.add(str(request.url))
-            response_url, headers, records = self._source.fetch_page(request.url, self)
-            fetched += 1
-            view = FetchedPage(request, response_url, headers, records.keys)
-            step = strategy.next(view)
-            self.style = strategy.name
-            page = None
-            if step.keep:
-                page = self._fresh_page(records, seen, self._source.shown(response_url), request)
-            if step.next is None:  # set before the last page is yielded: the end is known
-                self.complete = step.complete
-                self.incomplete_reason = step.reason
-            if page is not None:
-                self.pages += 1
-                logger.debug(
-                    "page",
-                    extra={
-                        "fields": {
-                            "url": page.url,
-                            "pets": len(page.pets),
-                            "invalid": len(page.invalid),
-                            "style": self.style,
-                        }
-                    },
-                )
-                yield page
-            request = step.next
+        reader = self._source.page_reader()
+        try:
+            while request is not None:
+                if fetched >= self._max_pages:
+                    raise PaginationError(
+                        f"stopped paging before {self._shown(request)}: the page cap of "
+                        f"{self._max_pages} pages was reached; if the catalogue really is that "
+                        "large, raise max_pages"
+                    )
+                if request.text in requested:
+                    raise PaginationError(
+                        f"the server sent {request.via} again ({self._shown(request)}), a page "
+                        "already fetched in this listing: paging would loop forever. The "
+                        "server's pagination is broken; report it to the API owner"
+                    )
+                requested.add(request.text)
+                headers, records = reader.fetch(request, self)
+                fetched += 1
+                step = strategy.next(FetchedPage(request, headers, records.keys))
+                self.style = strategy.name
+                page = None
+                if step.keep:
+                    page = self._fresh_page(records, seen, request)
+                if step.next is None:  # set before the last page is yielded: the end is known
+                    self.complete = step.complete
+                    self.incomplete_reason = step.reason
+                if page is not None:
+                    self.pages += 1
+                    if debug:
+                        logger.debug(
+                            "page",
+                            extra={
+                                "fields": {
+                                    "url": page.url,
+                                    "pets": len(page.columns),
+                                    "invalid": len(page.invalid),
+                                    "style": self.style,
+                                }
+                            },
+                        )
+                    yield page
+                request = step.next
+        finally:
+            reader.close()
         if self.complete is False:
             logger.info(
                 "listing_incomplete",
                 extra={"fields": {"style": self.style, "reason": self.incomplete_reason}},
             )
 
-    def _fresh_page(self, records: Records, seen: SeenIds, url: str, request: PageRequest) -> Page:
+    def _shown(self, request: PageRequest) -> str:
+        return shown_text(self._source.shown(request.text))
+
+    def _fresh_page(self, records: Records, seen: SeenIds, request: PageRequest) -> Page:
+        def shown() -> str:
+            return self._source.shown(request.text)
+
         fresh = seen.add_page(records.keys)
-        if records.all_valid and False not in fresh:  # the usual page: all new valid pets
-            return Page(pets=cast("list[Pet]", records.items), invalid=[], url=url)
-        pets: list[Pet] = []
+        if False not in fresh:  # the usual page: all new
+            body = records.body if records.typed else None
+            return Page(records.columns, [r for _, r in records.invalid], shown, body)
+        keep_valid: list[bool] = []
         invalid: list[InvalidRecord] = []
-        for item, is_fresh in zip(records.items, fresh, strict=True):
+        bad = dict(records.invalid)
+        for position, is_fresh in enumerate(fresh):
+            record = bad.get(position)
+            if record is None:
+                keep_valid.append(is_fresh)
+            elif is_fresh:
+                invalid.append(record)
             if not is_fresh:
                 self.duplicates += 1
-                continue
-            if isinstance(item, Pet):
-                pets.append(item)
-            else:
-                invalid.append(item)
-        if records.keys and not pets and not invalid:
+        columns = records.columns.where(keep_valid)
+        if records.keys and not len(columns) and not invalid:
+            url = shown()
             raise PaginationError(
                 f"the page at {shown_text(url)} (reached by {request.via}) holds only "
                 "records already listed: the server is sending the same records again (a "
                 "loop). Report it to the API owner, or try another pagination style"
             )
-        return Page(pets=pets, invalid=invalid, url=url)
-
-
-def parse_records(data: list[Any], shown: str) -> Records:
-    """Parse a listPets page; records that break the interface become InvalidRecords.
-
-    A record that is an object with exactly the expected types is built into a Pet inline
-    (the checks of :func:`~petsync.core.models.parse_pet`, without its per-field loop and calls:
-    this runs once per pet); anything else goes through ``parse_pet``, which gives the same
-    Pet or the reason the record is invalid. Only such records are kept as sent, so only they
-    are measured: one nested deeper than the page may be (:data:`MAX_JSON_DEPTH` levels,
-    the page's array included) fails the page, as it could not be described or written out.
-    """
-    keys: list[Hashable] = []
-    items: list[Pet | InvalidRecord] = []
-    all_valid = True
-    for record in data:
-        if type(record) is dict:
-            pet_id = record.get("id")
-            category = record.get("categoryId")
-            name = record.get("name")
-            status = record.get("status")
-            if (
-                type(pet_id) is int
-                and type(category) is int
-                and type(name) is str
-                and (status is None or type(status) is str)
-                and INT64_MIN <= pet_id <= INT64_MAX
-                and INT64_MIN <= category <= INT64_MAX
-            ):
-                keys.append(pet_id)
-                items.append(Pet(pet_id, name, category, status))
-                continue
-        if nested_deeper_than(record, MAX_JSON_DEPTH - 1):
-            raise ProtocolError(
-                f"GET {shown} answered a record nested deeper than {MAX_JSON_DEPTH} levels "
-                "(the page's array included); listPets must return a JSON array of flat Pet "
-                "objects: report it to the API owner"
-            )
-        try:
-            pet = parse_pet(record)
-        except ProtocolError as exc:
-            keys.append(record_key(record))
-            items.append(InvalidRecord(record=record, reason=exc.message, url=shown))
-            all_valid = False
-        else:
-            keys.append(pet.id)
-            items.append(pet)
-    return Records(keys, items, all_valid)
-
-
-def record_key(record: object) -> Hashable:
-    """A record's identity for loop and overlap checks: its id when that is an int64."""
-    if isinstance(record, dict) and is_int64(record.get("id")):
-        key: Hashable = record["id"]
-        return key
-    return ("raw", repr(record))
+        return Page(columns, invalid, shown)

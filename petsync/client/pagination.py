@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import httpx
@@ -39,26 +40,52 @@ FIRST_REQUEST = "the first request"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-@dataclass(frozen=True)
 class PageRequest:
-    """A page to fetch: its absolute URL and how paging got there (for messages)."""
+    """A page to fetch: its absolute URL and how paging got there (for messages).
 
-    url: httpx.URL
-    via: str
+    ``text`` is the URL as a string, what the paging loop compares to find a repeat; the
+    parsed ``url`` is built only when asked for (parsing costs more than fetching a page's
+    worth of records: a next link on the listing's own origin never needs it).
+    """
+
+    __slots__ = ("__dict__", "text", "via")
+
+    def __init__(self, url: httpx.URL | str, via: str) -> None:
+        if isinstance(url, httpx.URL):
+            self.__dict__["url"] = url
+            url = str(url)
+        self.text = url
+        self.via = via
+
+    @cached_property
+    def url(self) -> httpx.URL:
+        return httpx.URL(self.text)
+
+    def __repr__(self) -> str:
+        return f"PageRequest({self.text!r}, {self.via!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PageRequest) and (self.text, self.via) == (other.text, other.via)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
 class FetchedPage:
-    """What a strategy sees of a fetched page: where it came from, headers, record keys.
+    """What a strategy sees of a fetched page: the request, its headers, its record keys.
 
     ``keys`` identify the records in order (the pet id, or the raw record for one that has
-    no valid id); ``rows`` counts every record the server sent, valid or not.
+    no valid id); ``rows`` counts every record the server sent, valid or not. ``url`` is the
+    page's URL (petsync follows no redirect, so it is the request's).
     """
 
     request: PageRequest
-    url: httpx.URL
     headers: httpx.Headers
     keys: Sequence[Hashable]
+
+    @property
+    def url(self) -> httpx.URL:
+        return self.request.url
 
     @property
     def rows(self) -> int:
@@ -166,19 +193,51 @@ class _TokenPaging:
         return PageRequest(self._list_url, FIRST_REQUEST)
 
 
+# A path-absolute reference that resolves by concatenation: a path without "." or ".."
+# segments and an optional non-empty query, only characters that httpx keeps as written.
+_PLAIN = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+_PLAIN_TARGET = re.compile(rf"/(?!/)(?:{_PLAIN}|/)*(?:\?(?:{_PLAIN}|[/?])+)?")
+_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|\?|$)")
+
+
+def same_origin_target(target: str) -> bool:
+    """True when ``target`` resolves against any URL as its origin followed by ``target``.
+
+    >>> same_origin_target("/v1/pets?limit=100&after=7"), same_origin_target("//evil/x")
+    (True, False)
+    """
+    if not _PLAIN_TARGET.fullmatch(target):
+        return False
+    return not _DOT_SEGMENT.search(target.partition("?")[0])
+
+
+def origin_text(url: httpx.URL) -> str:
+    """``scheme://host[:port]`` as httpx writes a URL joined against ``url``."""
+    return str(url.join("/"))[:-1]
+
+
 class LinkPaging(_TokenPaging):
     """Follows RFC 8288 ``Link: <...>; rel="next"``, resolved against the response URL.
 
     A next link to another origin (scheme, host, port) is refused: the bearer key must not
-    leave the API's host.
+    leave the API's host. A plain path on the listing's own origin (the usual next link,
+    :func:`same_origin_target`) is resolved by concatenation, without parsing a URL.
     """
 
     name = "link"
+
+    def __init__(self, list_url: httpx.URL, limit: int) -> None:
+        super().__init__(list_url, limit)
+        self._origin = origin_text(list_url)
 
     def next(self, page: FetchedPage) -> Step:
         target = next_link(page.headers)
         if target is None or page.rows == 0:
             return _end_of_tokens(page, self.name, self._limit, self._seen, _NO_LINK)
+        if same_origin_target(target):
+            self._seen = True
+            via = f"the next link '{shown_text(target)}'"
+            return Step(keep=True, next=PageRequest(self._origin + target, via))
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error

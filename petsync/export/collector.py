@@ -27,6 +27,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from petsync.client.records import PetColumns
 from petsync.core.models import STATUS_VALUES, Pet, PetStatus
 from petsync.export.schema import PET_SCHEMA
 
@@ -84,11 +85,8 @@ class _Buffer:
         self.seqs: list[int] = []
         self.hashes: list[int] = []
 
-    def add(self, pets: list[Pet], seq: int) -> None:
-        ids = [p.id for p in pets]
-        names = [p.name for p in pets]
-        categories = [p.categoryId for p in pets]
-        statuses = [p.status for p in pets]
+    def add(self, pets: PetColumns, seq: int) -> None:
+        ids, names, categories, statuses = pets.ids, pets.names, pets.categories, pets.statuses
         # A hash over every field (tuples hashed in C, cheaper than Pet's generated
         # __hash__): two fetches of one id with equal hashes have (all but surely) the
         # same content.
@@ -139,8 +137,10 @@ class PetCollector:
         self._rows = 0
         self._closed = False
 
-    def add(self, source: int, pets: list[Pet]) -> None:
+    def add(self, source: int, pets: PetColumns | list[Pet]) -> None:
         """Append one page of ``source``. Pages of one source must come from one thread."""
+        if isinstance(pets, list):
+            pets = PetColumns.of(pets)
         if not pets:
             return
         with self._lock:

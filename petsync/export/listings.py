@@ -177,9 +177,9 @@ class _Paging:
         listing = self.client.list_pets(status, limit=self.limit)
         pets = invalid = 0
         for pages, page in enumerate(listing, start=1):
-            self.collector.add(source, page.pets)
+            self.collector.add(source, page.columns)
             self.quarantine.add(label, page.invalid)
-            pets += len(page.pets)
+            pets += len(page.columns)
             invalid += len(page.invalid)
             self.progress.page_done(label, pages, pets)
             if self.stop.is_set():  # the run is lost: stop paging

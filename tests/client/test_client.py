@@ -681,45 +681,6 @@ def test_post_connect_errors_exhaust_into_retries_exhausted_not_outcome_unknown(
     assert type(caught.value.last_error) is TransportError
 
 
-PARSE_CASES = [
-    {"id": INT64_MAX, "name": "max", "categoryId": INT64_MIN},
-    {"id": INT64_MIN, "name": "", "categoryId": INT64_MAX, "status": "sold"},
-    {"id": 1, "name": "null status", "categoryId": 2, "status": None},
-    {"id": 2, "name": "extra keys", "categoryId": 3, "tags": [1], "status": "weird"},
-    {"id": 3, "name": '=é😀,"\n', "categoryId": 0, "status": ""},
-    {"id": INT64_MAX + 1, "name": "too big", "categoryId": 1},
-    {"id": 4, "name": "too small category", "categoryId": INT64_MIN - 1},
-    {"id": True, "name": "bool id", "categoryId": 1},
-    {"id": 5, "name": "bool category", "categoryId": False},
-    {"id": 6.0, "name": "float id", "categoryId": 1},
-    {"id": 7, "name": 7, "categoryId": 1},
-    {"id": 8, "name": "int status", "categoryId": 1, "status": 1},
-    {"name": "no id", "categoryId": 1},
-    {"id": 9, "name": "no category"},
-    [1, "a", 2],
-    "rex",
-    None,
-]
-
-
-def test_page_parsing_fast_path_gives_what_parse_pet_gives() -> None:
-    from petsync.client.listing import parse_records, record_key
-    from petsync.core.models import parse_pet
-
-    records = parse_records(list(PARSE_CASES), "URL")
-    expected: list[object] = []
-    for record in PARSE_CASES:
-        try:
-            expected.append(parse_pet(record))
-        except ProtocolError as exc:
-            expected.append(InvalidRecord(record=record, reason=exc.message, url="URL"))
-    assert records.items == expected
-    assert records.keys == [record_key(record) for record in PARSE_CASES]
-    assert records.keys[:5] == [INT64_MAX, INT64_MIN, 1, 2, 3]
-    assert records.all_valid is False
-    assert parse_records(list(PARSE_CASES[:5]), "URL").all_valid is True
-
-
 # -- text the server sent, as it reaches a message ------------------------------------------------
 
 HOSTILE = "\x1b[2J\x1b[H\x1b]0;owned\x07" + "A" * (5 * 1024 * 1024 - 17)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from petsync.client.listing import InvalidRecord, Page
+from petsync.client.records import PetColumns
 from petsync.core.models import Pet, PetStatus
 
 BASE = "http://127.0.0.1:9/v1"
@@ -84,7 +85,7 @@ class ScriptedClient:
             chunk = records[start : start + self.page_size]
             pages.append(
                 Page(
-                    pets=[r for r in chunk if isinstance(r, Pet)],
+                    PetColumns.of(r for r in chunk if isinstance(r, Pet)),
                     invalid=[r for r in chunk if isinstance(r, InvalidRecord)],
                     url=f"{BASE}/pets?page={start}",
                 )

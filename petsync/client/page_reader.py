@@ -1,0 +1,145 @@
+"""The listings' hot path: one connection per listing, GET on the httpx transport layer.
+
+A listing fetches thousands of pages one after another from one origin with the same
+headers. httpx's ``Client.send`` rebuilds per request what never changes here (merged
+headers, the auth flow, cookies, URL checks, a Response object); with several listings in
+threads sharing one client, they also queue on its pool's lock. :class:`DirectReader` gives
+each listing its own httpcore pool of one connection, built by the same
+:func:`~petsync.client.transport.build_pool` as the client's transport (so the request
+deadline, the proxy route and the TLS settings are the same), computes the request headers
+once (the key is put on them by :class:`~petsync.client.auth.BearerAuth`, as on every
+request), and sends each page's GET straight to httpcore under httpx's own mapping of
+httpcore errors, so :mod:`petsync.client.failures` translates them exactly as before. The
+body is read by :func:`~petsync.client.body.read_stream` within ``max_response_bytes``, and
+every attempt goes through the client's retry loop.
+
+The one httpx internal relied on is ``httpx._transports.default.map_httpcore_exceptions``;
+``tests/client/test_page_reader.py`` fails if it moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import httpcore
+import httpx
+from httpx._transports.default import map_httpcore_exceptions
+
+from petsync.client.body import read_stream
+from petsync.client.pagination import PageRequest, origin_text
+from petsync.client.records import Records, decode_page
+from petsync.client.transport import Pool
+
+if TYPE_CHECKING:
+    from petsync.client.listing import Tally
+
+RawHeaders = list[tuple[bytes, bytes]]
+_T = TypeVar("_T")
+_BODY_HEADERS = (b"content-encoding", b"content-length", b"transfer-encoding")
+
+
+class StatusRefused(Exception):
+    """An answer outside 2xx, read and kept for the failure translator (never leaves the client)."""
+
+    def __init__(self, response: httpx.Response, body: bytes | bytearray) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+        self.body = body
+
+
+class Sender(Protocol):
+    """What a reader needs from the client: its retry loop (see ``PetstoreClient._retrying``)."""
+
+    def _retrying(
+        self, method: str, url: str, tally: Tally | None, attempt: Callable[[str], _T]
+    ) -> _T: ...
+
+
+class DirectReader:
+    """Fetches one listing's pages over its own connection (see the module docstring).
+
+    ``list_request`` is the listing's first request as httpx would send it, headers and
+    authentication applied; ``pool`` is the listing's own pool, closed by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        sender: Sender,
+        list_request: httpx.Request,
+        pool: Pool,
+        timeouts: dict[str, float | None],
+        max_response_bytes: int,
+    ) -> None:
+        url = list_request.url
+        self._sender = sender
+        self._pool = pool
+        self._origin = origin_text(url)
+        self._scheme, self._host, self._port = url.raw_scheme, url.raw_host, url.port
+        self._headers: RawHeaders = list(list_request.headers.raw)
+        self._extensions = {"timeout": timeouts}
+        self._limit = max_response_bytes
+
+    def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]:
+        headers, body, shown = self._sender._retrying(
+            "GET", request.text, tally, lambda shown: self._get(request, shown)
+        )
+        return httpx.Headers(headers), decode_page(body, 200, shown)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _target(self, request: PageRequest) -> httpcore.URL:
+        text = request.text
+        if text.startswith(self._origin) and text[len(self._origin) : len(self._origin) + 1] == "/":
+            target = text[len(self._origin) :].encode("ascii")
+            return httpcore.URL(
+                scheme=self._scheme, host=self._host, port=self._port, target=target
+            )
+        url = request.url
+        return httpcore.URL(
+            scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+        )
+
+    def _get(self, request: PageRequest, shown: str) -> tuple[RawHeaders, bytes | bytearray, str]:
+        """One attempt: the answer's headers and body, or StatusRefused, or an httpx error."""
+        with map_httpcore_exceptions():
+            answer = self._pool.handle_request(
+                httpcore.Request(
+                    b"GET",
+                    self._target(request),
+                    headers=self._headers,
+                    extensions=self._extensions,
+                )
+            )
+            try:
+                headers: RawHeaders = answer.headers
+                stream: Iterable[bytes] = answer.stream  # type: ignore[assignment]
+                body = read_stream(
+                    stream,
+                    _header(headers, b"content-encoding"),
+                    _header(headers, b"content-length"),
+                    self._limit,
+                    "GET",
+                    shown,
+                )
+            finally:
+                answer.close()
+        if not 200 <= answer.status < 300:
+            # The body is read and decoded already: the Response holds it as plain content.
+            response = httpx.Response(
+                answer.status,
+                headers=[(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS],
+                content=bytes(body),
+                request=httpx.Request("GET", request.url),
+            )
+            raise StatusRefused(response, body)
+        return headers, body, shown
+
+
+def _header(headers: RawHeaders, name: bytes) -> str | None:
+    """The first value of a header (``name`` in lower case), as text."""
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None

@@ -1,0 +1,246 @@
+"""A listPets page's records, decoded straight into columns with every interface rule kept.
+
+A page of a hundred pets is decoded by msgspec against a typed record (``id`` and
+``categoryId`` int64, ``name`` a string, ``status`` a string or absent/null) in one C call:
+no dict per record, no :class:`~petsync.core.models.Pet` per record, and the fields land in
+four column lists (:class:`PetColumns`) that the export appends as they are.
+
+The typed decoder is a fast path, never a judge: whenever it refuses a page (a float,
+bool, string or out-of-range id, a record that is not an object, a lone surrogate, NaN,
+a byte-order mark, a document nested too deep...) the page is decoded again with the
+standard library and checked record by record (:func:`parse_records`), exactly as before,
+so every record that breaks the interface is refused and quarantined with the same reason,
+and a page that is not a JSON array of objects fails with the same message. Whenever the
+typed decoder accepts a page, the standard path would have accepted every record with the
+same values (``tests/client/test_records.py`` holds the two paths to the same answers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import msgspec
+
+from petsync.client.body import MAX_JSON_DEPTH, NestingError, nested_deeper_than, parse_json
+from petsync.core.errors import PetsyncError, ProtocolError
+from petsync.core.models import INT64_MAX, INT64_MIN, Pet, is_int64, parse_pet
+
+
+@dataclass(frozen=True)
+class InvalidRecord:
+    """A listed record that breaks the interface (no id, float id, no name...), kept as sent."""
+
+    record: object
+    reason: str
+    url: str
+
+
+class PetColumns:
+    """Valid pets as four parallel lists, in server order: the shape the export stores.
+
+    >>> columns = PetColumns([1, 2], ["Rex", "Bo"], [7, 7], ["sold", None])
+    >>> len(columns), columns.pets()[1]
+    (2, Pet(id=2, name='Bo', categoryId=7, status=None))
+    """
+
+    __slots__ = ("categories", "ids", "names", "statuses")
+
+    def __init__(
+        self,
+        ids: list[int],
+        names: list[str],
+        categories: list[int],
+        statuses: list[str | None],
+    ) -> None:
+        self.ids = ids
+        self.names = names
+        self.categories = categories
+        self.statuses = statuses
+
+    @classmethod
+    def empty(cls) -> PetColumns:
+        return cls([], [], [], [])
+
+    @classmethod
+    def of(cls, pets: Iterable[Pet]) -> PetColumns:
+        """Columns holding ``pets`` (for tests and callers that have Pet objects)."""
+        columns = cls.empty()
+        for pet in pets:
+            columns.append(pet.id, pet.name, pet.categoryId, pet.status)
+        return columns
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"PetColumns({len(self)} pets)"
+
+    def append(self, pet_id: int, name: str, category: int, status: str | None) -> None:
+        self.ids.append(pet_id)
+        self.names.append(name)
+        self.categories.append(category)
+        self.statuses.append(status)
+
+    def pets(self) -> list[Pet]:
+        """The rows as :class:`Pet` objects (built on request; the export never asks)."""
+        return list(map(Pet, self.ids, self.names, self.categories, self.statuses))
+
+    def where(self, keep: Sequence[bool]) -> PetColumns:
+        """The rows whose ``keep`` entry is True, in order."""
+        rows = [i for i, kept in enumerate(keep) if kept]
+        return PetColumns(
+            [self.ids[i] for i in rows],
+            [self.names[i] for i in rows],
+            [self.categories[i] for i in rows],
+            [self.statuses[i] for i in rows],
+        )
+
+
+@dataclass(frozen=True)
+class Records:
+    """A fetched page's records in server order: identity keys, valid columns, invalid ones.
+
+    ``keys`` has one entry per record sent (the id, or for a record without a valid id its
+    text, see :func:`record_key`); ``columns`` holds the valid records in order, and
+    ``invalid`` the others with their position in ``keys``. ``body`` is the page's JSON
+    when the typed decoder read it (then every record was valid, and decoding ``body`` again
+    with :func:`typed_records` gives the same columns).
+    """
+
+    keys: Sequence[Hashable]
+    columns: PetColumns
+    invalid: list[tuple[int, InvalidRecord]]
+    body: bytes | bytearray | None = None
+
+    @property
+    def typed(self) -> bool:
+        return self.body is not None
+
+    @property
+    def all_valid(self) -> bool:
+        return not self.invalid
+
+
+_Int64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
+
+
+class _Record(msgspec.Struct, gc=False):
+    """The interface's Pet as the typed decoder reads it (unknown keys are ignored)."""
+
+    id: _Int64
+    name: str
+    categoryId: _Int64  # noqa: N815 - the API's spelling
+    status: str | None = None
+
+
+_PAGE = msgspec.json.Decoder(list[_Record])
+
+
+def typed_records(body: bytes | bytearray) -> Records | None:
+    """The page's records when every one is a valid Pet, decoded in one pass; else None.
+
+    None sends the caller to the standard path (``json.loads`` and :func:`parse_records`),
+    which decides what is wrong.
+    """
+    try:
+        records = _PAGE.decode(body)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        return None
+    ids = [r.id for r in records]
+    columns = PetColumns(
+        ids,
+        [r.name for r in records],
+        [r.categoryId for r in records],
+        [r.status for r in records],
+    )
+    return Records(ids, columns, [], body)
+
+
+def decode_page(body: bytes | bytearray, status_code: int, shown: str) -> Records:
+    """A listPets answer's records: typed when every record is valid, else checked one by one.
+
+    Raises :class:`ProtocolError` naming ``shown`` (the page's URL as shown to people) when the
+    body is not a JSON array, or is nested too deep to be one of flat Pet objects.
+    """
+    records = typed_records(body)
+    if records is not None:
+        return records
+    try:
+        data = parse_json(body)
+    except NestingError as exc:
+        raise ProtocolError(
+            f"GET {shown} answered {exc}; listPets must return a JSON array of flat Pet "
+            "objects: report it to the API owner"
+        ) from None
+    except ValueError as exc:
+        raise ProtocolError(
+            f"GET {shown} answered {status_code} with a body that is not JSON "
+            f"({_reason(exc)}); listPets must return a JSON array of Pet"
+        ) from exc
+    if not isinstance(data, list):
+        raise ProtocolError(
+            f"GET {shown} answered a JSON {type(data).__name__} where listPets must "
+            "return a JSON array of Pet"
+        )
+    return parse_records(data, shown)
+
+
+def _reason(exc: Exception) -> str:
+    return exc.message if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
+
+
+def parse_records(data: list[Any], shown: str) -> Records:
+    """Parse a decoded listPets page; records that break the interface become InvalidRecords.
+
+    A record that is an object with exactly the expected types goes into the columns inline
+    (the checks of :func:`~petsync.core.models.parse_pet`, without its per-field loop and
+    calls); anything else goes through ``parse_pet``, which gives the same values or the
+    reason the record is invalid. Only such records are kept as sent, so only they are
+    measured: one nested deeper than the page may be (:data:`MAX_JSON_DEPTH` levels, the
+    page's array included) fails the page, as it could not be described or written out.
+    """
+    keys: list[Hashable] = []
+    columns = PetColumns.empty()
+    invalid: list[tuple[int, InvalidRecord]] = []
+    for record in data:
+        if type(record) is dict:
+            pet_id = record.get("id")
+            category = record.get("categoryId")
+            name = record.get("name")
+            status = record.get("status")
+            if (
+                type(pet_id) is int
+                and type(category) is int
+                and type(name) is str
+                and (status is None or type(status) is str)
+                and INT64_MIN <= pet_id <= INT64_MAX
+                and INT64_MIN <= category <= INT64_MAX
+            ):
+                keys.append(pet_id)
+                columns.append(pet_id, name, category, status)
+                continue
+        if nested_deeper_than(record, MAX_JSON_DEPTH - 1):
+            raise ProtocolError(
+                f"GET {shown} answered a record nested deeper than {MAX_JSON_DEPTH} levels "
+                "(the page's array included); listPets must return a JSON array of flat Pet "
+                "objects: report it to the API owner"
+            )
+        try:
+            pet = parse_pet(record)
+        except ProtocolError as exc:
+            invalid.append((len(keys), InvalidRecord(record=record, reason=exc.message, url=shown)))
+            keys.append(record_key(record))
+        else:
+            keys.append(pet.id)
+            columns.append(pet.id, pet.name, pet.categoryId, pet.status)
+    return Records(keys, columns, invalid)
+
+
+def record_key(record: object) -> Hashable:
+    """A record's identity for loop and overlap checks: its id when that is an int64."""
+    if isinstance(record, dict) and is_int64(record.get("id")):
+        key: Hashable = record["id"]
+        return key
+    return ("raw", repr(record))

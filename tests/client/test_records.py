@@ -1,0 +1,139 @@
+"""Decoding a listPets page into columns: the typed fast path and the standard path agree.
+
+The typed decoder (msgspec) only ever accepts pages whose every record the standard path
+(``json.loads`` and the record-by-record checks) accepts with the same values; everything
+else falls back to the standard path, so refusals and quarantine reasons are unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from petsync.client.records import (
+    InvalidRecord,
+    PetColumns,
+    Records,
+    decode_page,
+    parse_records,
+    record_key,
+    typed_records,
+)
+from petsync.core.errors import ProtocolError
+from petsync.core.models import INT64_MAX, INT64_MIN, Pet, parse_pet
+
+PARSE_CASES = [
+    {"id": INT64_MAX, "name": "max", "categoryId": INT64_MIN},
+    {"id": INT64_MIN, "name": "", "categoryId": INT64_MAX, "status": "sold"},
+    {"id": 1, "name": "null status", "categoryId": 2, "status": None},
+    {"id": 2, "name": "extra keys", "categoryId": 3, "tags": [1], "status": "weird"},
+    {"id": 3, "name": '=é😀,"\n', "categoryId": 0, "status": ""},
+    {"id": INT64_MAX + 1, "name": "too big", "categoryId": 1},
+    {"id": 4, "name": "too small category", "categoryId": INT64_MIN - 1},
+    {"id": True, "name": "bool id", "categoryId": 1},
+    {"id": 5, "name": "bool category", "categoryId": False},
+    {"id": 6.0, "name": "float id", "categoryId": 1},
+    {"id": 7, "name": 7, "categoryId": 1},
+    {"id": 8, "name": "int status", "categoryId": 1, "status": 1},
+    {"name": "no id", "categoryId": 1},
+    {"id": 9, "name": "no category"},
+    [1, "a", 2],
+    "rex",
+    None,
+]
+
+
+def _rows(records: Records) -> list[Pet]:
+    return records.columns.pets()
+
+
+def test_parse_records_gives_what_parse_pet_gives() -> None:
+    records = parse_records(list(PARSE_CASES), "URL")
+    valid: list[Pet] = []
+    invalid: list[tuple[int, InvalidRecord]] = []
+    for position, record in enumerate(PARSE_CASES):
+        try:
+            valid.append(parse_pet(record))
+        except ProtocolError as exc:
+            invalid.append((position, InvalidRecord(record=record, reason=exc.message, url="URL")))
+    assert _rows(records) == valid
+    assert records.invalid == invalid
+    assert records.keys == [record_key(record) for record in PARSE_CASES]
+    assert records.keys[:5] == [INT64_MAX, INT64_MIN, 1, 2, 3]
+    assert records.all_valid is False
+    assert parse_records(list(PARSE_CASES[:5]), "URL").all_valid is True
+
+
+# Pages the typed decoder accepts: the same values as the standard path, in order.
+ACCEPTED = {
+    "valid records": json.dumps(PARSE_CASES[:5]).encode(),
+    "empty page": b" [ ]\n",
+    "last duplicate key wins": b'[{"id": 1, "id": 2, "name": "a", "categoryId": 3}]',
+    "status null then string": b'[{"id": 1, "name": "a", "categoryId": 3, "status": null}]',
+    "unknown status kept": b'[{"id": 1, "name": "a", "categoryId": 3, "status": "lost"}]',
+    "escapes and pairs": b'[{"id": 1, "name": "\\u00e9\\ud83d\\ude00\\n\\"", "categoryId": -0}]',
+    "huge unknown float": b'[{"id": 1, "name": "a", "categoryId": 3, "x": 1e999}]',
+    "utf-8 text": '[{"id": 1, "name": "猫咪 Zoë", "categoryId": 3}]'.encode(),
+}
+
+
+@pytest.mark.parametrize("body", list(ACCEPTED.values()), ids=list(ACCEPTED))
+def test_the_typed_decoder_gives_the_standard_answer(body: bytes) -> None:
+    typed = typed_records(body)
+    assert typed is not None and typed.typed and typed.body is body
+    standard = parse_records(json.loads(body), "URL")
+    assert standard.invalid == [] and typed.invalid == []
+    assert _rows(typed) == _rows(standard)
+    assert list(typed.keys) == list(standard.keys)
+    assert decode_page(body, 200, "URL").columns.ids == typed.columns.ids
+
+
+# Pages the typed decoder refuses: the standard path decides, as it always did.
+REFUSED = {
+    "float id": b'[{"id": 1.0, "name": "a", "categoryId": 3}]',
+    "exponent id": b'[{"id": 1e2, "name": "a", "categoryId": 3}]',
+    "bool id": b'[{"id": true, "name": "a", "categoryId": 3}]',
+    "string id": b'[{"id": "1", "name": "a", "categoryId": 3}]',
+    "2**63": b'[{"id": 9223372036854775808, "name": "a", "categoryId": 3}]',
+    "-2**63-1 category": b'[{"id": 1, "name": "a", "categoryId": -9223372036854775809}]',
+    "int status": b'[{"id": 1, "name": "a", "categoryId": 3, "status": 5}]',
+    "no name": b'[{"id": 1, "categoryId": 3}]',
+    "not an object": b'[{"id": 1, "name": "a", "categoryId": 3}, [1]]',
+    "later invalid duplicate key": b'[{"id": 1, "name": "a", "categoryId": 3, "id": 1.5}]',
+    "lone surrogate": b'[{"id": 1, "name": "\\ud800", "categoryId": 3}]',
+    "NaN": b'[{"id": 1, "name": "a", "categoryId": 3, "x": NaN}]',
+    "byte-order mark": b'\xef\xbb\xbf[{"id": 1, "name": "a", "categoryId": 3}]',
+    "utf-16": '[{"id": 1, "name": "a", "categoryId": 3}]'.encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize("body", list(REFUSED.values()), ids=list(REFUSED))
+def test_the_typed_decoder_leaves_every_doubtful_page_to_the_standard_path(body: bytes) -> None:
+    assert typed_records(body) is None
+    decoded = decode_page(body, 200, "URL")
+    standard = parse_records(json.loads(body), "URL")
+    assert decoded == Records(standard.keys, decoded.columns, standard.invalid)
+    assert _rows(decoded) == _rows(standard)
+    assert decoded.body is None
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"[1, 2", "GET URL answered 200 with a body that is not JSON (JSONDecodeError: "),
+        (b'{"id": 1}', "GET URL answered a JSON dict where listPets must return a JSON array"),
+        (b"[" * 200_000 + b"]" * 200_000, "GET URL answered JSON nested deeper than 100 levels"),
+    ],
+    ids=["truncated", "object", "nested"],
+)
+def test_a_page_that_is_no_array_of_records_fails_as_before(body: bytes, message: str) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode_page(body, 200, "URL")
+    assert str(caught.value).startswith(message)
+
+
+def test_columns_give_pets_and_keep_rows_by_mask() -> None:
+    columns = PetColumns.of([Pet(1, "a", 2, None), Pet(3, "b", 4, "sold"), Pet(5, "c", 6, "")])
+    assert columns.where([True, False, True]).pets() == [Pet(1, "a", 2, None), Pet(5, "c", 6, "")]
+    assert len(PetColumns.empty()) == 0
