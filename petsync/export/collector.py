@@ -1,39 +1,47 @@
 """Collect listed pets on disk, deduplicate them by id, and write them out as a stream.
 
 Pages arrive from several listings at once (one per status plus the unfiltered sweep). Each
-listing appends its pets to plain Python column lists, turned into an Arrow record batch
-every :data:`BATCH_ROWS` rows and appended to a scratch Arrow IPC file. Memory keeps only
-four small key columns per fetched row (id, page sequence, listing, content hash: 21 bytes),
-never a list of a million ``Pet`` objects or a DataFrame of dicts.
+listing appends its pets' columns to plain Python lists, turned into an Arrow record batch
+every :data:`BATCH_ROWS` rows and appended to a scratch Arrow IPC file. What stays per
+fetched row are five keys (29 bytes, see :mod:`petsync.export.dedup`), kept within the
+memory budget and spilled to the scratch directory beyond it, never a list of a million
+``Pet`` objects or a DataFrame of dicts.
 
-:meth:`PetCollector.finish` deduplicates on those keys with numpy: for each id the row from
-the latest fetched page wins (a pet that changed status while the export ran is kept as
-last seen), and it counts what the manifest reports about duplicates. :meth:`Deduplicated.write`
-then streams the scratch file once, keeping the winning rows, into Parquet and CSV.
-Rows are written in the order they were fetched, not sorted.
+The unfiltered sweep fetches every pet again, but a pet it lists under a status that a
+status listing also covers is stored as keys only (a *ghost*: its id, page and hash), and
+the page's JSON goes to a scratch file as received: the sweep builds and stores rows only
+for pets the status listings cannot have seen (no status, an unknown one, a status not
+listed). :meth:`PetCollector.finish` deduplicates on the keys, latest fetch wins: a winning
+ghost is written as the stored row of the same id with the same hash (the same content),
+and only a ghost with no such twin (the pet changed, or its status listing missed it) is
+rebuilt from its page. :meth:`Deduplicated.write` then streams the winners into Parquet and
+CSV. Rows are written in the order they were stored, then the rebuilt ones; not sorted.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from petsync.client.records import PetColumns
+from petsync.client.records import PetColumns, typed_records
 from petsync.core.models import STATUS_VALUES, Pet, PetStatus
+from petsync.export.dedup import Keys, KeyStore, make_keys
 from petsync.export.schema import PET_SCHEMA
 
 _OFFSET_MAX = 2**31 - 1  # Arrow string offsets are int32
 BATCH_ROWS = 16_384  # per listing: bounds the Python objects held between batches
 ROW_GROUP_ROWS = 131_072  # Parquet row groups of this size: big enough to scan fast
+UNLIMITED = 2**62  # a memory budget that never spills
 
 # Listing sources are small integers: 0 is the unfiltered sweep, 1.. the statuses in
 # interface order.
@@ -41,6 +49,10 @@ SWEEP_SOURCE = 0
 _SOURCE_STATUS: tuple[str | None, ...] = (None, *STATUS_VALUES)
 
 BoolArray = npt.NDArray[np.bool_]
+ROWS_NAME = "rows.arrow"
+REBUILT_NAME = "rebuilt.arrow"
+SWEEP_PAGES_NAME = "sweep-pages.json"
+KEYS_DIR = "keys"
 
 
 def source_of(status: PetStatus | None) -> int:
@@ -68,6 +80,16 @@ class StatusCounts:
         self.unknown_status = dict(sorted(self.unknown_status.items()))
 
 
+def _hashes(columns: PetColumns) -> list[int]:
+    """A hash over every field of each row (tuples hashed in C): two fetches of one id with
+    equal hashes have (all but surely: 64 bits, keyed per process) the same content."""
+    return list(
+        map(
+            hash, zip(columns.ids, columns.names, columns.categories, columns.statuses, strict=True)
+        )
+    )
+
+
 class _Buffer:
     """One listing's rows not yet turned into a record batch (used by one thread)."""
 
@@ -84,61 +106,121 @@ class _Buffer:
         self.statuses: list[str | None] = []
         self.seqs: list[int] = []
         self.hashes: list[int] = []
+        self.ghost_ids: list[int] = []
+        self.ghost_seqs: list[int] = []
+        self.ghost_hashes: list[int] = []
 
     def add(self, pets: PetColumns, seq: int) -> None:
-        ids, names, categories, statuses = pets.ids, pets.names, pets.categories, pets.statuses
-        # A hash over every field (tuples hashed in C, cheaper than Pet's generated
-        # __hash__): two fetches of one id with equal hashes have (all but surely) the
-        # same content.
-        self.hashes.extend(map(hash, zip(ids, names, categories, statuses, strict=True)))
-        self.ids.extend(ids)
-        self.names.extend(names)
-        self.categories.extend(categories)
+        statuses = pets.statuses
+        self.hashes.extend(_hashes(pets))
+        self.ids.extend(pets.ids)
+        self.names.extend(pets.names)
+        self.categories.extend(pets.categories)
         self.statuses.extend(statuses)
         self.seqs.extend(itertools.repeat(seq, len(pets)))
         if self.expected is not None:
             # Listed under status=X but the body says otherwise: the body wins, counted.
             self.mismatches += len(statuses) - statuses.count(self.expected)
 
+    def add_ghosts(self, ids: list[int], hashes: list[int], seq: int) -> None:
+        self.ghost_ids.extend(ids)
+        self.ghost_hashes.extend(hashes)
+        self.ghost_seqs.extend(itertools.repeat(seq, len(ids)))
+
+    def full(self, rows: int) -> bool:
+        return len(self.ids) >= rows or len(self.ghost_ids) >= rows
+
     def __len__(self) -> int:
         return len(self.ids)
 
 
-@dataclass
-class _Keys:
-    """The in-memory key columns of every spilled row, in spill order."""
+class _SweepPages:
+    """The sweep's pages that hold ghosts, as received, in a scratch file (one thread)."""
 
-    ids: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    seqs: list[npt.NDArray[np.int32]] = field(default_factory=list)
-    sources: list[npt.NDArray[np.int8]] = field(default_factory=list)
-    hashes: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: BinaryIO | None = None
+        self._seqs = array("q")
+        self._offsets = array("q")
+        self._end = 0
+
+    def add(self, seq: int, body: bytes | bytearray) -> None:
+        if self._handle is None:
+            self._handle = self.path.open("wb")
+        self._handle.write(body)
+        self._seqs.append(seq)
+        self._offsets.append(self._end)
+        self._end += len(body)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    @property
+    def size(self) -> int:
+        return self._end
+
+    def bodies(self, seqs: Sequence[int]) -> Iterator[tuple[int, bytes]]:
+        """The bodies of the pages ``seqs`` (sorted), read back one at a time."""
+        self.close()
+        known = np.frombuffer(self._seqs, dtype=np.int64) if self._seqs else np.zeros(0, "q")
+        ends = np.append(np.frombuffer(self._offsets, dtype=np.int64)[1:], self._end)
+        with self.path.open("rb") as source:
+            for seq in seqs:
+                index = int(np.searchsorted(known, seq))
+                start = self._offsets[index]
+                source.seek(start)
+                yield seq, source.read(int(ends[index]) - start)
 
 
 class PetCollector:
-    """Thread-safe sink for the pages of several listings, spilling rows to ``spill_path``.
+    """Thread-safe sink for the pages of several listings, spilling to ``scratch``.
+
+    ``memory_budget`` bounds the bytes of keys held in memory (beyond it they go to
+    ``scratch``); ``listed_statuses`` are the statuses the run lists with a filter, whose
+    pets the sweep keeps as keys only (see the module docstring).
 
     >>> import tempfile, pathlib
-    >>> spill = pathlib.Path(tempfile.mkdtemp()) / "rows.arrow"
-    >>> collector = PetCollector(spill)
+    >>> collector = PetCollector(pathlib.Path(tempfile.mkdtemp()))
     >>> collector.add(source_of(None), [Pet(1, "Rex", 7, "sold")])
     >>> collector.add(source_of(PetStatus.SOLD), [Pet(1, "Rex", 7, "sold")])
     >>> collector.finish().pets
     1
     """
 
-    def __init__(self, spill_path: Path, batch_rows: int = BATCH_ROWS) -> None:
+    def __init__(
+        self,
+        scratch: Path,
+        batch_rows: int = BATCH_ROWS,
+        *,
+        memory_budget: int = UNLIMITED,
+        listed_statuses: Collection[str] = (),
+    ) -> None:
+        scratch.mkdir(parents=True, exist_ok=True)
+        self._scratch = scratch
         self._batch_rows = batch_rows
+        self._listed = frozenset(listed_statuses)
         self._lock = threading.Lock()
         self._seq = 0
         self._buffers: dict[int, _Buffer] = {}
-        self._keys = _Keys()
-        self._spill_path = spill_path
-        self._writer = pa.ipc.new_file(str(spill_path), PET_SCHEMA)
+        self._keys = KeyStore(scratch / KEYS_DIR, memory_budget)
+        self._sweep_pages = _SweepPages(scratch / SWEEP_PAGES_NAME)
+        self._spill_path = scratch / ROWS_NAME
+        self._writer = pa.ipc.new_file(str(self._spill_path), PET_SCHEMA)
         self._rows = 0
+        self._spilled_bytes = 0
         self._closed = False
 
-    def add(self, source: int, pets: PetColumns | list[Pet]) -> None:
-        """Append one page of ``source``. Pages of one source must come from one thread."""
+    def add(
+        self, source: int, pets: PetColumns | list[Pet], body: bytes | bytearray | None = None
+    ) -> None:
+        """Append one page of ``source``. Pages of one source must come from one thread.
+
+        ``body`` is the page's JSON when ``pets`` is exactly what the typed decoder reads
+        from it (:attr:`~petsync.client.listing.Page.body`): only then may sweep rows be
+        kept as ghosts, rebuilt from it if needed.
+        """
         if isinstance(pets, list):
             pets = PetColumns.of(pets)
         if not pets:
@@ -147,34 +229,44 @@ class PetCollector:
             self._seq += 1
             seq = self._seq
             buffer = self._buffers.setdefault(source, _Buffer(source))
-        buffer.add(pets, seq)
-        if len(buffer) >= self._batch_rows:
+        if source == SWEEP_SOURCE and body is not None and self._listed:
+            pets = self._add_ghosts(buffer, pets, body, seq)
+        if len(pets):
+            buffer.add(pets, seq)
+        if buffer.full(self._batch_rows):
             self._spill(buffer)
 
+    def _add_ghosts(
+        self, buffer: _Buffer, pets: PetColumns, body: bytes | bytearray, seq: int
+    ) -> PetColumns:
+        """Keep the sweep's pets of listed statuses as ghosts; return the others."""
+        listed = self._listed
+        ghost = [status in listed for status in pets.statuses]
+        if True not in ghost:
+            return pets
+        self._sweep_pages.add(seq, body)
+        if False not in ghost:
+            buffer.add_ghosts(pets.ids, _hashes(pets), seq)
+            return PetColumns.empty()
+        ghosts = pets.where(ghost)
+        buffer.add_ghosts(ghosts.ids, _hashes(ghosts), seq)
+        return pets.where([not g for g in ghost])
+
     def _spill(self, buffer: _Buffer) -> None:
-        if not len(buffer):
-            return
-        ids = np.array(buffer.ids, dtype=np.int64)  # exact: every id passed is_int64
-        batch = pa.record_batch(
-            [
-                _int64_array(ids),
-                _string_array(buffer.names),
-                _int64_array(np.array(buffer.categories, dtype=np.int64)),
-                _string_array(buffer.statuses),
-            ],
-            schema=PET_SCHEMA,
-        )
-        seqs = np.array(buffer.seqs, dtype=np.int32)
-        sources = np.full(len(buffer), buffer.source, dtype=np.int8)
-        hashes = np.array(buffer.hashes, dtype=np.int64)
+        batch = None
+        if len(buffer):
+            batch = _batch(PetColumns(buffer.ids, buffer.names, buffer.categories, buffer.statuses))
+        stored = (buffer.ids, buffer.seqs, buffer.hashes)
+        ghosts = (buffer.ghost_ids, buffer.ghost_seqs, buffer.ghost_hashes)
         buffer.reset()
         with self._lock:
-            self._writer.write_batch(batch)
-            self._keys.ids.append(ids)
-            self._keys.seqs.append(seqs)
-            self._keys.sources.append(sources)
-            self._keys.hashes.append(hashes)
-            self._rows += batch.num_rows
+            if batch is not None:
+                rows = np.arange(self._rows, self._rows + batch.num_rows, dtype=np.int64)
+                self._writer.write_batch(batch)
+                self._rows += batch.num_rows
+                self._keys.append(make_keys(*stored[:2], buffer.source, stored[2], rows))
+            if ghosts[0]:
+                self._keys.append(make_keys(*ghosts[:2], buffer.source, ghosts[2], None))
 
     def finish(self) -> Deduplicated:
         """Deduplicate everything added so far (call once, after every listing ended)."""
@@ -182,46 +274,82 @@ class PetCollector:
             self._spill(buffer)
         with self._lock:
             self._close_writer()
-            keys, self._keys = self._keys, _Keys()
             mismatches = sum(b.mismatches for b in self._buffers.values())
-        fetched = self._rows
-        if not fetched:
-            return Deduplicated(self._spill_path, np.zeros(0, dtype=bool), 0, 0, 0, mismatches)
-        ids = np.concatenate(keys.ids)
-        seqs = np.concatenate(keys.seqs)
-        keys.ids.clear()
-        keys.seqs.clear()
-        # Rows of one id together, its latest fetch first (lexsort's last key is primary).
-        latest_first = np.subtract(seqs.max(), seqs, out=seqs)  # in place: no second copy
-        order = np.lexsort((latest_first, ids))
-        del seqs, latest_first
-        sorted_ids = ids[order]
-        del ids
-        first = np.empty(fetched, dtype=bool)
-        first[0] = True
-        np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
+        resolution = self._keys.resolve()
+        keep = np.zeros(self._rows, dtype=bool)
+        for rows in resolution.winners:
+            keep[rows] = True
+        resolution.winners.clear()
+        rebuilt_path, rebuilt = self._rebuild(resolution.recover)
+        return Deduplicated(
+            spill_path=self._spill_path,
+            keep=keep,
+            rows_fetched=self._keys.rows,
+            seen_under_two_statuses=resolution.seen_under_two_statuses,
+            conflicting_duplicates=resolution.conflicting,
+            status_mismatches=mismatches,
+            rebuilt_path=rebuilt_path,
+            rebuilt=rebuilt,
+        )
 
-        sources = np.concatenate(keys.sources)[order]
-        two_statuses = _seen_under_two_statuses(sources, starts)
-        del sources
-        hashes = np.concatenate(keys.hashes)[order]
-        conflicting = _conflicting_ids(hashes, sorted_ids, first)
-        del hashes, sorted_ids
+    @property
+    def scratch_bytes(self) -> int:
+        """Bytes written to the scratch area so far: rows, sweep pages, spilled keys."""
+        rows = self._spill_path.stat().st_size if self._spill_path.exists() else 0
+        return rows + self._sweep_pages.size + self._keys.spilled_bytes
 
-        keep = np.zeros(fetched, dtype=bool)
-        keep[order[starts]] = True
-        return Deduplicated(self._spill_path, keep, fetched, two_statuses, conflicting, mismatches)
+    def _rebuild(self, recover: list[Keys]) -> tuple[Path | None, int]:
+        """Rows for winning ghosts without a stored twin, from their sweep pages."""
+        if not recover:
+            self._sweep_pages.close()
+            return None, 0
+        keys = np.concatenate(recover)
+        keys = keys[np.argsort(keys["seq"], kind="stable")]
+        path = self._scratch / REBUILT_NAME
+        wanted_seqs = keys["seq"]
+        count = 0
+        with pa.ipc.new_file(str(path), PET_SCHEMA) as writer:
+            for seq, body in self._sweep_pages.bodies(np.unique(wanted_seqs).tolist()):
+                records = typed_records(body)
+                assert records is not None  # it was decoded by the typed decoder before
+                columns = records.columns
+                low, high = np.searchsorted(wanted_seqs, [seq, seq + 1])
+                wanted = dict(
+                    zip(keys["id"][low:high].tolist(), keys["hash"][low:high].tolist(), strict=True)
+                )
+                take = [
+                    wanted.get(i) == h for i, h in zip(columns.ids, _hashes(columns), strict=True)
+                ]
+                rows = columns.where(take)
+                count += len(rows)
+                writer.write_batch(_batch(rows))
+        self._sweep_pages.close()
+        return path, count
 
     def close(self) -> None:
-        """Close the scratch file if :meth:`finish` was never reached (a failed run)."""
+        """Close the scratch files if :meth:`finish` was never reached (a failed run)."""
         with self._lock:
             self._close_writer()
+            self._sweep_pages.close()
 
     def _close_writer(self) -> None:
         if not self._closed:
             self._closed = True
             self._writer.close()
+
+
+def _batch(columns: PetColumns) -> pa.RecordBatch:
+    """The columns as an Arrow record batch of the snapshot schema (ids are exact: every one
+    passed the int64 check)."""
+    return pa.record_batch(
+        [
+            _int64_array(np.array(columns.ids, dtype=np.int64)),
+            _string_array(columns.names),
+            _int64_array(np.array(columns.categories, dtype=np.int64)),
+            _string_array(columns.statuses),
+        ],
+        schema=PET_SCHEMA,
+    )
 
 
 # Columns are built without pa.array(): on its first call pa.array() imports pandas (its
@@ -262,30 +390,6 @@ def _string_array(values: Sequence[str | None]) -> pa.Array:
     return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data), validity)
 
 
-def _seen_under_two_statuses(sources: npt.NDArray[np.int8], starts: npt.NDArray[np.intp]) -> int:
-    """Ids listed under two or more status filters (they moved while the export ran).
-
-    The sweep lists every pet again by design, so only filtered listings count: per id
-    group, the smallest and largest filtered source differ exactly when there are two.
-    """
-    filtered = sources != SWEEP_SOURCE
-    low = np.minimum.reduceat(np.where(filtered, sources, np.int8(127)), starts)
-    high = np.maximum.reduceat(np.where(filtered, sources, np.int8(-1)), starts)
-    return int(np.count_nonzero((high >= 0) & (low != high)))
-
-
-def _conflicting_ids(
-    hashes: npt.NDArray[np.int64], sorted_ids: npt.NDArray[np.int64], first: BoolArray
-) -> int:
-    """Ids fetched more than once whose copies differ in name, categoryId or status.
-
-    Within an id's rows any difference shows between two neighbours, so comparing each
-    row with the one before it (when both have the same id) finds every conflicting id.
-    """
-    differs = ~first[1:] & (hashes[1:] != hashes[:-1])
-    return int(len(np.unique(sorted_ids[1:][differs])))
-
-
 @dataclass(frozen=True)
 class CollectedPets:
     """What the export collected: the pets written, their statuses, the duplicates found."""
@@ -308,10 +412,12 @@ class Deduplicated:
     seen_under_two_statuses: int
     conflicting_duplicates: int
     status_mismatches: int
+    rebuilt_path: Path | None = None  # winning sweep rows rebuilt from their pages
+    rebuilt: int = 0
 
     @property
     def pets(self) -> int:
-        return int(np.count_nonzero(self.keep))
+        return int(np.count_nonzero(self.keep)) + self.rebuilt
 
     def write(self, parquet_path: Path, csv_path: Path | None) -> CollectedPets:
         """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
@@ -379,3 +485,8 @@ class Deduplicated:
                     yield batch
                 elif mask.any():
                     yield batch.filter(pa.array(mask))
+        if self.rebuilt_path is not None:
+            with pa.OSFile(str(self.rebuilt_path), "rb") as source:
+                reader = pa.ipc.open_file(source)
+                for index in range(reader.num_record_batches):
+                    yield reader.get_batch(index)

@@ -177,7 +177,7 @@ class _Paging:
         listing = self.client.list_pets(status, limit=self.limit)
         pets = invalid = 0
         for pages, page in enumerate(listing, start=1):
-            self.collector.add(source, page.columns)
+            self.collector.add(source, page.columns, page.body)
             self.quarantine.add(label, page.invalid)
             pets += len(page.columns)
             invalid += len(page.invalid)

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import logging
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -126,10 +127,14 @@ class _Run:
 def _export_into(
     run: _Run, client: PetLister | None, progress: ExportProgress | None
 ) -> ExportReport:
-    # Fetched rows wait in a scratch file beside the staged snapshot (never published).
-    spill = run.staged.scratch(".rows.arrow")
+    # Fetched rows wait in a scratch directory beside the staged snapshot (never published).
+    scratch = run.staged.scratch(".scratch")
+    config = run.config
     try:
-        collector = PetCollector(spill)
+        collector = PetCollector(
+            scratch,
+            listed_statuses=[s.value for s in config.statuses] if config.sweep else (),
+        )
         try:
             fetched = _fetch(run, client, collector, progress)
         except BaseException:
@@ -137,7 +142,7 @@ def _export_into(
             raise
         return _publish(run, collector.finish(), fetched)
     finally:
-        spill.unlink(missing_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _fetch(

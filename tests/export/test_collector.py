@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from petsync.client.records import PetColumns
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, PetStatus
 from petsync.export.collector import PetCollector, _string_array, source_of
 
@@ -37,7 +38,7 @@ def test_string_array_refuses_a_lone_surrogate_like_arrow() -> None:
 
 
 def test_collected_rows_keep_exact_int64_and_null_status(tmp_path: Path) -> None:
-    collector = PetCollector(tmp_path / "rows.arrow", batch_rows=2)
+    collector = PetCollector(tmp_path / "scratch", batch_rows=2)
     pets = [
         Pet(INT64_MAX, "max é", INT64_MIN, None),
         Pet(INT64_MIN, "", 0, "sold"),
@@ -64,7 +65,7 @@ def test_collecting_and_writing_do_not_import_pandas(tmp_path: Path) -> None:
         from petsync.export.collector import PetCollector, source_of
         from petsync.core.models import Pet
         out = Path({str(tmp_path)!r})
-        collector = PetCollector(out / "rows.arrow", batch_rows=2)
+        collector = PetCollector(out / "scratch", batch_rows=2)
         pets = [Pet(i, "n", 1, None if i % 2 else "sold") for i in range(5)]
         collector.add(source_of(None), pets)
         done = collector.finish()
@@ -76,3 +77,77 @@ def test_collecting_and_writing_do_not_import_pandas(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.split() == ["5", "False"]
+
+
+def _rows_and_counts(
+    collector: PetCollector, out: Path
+) -> tuple[list[dict[str, object]], tuple[int, ...]]:
+    import pyarrow.parquet as pq
+
+    done = collector.finish()
+    done.write(out / "pets.parquet", None)
+    rows = sorted(pq.read_table(out / "pets.parquet").to_pylist(), key=lambda r: str(r["id"]))
+    counts = (
+        done.pets,
+        done.rows_fetched,
+        done.conflicting_duplicates,
+        done.seen_under_two_statuses,
+        done.status_mismatches,
+    )
+    return rows, counts
+
+
+def _sweep_body(pets: list[Pet]) -> bytes:
+    import json
+
+    return json.dumps([p.to_json() for p in pets]).encode()
+
+
+@pytest.mark.parametrize("budget", [1, 2**40], ids=["keys-spilled", "keys-in-memory"])
+def test_sweep_ghosts_give_the_answer_of_full_rows(tmp_path: Path, budget: int) -> None:
+    """Sweep rows kept as keys only resolve exactly as stored rows: the twin for an equal
+    pet, the page's row for a changed pet or one no status listing saw, latest fetch wins."""
+    sold, available = source_of(PetStatus.SOLD), source_of(PetStatus.AVAILABLE)
+    sweep = source_of(None)
+    steps: list[tuple[int, list[Pet]]] = [
+        (sold, [Pet(1, "same", 1, "sold"), Pet(2, "old", 1, "sold"), Pet(6, "later", 1, "sold")]),
+        (
+            sweep,
+            [
+                Pet(1, "same", 1, "sold"),  # its twin is stored: written from the sold listing
+                Pet(2, "new", 1, "sold"),  # changed after the sold listing: rebuilt
+                Pet(3, "unseen", 2, "available"),  # the available listing never saw it
+                Pet(4, "no status", 2, None),  # stored in full: no listing has it
+                Pet(5, "odd", 2, "lost"),  # an unknown status: stored in full
+                Pet(6, "before", 1, "sold"),  # the sold listing fetches it again later
+            ],
+        ),
+        (available, [Pet(7, "a", 3, "available")]),
+        (sold, [Pet(6, "after", 1, "sold")]),
+    ]
+    answers = []
+    for ghosts in (True, False):
+        out = tmp_path / f"ghosts-{ghosts}"
+        collector = PetCollector(
+            out / "scratch",
+            batch_rows=2,
+            memory_budget=budget,
+            listed_statuses=("sold", "available", "pending"),
+        )
+        for source, pets in steps:
+            body = _sweep_body(pets) if ghosts and source == sweep else None
+            collector.add(source, PetColumns.of(pets), body)
+        answers.append(_rows_and_counts(collector, out))
+    with_ghosts, without = answers
+    assert with_ghosts == without
+    rows, counts = with_ghosts
+    assert [(r["id"], r["name"]) for r in rows] == [
+        (1, "same"),
+        (2, "new"),
+        (3, "unseen"),
+        (4, "no status"),
+        (5, "odd"),
+        (6, "after"),
+        (7, "a"),
+    ]
+    assert counts == (7, 11, 2, 0, 0)

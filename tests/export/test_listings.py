@@ -44,7 +44,7 @@ class Recorder:
 
 @pytest.fixture
 def sinks(tmp_path: Path) -> Iterator[tuple[PetCollector, Quarantine]]:
-    collector = PetCollector(tmp_path / "rows.arrow")
+    collector = PetCollector(tmp_path / "scratch")
     with Quarantine(tmp_path / "q.jsonl", []) as quarantine:
         yield collector, quarantine
     collector.close()

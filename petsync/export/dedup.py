@@ -1,0 +1,232 @@
+"""Deduplication by id within a memory budget: latest fetch wins, exact, spilled when large.
+
+Every fetched row leaves five keys: its ``id``, the ``seq`` of its page (pages are numbered
+in the order they were fetched), its listing ``source``, a 64-bit ``hash`` of its fields and
+its ``row`` in the scratch file of rows, or ``GHOST`` for a row of the unfiltered sweep that
+was not stored there (see :mod:`petsync.export.collector`). :class:`KeyStore` keeps them in
+memory up to ``budget`` bytes; beyond that it appends them to partition files in the scratch
+directory, each id always to the same partition (by a mixed hash of the id), so a
+partition holds every fetch of its ids and is deduplicated alone: memory is one partition,
+not the catalogue. A partition larger than the budget is split again by other bits.
+
+Per id (:func:`resolve`): the latest fetch (highest ``seq``) wins. A winning ghost is
+replaced by the latest stored row of the same id with the same hash (equal content), or, if
+there is none (the pet changed, or no status listing saw it), named for recovery from the
+sweep's page. Counts: ids seen under two status filters, and ids whose copies differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+GHOST = -1  # the row of a key whose row was not stored
+SWEEP_SOURCE = 0
+PARTITION_BITS = 8  # 256 partitions per level
+PARTITIONS = 1 << PARTITION_BITS
+MAX_LEVELS = 7  # 8 bits per level of a 64-bit mix: at most 7 splits below the first
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads ids over the top bits
+
+KEY_DTYPE = np.dtype(
+    [("id", "<i8"), ("seq", "<i4"), ("source", "i1"), ("hash", "<i8"), ("row", "<i8")]
+)
+KEY_BYTES = KEY_DTYPE.itemsize  # 29
+# Sorting a partition holds its keys, their order and a few per-key columns at once.
+WORKING_FACTOR = 3
+
+IntArray = npt.NDArray[np.int64]
+Keys = npt.NDArray[np.void]
+
+
+@dataclass
+class Resolution:
+    """What deduplication found: winners, recoveries and counts, over every partition."""
+
+    winners: list[IntArray] = field(default_factory=list)  # stored rows that win
+    recover: list[Keys] = field(default_factory=list)  # winning ghosts with no stored twin
+    ids: int = 0
+    seen_under_two_statuses: int = 0
+    conflicting: int = 0
+
+    def add(self, other: Resolution) -> None:
+        self.winners += other.winners
+        self.recover += other.recover
+        self.ids += other.ids
+        self.seen_under_two_statuses += other.seen_under_two_statuses
+        self.conflicting += other.conflicting
+
+
+class KeyStore:
+    """The keys of every fetched row, in memory up to ``budget`` bytes, else in partitions.
+
+    Not thread-safe: the collector appends under its lock. ``directory`` holds the partition
+    files (created on the first spill); :attr:`spilled_bytes` is what went to disk.
+    """
+
+    def __init__(self, directory: Path, budget: int) -> None:
+        self._directory = directory
+        self._budget = max(budget, KEY_BYTES)
+        self._chunks: list[Keys] = []
+        self._held = 0
+        self._spilled = False
+        self.rows = 0
+        self.spilled_bytes = 0
+
+    def append(self, keys: Keys) -> None:
+        self._chunks.append(keys)
+        self._held += keys.nbytes
+        self.rows += len(keys)
+        if self._held * WORKING_FACTOR > self._budget:
+            self._spill()
+
+    def _spill(self) -> None:
+        keys = _concatenate(self._chunks)
+        self._chunks, self._held = [], 0
+        self._spilled = True
+        self.spilled_bytes += _partition_to(keys, self._directory, "p", 0)
+
+    def resolve(self) -> Resolution:
+        """Deduplicate everything appended (call once, at the end)."""
+        if not self._spilled:
+            keys = _concatenate(self._chunks)
+            self._chunks, self._held = [], 0
+            return resolve(keys)
+        self._spill()
+        result = Resolution()
+        for part in _partition_files(self._directory, "p"):
+            result.add(self._resolve_file(part, 0))
+        return result
+
+    def _resolve_file(self, path: Path, level: int) -> Resolution:
+        size = path.stat().st_size
+        if size * WORKING_FACTOR <= self._budget or level >= MAX_LEVELS:
+            keys = np.fromfile(path, dtype=KEY_DTYPE)
+            path.unlink()
+            return resolve(keys)
+        # Too big for the budget: split it by the next bits of the mix, a piece at a time.
+        prefix = path.name + "-"
+        step = max(self._budget // (WORKING_FACTOR * KEY_BYTES), 1)
+        with path.open("rb") as source:
+            while True:
+                keys = np.fromfile(source, dtype=KEY_DTYPE, count=step)
+                if not len(keys):
+                    break
+                _partition_to(keys, self._directory, prefix, level + 1)
+        path.unlink()
+        result = Resolution()
+        for part in _partition_files(self._directory, prefix):
+            result.add(self._resolve_file(part, level + 1))
+        return result
+
+
+def _concatenate(chunks: list[Keys]) -> Keys:
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=KEY_DTYPE)
+
+
+def _partition_of(ids: IntArray, level: int) -> npt.NDArray[np.intp]:
+    mixed = ids.view(np.uint64) * _MIX  # wraps modulo 2**64, as intended
+    shift = np.uint64(64 - PARTITION_BITS * (level + 1))
+    return ((mixed >> shift) & np.uint64(PARTITIONS - 1)).astype(np.intp)
+
+
+def _partition_to(keys: Keys, directory: Path, prefix: str, level: int) -> int:
+    """Append ``keys`` to the partition files of ``level``; the bytes written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    parts = _partition_of(keys["id"], level)
+    order = np.argsort(parts, kind="stable")
+    ordered = keys[order]
+    bounds = np.searchsorted(parts[order], np.arange(PARTITIONS + 1))
+    for part in range(PARTITIONS):
+        low, high = bounds[part], bounds[part + 1]
+        if high > low:
+            with (directory / f"{prefix}{part:03d}").open("ab") as out:
+                ordered[low:high].tofile(out)
+    return int(keys.nbytes)
+
+
+def _partition_files(directory: Path, prefix: str) -> Iterator[Path]:
+    for part in range(PARTITIONS):
+        path = directory / f"{prefix}{part:03d}"
+        if path.exists():
+            yield path
+
+
+def resolve(keys: Keys) -> Resolution:
+    """Deduplicate keys that hold every fetch of their ids (all keys, or one partition)."""
+    count = len(keys)
+    if not count:
+        return Resolution()
+    ids = keys["id"]
+    seqs = keys["seq"]
+    # Rows of one id together, its latest fetch first (lexsort's last key is primary).
+    order = np.lexsort((-seqs.astype(np.int64), ids))
+    sorted_ids = ids[order]
+    first = np.empty(count, dtype=bool)
+    first[0] = True
+    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+
+    sources = keys["source"][order]
+    two_statuses = _seen_under_two_statuses(sources, starts)
+    del sources
+    hashes = keys["hash"][order]
+    conflicting = _conflicting_ids(hashes, sorted_ids, first)
+    rows = keys["row"][order]
+
+    winner_rows = rows[starts]
+    ghosts = np.flatnonzero(winner_rows == GHOST)
+    recover: list[Keys] = []
+    if len(ghosts):
+        # The latest stored row with the winning hash stands in for a winning ghost.
+        group = np.cumsum(first) - 1  # each sorted key's group number
+        winning_hash = hashes[starts][group]
+        candidate = (rows != GHOST) & (hashes == winning_hash)
+        position = np.where(candidate, np.arange(count), count)
+        twin = np.minimum.reduceat(position, starts)
+        ghost_twins = twin[ghosts]
+        found = ghost_twins < count
+        winner_rows[ghosts[found]] = rows[ghost_twins[found]]
+        missing = ghosts[~found]
+        if len(missing):
+            recover.append(keys[order[starts[missing]]])
+        winner_rows = winner_rows[winner_rows != GHOST]
+    return Resolution([winner_rows], recover, len(starts), two_statuses, conflicting)
+
+
+def _seen_under_two_statuses(sources: npt.NDArray[np.int8], starts: npt.NDArray[np.intp]) -> int:
+    """Ids listed under two or more status filters (they moved while the export ran).
+
+    The sweep lists every pet again by design, so only filtered listings count: per id
+    group, the smallest and largest filtered source differ exactly when there are two.
+    """
+    filtered = sources != SWEEP_SOURCE
+    low = np.minimum.reduceat(np.where(filtered, sources, np.int8(127)), starts)
+    high = np.maximum.reduceat(np.where(filtered, sources, np.int8(-1)), starts)
+    return int(np.count_nonzero((high >= 0) & (low != high)))
+
+
+def _conflicting_ids(hashes: IntArray, sorted_ids: IntArray, first: npt.NDArray[np.bool_]) -> int:
+    """Ids fetched more than once whose copies differ in name, categoryId or status.
+
+    Within an id's rows any difference shows between two neighbours, so comparing each
+    row with the one before it (when both have the same id) finds every conflicting id.
+    """
+    differs = ~first[1:] & (hashes[1:] != hashes[:-1])
+    return int(len(np.unique(sorted_ids[1:][differs])))
+
+
+def make_keys(
+    ids: list[int], seq: list[int], source: int, hashes: list[int], rows: IntArray | None
+) -> Keys:
+    """Keys of one batch of rows of ``source``; ``rows`` None makes them ghosts."""
+    keys = np.empty(len(ids), dtype=KEY_DTYPE)
+    keys["id"] = ids
+    keys["seq"] = seq
+    keys["source"] = source
+    keys["hash"] = hashes
+    keys["row"] = GHOST if rows is None else rows
+    return keys
