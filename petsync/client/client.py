@@ -30,8 +30,9 @@ from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
 from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
-from petsync.client.deadline import RequestDeadline
+from petsync.client.deadline import DeadlineBackend, RequestDeadline
 from petsync.client.failures import FailureTranslator
+from petsync.client.http11 import Http11Connection
 from petsync.client.listing import Listing, PageReader, Tally
 from petsync.client.page_reader import DirectReader, StatusRefused
 from petsync.client.pagination import PageRequest
@@ -231,7 +232,8 @@ class PetstoreClient:
         probe once or twice). A refused key raises
         :class:`~petsync.core.errors.AuthenticationError`.
         """
-        listing = self._listing(None, CHECK_LIMIT, self._config.pagination)
+        # A page or two of one pet: through the shared httpx client, no connection of its own.
+        listing = self._listing(None, CHECK_LIMIT, self._config.pagination, shared=True)
         pages = iter(listing)
         started = self._clock()
         try:
@@ -259,7 +261,9 @@ class PetstoreClient:
 
     # -- the paging loop's fetch --------------------------------------------------------------
 
-    def _listing(self, status: PetStatus | None, limit: int, style: str) -> Listing:
+    def _listing(
+        self, status: PetStatus | None, limit: int, style: str, *, shared: bool = False
+    ) -> Listing:
         if not limit_in_range(limit):
             raise UsageError(
                 f"listPets limit must be an integer from {LIMIT_MIN} to {LIMIT_MAX} "
@@ -269,7 +273,7 @@ class PetstoreClient:
         if status is not None:
             params["status"] = PetStatus(status).value
         return Listing(
-            self,
+            _SharedSource(self) if shared else self,
             status=status,
             limit=limit,
             style=style,
@@ -298,9 +302,20 @@ class PetstoreClient:
             max_connections=1,
             max_keepalive_connections=1,
         )
-        return DirectReader(
-            self, first, pool, self._http.timeout.as_dict(), self._config.max_response_bytes
-        )
+        timeouts = self._http.timeout.as_dict()
+        direct = None
+        if own.proxy is None:  # no proxy: the lean HTTP/1.1 connection
+            url = first.url
+            direct = Http11Connection(
+                DeadlineBackend(own.deadline),
+                url.raw_scheme,
+                url.raw_host,
+                url.port,
+                list(first.headers.raw),
+                timeouts,
+                own.ssl_context,
+            )
+        return DirectReader(self, first, pool, timeouts, self._config.max_response_bytes, direct)
 
     def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.Headers, Records]:
         """GET one listPets page through the shared httpx client: its headers and records."""
@@ -388,6 +403,19 @@ class PetstoreClient:
             delay = schedule.wait_after(failure)
             self._count(tally, retry=True)
             self._sleep(delay)
+
+
+class _SharedSource:
+    """The client as a page source whose listings use the shared httpx client."""
+
+    def __init__(self, client: PetstoreClient) -> None:
+        self._client = client
+
+    def page_reader(self) -> PageReader:
+        return _SharedReader(self._client)
+
+    def shown(self, url: httpx.URL | str) -> str:
+        return self._client.shown(url)
 
 
 class _SharedReader:

@@ -27,6 +27,7 @@ import httpx
 from httpx._transports.default import map_httpcore_exceptions
 
 from petsync.client.body import read_stream
+from petsync.client.http11 import Http11Connection
 from petsync.client.pagination import PageRequest, origin_text
 from petsync.client.records import Records, decode_page
 from petsync.client.transport import Pool
@@ -70,12 +71,15 @@ class DirectReader:
         pool: Pool,
         timeouts: dict[str, float | None],
         max_response_bytes: int,
+        direct: Http11Connection | None = None,
     ) -> None:
         url = list_request.url
         self._sender = sender
         self._pool = pool
+        self._direct = direct
         self._origin = origin_text(url)
         self._scheme, self._host, self._port = url.raw_scheme, url.raw_host, url.port
+        self._origin_url = httpcore.URL(url=str(url)).origin
         self._headers: RawHeaders = list(list_request.headers.raw)
         self._extensions = {"timeout": timeouts}
         self._limit = max_response_bytes
@@ -87,6 +91,8 @@ class DirectReader:
         return httpx.Headers(headers), decode_page(body, 200, shown)
 
     def close(self) -> None:
+        if self._direct is not None:
+            self._direct.close()
         self._pool.close()
 
     def _target(self, request: PageRequest) -> httpcore.URL:
@@ -103,14 +109,12 @@ class DirectReader:
 
     def _get(self, request: PageRequest, shown: str) -> tuple[RawHeaders, bytes | bytearray, str]:
         """One attempt: the answer's headers and body, or StatusRefused, or an httpx error."""
+        target = self._target(request)
+        if self._direct is not None and target.origin == self._origin_url:
+            return self._get_direct(request, target.target, shown)
         with map_httpcore_exceptions():
             answer = self._pool.handle_request(
-                httpcore.Request(
-                    b"GET",
-                    self._target(request),
-                    headers=self._headers,
-                    extensions=self._extensions,
-                )
+                httpcore.Request(b"GET", target, headers=self._headers, extensions=self._extensions)
             )
             try:
                 headers: RawHeaders = answer.headers
@@ -125,16 +129,42 @@ class DirectReader:
                 )
             finally:
                 answer.close()
-        if not 200 <= answer.status < 300:
-            # The body is read and decoded already: the Response holds it as plain content.
-            response = httpx.Response(
-                answer.status,
-                headers=[(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS],
-                content=bytes(body),
-                request=httpx.Request("GET", request.url),
-            )
-            raise StatusRefused(response, body)
+        _refuse_outside_2xx(answer.status, headers, body, request)
         return headers, body, shown
+
+    def _get_direct(
+        self, request: PageRequest, target: bytes, shown: str
+    ) -> tuple[RawHeaders, bytes | bytearray, str]:
+        assert self._direct is not None
+        with map_httpcore_exceptions():
+            status, headers, pieces = self._direct.get(target)
+            try:
+                body = read_stream(
+                    pieces,
+                    _header(headers, b"content-encoding"),
+                    _header(headers, b"content-length"),
+                    self._limit,
+                    "GET",
+                    shown,
+                )
+            finally:
+                pieces.close()  # an unread rest closes the connection
+        _refuse_outside_2xx(status, headers, body, request)
+        return headers, body, shown
+
+
+def _refuse_outside_2xx(
+    status: int, headers: RawHeaders, body: bytes | bytearray, request: PageRequest
+) -> None:
+    if not 200 <= status < 300:
+        # The body is read and decoded already: the Response holds it as plain content.
+        response = httpx.Response(
+            status,
+            headers=[(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS],
+            content=bytes(body),
+            request=httpx.Request("GET", request.url),
+        )
+        raise StatusRefused(response, body)
 
 
 def _header(headers: RawHeaders, name: bytes) -> str | None:

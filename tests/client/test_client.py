@@ -46,8 +46,12 @@ def api() -> Iterator[respx.MockRouter]:
 
 def _client(fake_clock: FakeClock, **retry: float) -> PetstoreClient:
     config = ClientConfig(base_url=BASE, api_key=ApiKey(KEY), retry=RetryPolicy(**retry))  # type: ignore[arg-type]
+    # httpx's own transport, which respx mocks; the listings' direct route (a connection of
+    # their own, not httpcore's pool) is tested against real loopback servers instead
+    # (test_page_reader.py, test_transport_errors.py, test_body.py, test_deadline.py).
     return PetstoreClient(
         config,
+        transport=httpx.HTTPTransport(),
         sleep=fake_clock.sleep,
         clock=fake_clock,
         rng=random.Random(1),

@@ -1,0 +1,178 @@
+"""The listings' direct route: one kept-alive connection per listing, raw loopback servers.
+
+The respx tests of ``test_client.py`` mock httpx's own transport; these run the route that a
+real export takes (:class:`~petsync.client.page_reader.DirectReader` over
+:class:`~petsync.client.http11.Http11Connection`) against sockets on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+
+import pytest
+
+from petsync.client.client import PetstoreClient
+from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.core.apikey import ApiKey
+from petsync.core.errors import AuthenticationError, RetriesExhaustedError, TransportError
+from tests.client.loopback import Harness, Loopback, _read_request, answer, chunked
+from tests.conftest import FakeClock
+
+KEY = "k-direct"
+
+
+ONE = b'[{"id":1,"name":"a","categoryId":1}]'
+THIRD = b'[{"id":3,"name":"c","categoryId":1}]'
+
+
+def page(ids: range) -> bytes:
+    records = ",".join(f'{{"id":{i},"name":"n{i}","categoryId":1}}' for i in ids)
+    return f"[{records}]".encode()
+
+
+def kept_alive(*answers: bytes) -> object:
+    """Answer each request on one connection with the next of ``answers`` (raw responses)."""
+
+    def script(server: Loopback, conn: socket.socket) -> None:
+        for index, raw in enumerate(answers):
+            if index:  # the harness read the first request already
+                server.requests.append(_read_request(conn))
+            server.send(conn, raw)
+
+    return script
+
+
+def response(body: bytes, headers: str = "", status: str = "200 OK") -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
+def _client(live: Harness, server: Loopback, attempts: int = 1) -> PetstoreClient:
+    config = ClientConfig(
+        server.base_url,
+        ApiKey(KEY),
+        retry=RetryPolicy(max_attempts=attempts),
+        pagination="link",
+    )
+    return live.client(config)
+
+
+def _ids(client: PetstoreClient, limit: int = 2) -> list[int]:
+    return [pet.id for page in client.list_pets(limit=limit) for pet in page.pets]
+
+
+def test_a_listing_pages_over_one_kept_alive_connection(live: Harness) -> None:
+    next_link = 'Link: </v1/pets?limit=2&after=2>; rel="next"\r\n'
+    server = live.serve(
+        kept_alive(
+            response(page(range(1, 3)), next_link),
+            response(b'[{"id":3,"name":"c","categoryId":1}]'),
+        )
+    )
+    client = _client(live, server)
+    assert _ids(client) == [1, 2, 3]
+    assert server.connections == 1 and len(server.requests) == 2
+    first = server.requests[0].decode()
+    assert first.startswith("GET /v1/pets?limit=2 HTTP/1.1\r\n")
+    assert f"Authorization: Bearer {KEY}\r\n" in first and "Host: 127.0.0.1:" in first
+    assert server.requests[1].decode().startswith("GET /v1/pets?limit=2&after=2 HTTP/1.1\r\n")
+
+
+def test_a_connection_the_server_closed_is_replaced_without_a_retry(live: Harness) -> None:
+    next_link = 'Link: </v1/pets?limit=2&after=2>; rel="next"\r\n'
+    server = live.serve(
+        answer(body=page(range(1, 3)), headers=next_link),  # then closes
+        answer(body=THIRD),
+    )
+    client = _client(live, server)
+    assert _ids(client) == [1, 2, 3]
+    assert (server.connections, client.requests, client.retries) == (2, 2, 0)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        chunked("HTTP/1.1 200 OK\r\n", [b'[{"id":1,"name":"a",', b'"categoryId":1}]']),
+        answer(
+            body=gzip.compress(b'[{"id":1,"name":"a","categoryId":1}]'),
+            headers="Content-Encoding: gzip\r\n",
+        ),
+        lambda server, conn: server.send(
+            conn, b'HTTP/1.0 200 OK\r\n\r\n[{"id":1,"name":"a","categoryId":1}]'
+        ),
+    ],
+    ids=["chunked", "gzip", "http-1.0-until-close"],
+)
+def test_bodies_framed_every_way_are_read(live: Harness, script: object) -> None:
+    server = live.serve(script)  # type: ignore[arg-type]
+    assert _ids(_client(live, server)) == [1]
+
+
+def test_a_503_is_retried_after_its_retry_after(live: Harness, fake_clock: FakeClock) -> None:
+    server = live.serve(
+        answer("503 Service Unavailable", b"{}", "Retry-After: 7\r\n"),
+        answer(body=ONE),
+    )
+    client = _client(live, server, attempts=2)
+    assert _ids(client) == [1]
+    assert (client.requests, client.retries) == (2, 1)
+    assert fake_clock.sleeps and fake_clock.sleeps[0] >= 7
+
+
+def test_a_refused_key_is_an_authentication_error_naming_the_base_url(live: Harness) -> None:
+    body = b'{"code": "unauthorized", "message": "bad key", "status": 401}'
+    server = live.serve(answer("401 Unauthorized", body))
+    with pytest.raises(AuthenticationError) as caught:
+        _ids(_client(live, server))
+    assert str(caught.value).startswith(
+        f"the API at {server.base_url} refused the API key (HTTP 401, unauthorized: bad key)"
+    )
+    assert KEY not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"HTTX/1.1 200 OK\r\n\r\n", "illegal status line"),
+        (b"HTTP/1.1 200 OK\r\n bad fold\r\nContent-Length: 2\r\n\r\n[]", "illegal header line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n[]", "conflicting"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n[]", "peer closed connection"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", "Response header too large"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "illegal chunk size"),
+        (b"", "Server disconnected without sending a response."),
+    ],
+    ids=[
+        "status-line",
+        "folded-header",
+        "two-lengths",
+        "short-body",
+        "huge-head",
+        "chunk",
+        "nothing",
+    ],
+)
+def test_an_answer_that_breaks_http_is_a_transport_error_retried_for_get(
+    live: Harness, raw: bytes, reason: str
+) -> None:
+    def script(server: Loopback, conn: socket.socket) -> None:
+        server.send(conn, raw)
+
+    server = live.serve(script, script)
+    client = _client(live, server, attempts=2)
+    with pytest.raises(RetriesExhaustedError) as caught:
+        _ids(client)
+    error = caught.value.last_error
+    assert type(error) is TransportError
+    assert str(error).startswith(f"no answer to GET {server.base_url}/pets?limit=2 (")
+    assert reason in str(error)
+    assert (client.requests, client.retries) == (2, 1)
+
+
+def test_the_one_httpx_internal_relied_on_is_there() -> None:
+    from httpx._transports.default import map_httpcore_exceptions
+
+    assert callable(map_httpcore_exceptions)
