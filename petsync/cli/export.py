@@ -18,9 +18,11 @@ from petsync.export.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_FORMAT,
     DEFAULT_MAX_DROP,
+    DEFAULT_MEMORY_BUDGET,
     DEFAULT_STATUSES,
     DEFAULT_SWEEP,
     EXPORT_FORMATS,
+    MEMORY_BUDGET_OPTION,
     ExportConfig,
     ExportFormat,
 )
@@ -79,6 +81,20 @@ from petsync.ops.metrics import record_run
     show_default=True,
     help="How the API pages (auto detects it and proves the end).",
 )
+@click.option(
+    "--memory-budget",
+    default=f"{DEFAULT_MEMORY_BUDGET // 2**20}MiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Peak memory to keep to, whatever the catalogue's size (what does not fit goes to "
+    "the scratch area): e.g. 256MiB, 1GiB.",
+)
+@click.option(
+    "--scratch-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where working files go during the run (removed after it). Default: beside the "
+    "snapshot being staged under OUT.",
+)
 @metrics_file_option
 @target_options
 @pass_state
@@ -93,6 +109,8 @@ def export_command(
     max_drop: str,
     concurrency: int,
     pagination: PaginationStyle,
+    memory_budget: str,
+    scratch_dir: Path | None,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -122,6 +140,8 @@ def export_command(
             keep=keep,
             max_drop=parse_max_drop(max_drop),
             concurrency=concurrency,
+            memory_budget=parse_size(memory_budget, MEMORY_BUDGET_OPTION),
+            scratch_dir=scratch_dir,
         )
         from petsync.export.run import run_export
 
@@ -173,6 +193,32 @@ def demo(state: CliState, pets: int, out_dir: Path) -> None:
     click.echo(f"  {result.pandas_line}")
     click.echo(f"  {result.duckdb_line}")
     result.export.raise_for_outcome()
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20}
+_UNITS |= {"g": 2**30, "gib": 2**30}
+
+
+def parse_size(value: str, option: str) -> int:
+    """Parse a size in bytes, with an optional binary unit (``256MiB``, ``1g``, ``4096``).
+
+    >>> parse_size("256MiB", "--memory-budget"), parse_size("1 GiB", "--memory-budget")
+    (268435456, 1073741824)
+    """
+    text = value.strip().lower().replace(" ", "")
+    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(digits) :]
+    try:
+        number = float(digits)
+    except ValueError:
+        number = -1.0
+    if unit not in _UNITS or not number > 0:
+        raise click.BadParameter(
+            f"{value!r} is not a size: give a number of bytes with an optional unit, "
+            "e.g. 256MiB, 1GiB or 500000000",
+            param_hint=option,
+        )
+    return max(1, int(number * _UNITS[unit]))
 
 
 def parse_max_drop(value: str) -> float:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from petsync.client.listing import Page
+from petsync.client.seen_ids import SeenBudget
 from petsync.core.models import NewPet, Pet, PetStatus
 
 
@@ -43,6 +44,9 @@ class ListingView(Protocol):
     @property
     def duplicates(self) -> int: ...
 
+    @property
+    def spilled_bytes(self) -> int: ...
+
     def __iter__(self) -> Iterator[Page]: ...
 
 
@@ -59,7 +63,13 @@ class RequestCounts(Protocol):
 class PetLister(RequestCounts, Protocol):
     """listPets, as the export uses it."""
 
-    def list_pets(self, status: PetStatus | None = None, *, limit: int = ...) -> ListingView: ...
+    def list_pets(
+        self,
+        status: PetStatus | None = None,
+        *,
+        limit: int = ...,
+        seen_budget: SeenBudget | None = None,
+    ) -> ListingView: ...
 
 
 class PetCreator(RequestCounts, Protocol):

@@ -39,6 +39,7 @@ from petsync.client.pagination import PageRequest
 from petsync.client.proxy import ProxyRoute, choose_proxy
 from petsync.client.records import Records, decode_page
 from petsync.client.retry import RetrySchedule
+from petsync.client.seen_ids import SeenBudget
 from petsync.client.transport import DeadlineTransport, build_pool
 from petsync.core.apikey import redact
 from petsync.core.errors import (
@@ -184,10 +185,18 @@ class PetstoreClient:
     # -- operations ------------------------------------------------------------------------
 
     def list_pets(
-        self, status: PetStatus | None = None, *, limit: int = DEFAULT_PAGE_LIMIT
+        self,
+        status: PetStatus | None = None,
+        *,
+        limit: int = DEFAULT_PAGE_LIMIT,
+        seen_budget: SeenBudget | None = None,
     ) -> Listing:
-        """listPets as a :class:`Listing` of pages; nothing is sent until it is iterated."""
-        return self._listing(status, limit, self._config.pagination)
+        """listPets as a :class:`Listing` of pages; nothing is sent until it is iterated.
+
+        ``seen_budget`` bounds the memory of the listing's record of ids (loop detection);
+        beyond it the record goes to its scratch directory (default: all in memory).
+        """
+        return self._listing(status, limit, self._config.pagination, seen_budget=seen_budget)
 
     def create_pet(self, pet: NewPet) -> Pet:
         """createPet. Retried only when surely not sent, or refused with 429.
@@ -262,7 +271,13 @@ class PetstoreClient:
     # -- the paging loop's fetch --------------------------------------------------------------
 
     def _listing(
-        self, status: PetStatus | None, limit: int, style: str, *, shared: bool = False
+        self,
+        status: PetStatus | None,
+        limit: int,
+        style: str,
+        *,
+        shared: bool = False,
+        seen_budget: SeenBudget | None = None,
     ) -> Listing:
         if not limit_in_range(limit):
             raise UsageError(
@@ -279,6 +294,7 @@ class PetstoreClient:
             style=style,
             list_url=httpx.URL(self._pets_url, params=params),
             max_pages=self._config.max_pages,
+            seen_budget=seen_budget,
         )
 
     def page_reader(self) -> PageReader:

@@ -18,7 +18,7 @@ import httpx
 
 from petsync.client.pagination import FetchedPage, PageRequest, make_strategy
 from petsync.client.records import InvalidRecord, PetColumns, Records
-from petsync.client.seen_ids import SeenIds
+from petsync.client.seen_ids import SeenBudget, SeenIds
 from petsync.core.errors import PaginationError
 from petsync.core.models import Pet, PetStatus
 from petsync.core.text import shown_text
@@ -124,8 +124,11 @@ class Listing:
         style: str,
         list_url: httpx.URL,
         max_pages: int,
+        seen_budget: SeenBudget | None = None,
     ) -> None:
         self.status = status
+        self._seen_budget = seen_budget
+        self.spilled_bytes = 0
         self._source = source
         self._limit = limit
         self._style_setting = style
@@ -146,7 +149,8 @@ class Listing:
         self._reset()
         strategy = make_strategy(self._style_setting, self._list_url, self._limit)
         requested: set[str] = set()
-        seen = SeenIds()
+        budget = self._seen_budget
+        seen = SeenIds() if budget is None else SeenIds(budget=budget.bytes, scratch=budget.scratch)
         fetched = 0
         debug = logger.isEnabledFor(logging.DEBUG)
         request: PageRequest | None = strategy.first()
@@ -194,6 +198,8 @@ class Listing:
                 request = step.next
         finally:
             reader.close()
+            self.spilled_bytes = seen.spilled_bytes
+            seen.close()
         if self.complete is False:
             logger.info(
                 "listing_incomplete",

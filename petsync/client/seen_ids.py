@@ -12,11 +12,20 @@ vectorised ``np.searchsorted``.
 Exact, not probabilistic: no id is ever reported as seen unless it was. Keys that are not
 int64 ids (a record with no valid id is keyed by its text) stay in a plain set; they are rare.
 numpy is imported on the first flush only, so short listings (``petsync check``) never load it.
+
+Within a memory budget: given ``budget`` bytes and a ``scratch`` directory, arrays beyond the
+budget are written there as sorted runs (:class:`_DiskRun`), and only every
+:data:`FENCE_EVERY`-th id of a run stays in memory. A page's ids are looked up in a run only
+when they fall within its smallest and largest id (never, for a listing ordered by id: its new
+ids lie beyond every run), and then by reading the one block of the run that can hold each.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
@@ -25,6 +34,16 @@ if TYPE_CHECKING:
 
 _INT_ONLY = frozenset({int})
 FLUSH_IDS = 32_768  # ids held as Python ints before they move into a sorted array (~3 MiB)
+FENCE_EVERY = 512  # ids per block of a run on disk (4 KiB); one id per block stays in memory
+PYTHON_INT_BYTES = 72  # an int in a set: the object and its slot
+
+
+@dataclass(frozen=True)
+class SeenBudget:
+    """How much memory a listing's record of ids may hold, and where the rest goes."""
+
+    bytes: int
+    scratch: Path
 
 
 class SeenIds:
@@ -40,8 +59,21 @@ class SeenIds:
     4
     """
 
-    def __init__(self, flush_ids: int = FLUSH_IDS) -> None:
+    def __init__(
+        self,
+        flush_ids: int = FLUSH_IDS,
+        *,
+        budget: int | None = None,
+        scratch: Path | None = None,
+    ) -> None:
+        self._budget = budget if scratch is not None else None
+        self._scratch = scratch
+        if self._budget is not None:  # the Python ints count against the budget too
+            flush_ids = max(1, min(flush_ids, self._budget // (4 * PYTHON_INT_BYTES)))
         self._flush_ids = flush_ids
+        self._runs: list[_DiskRun] = []
+        self._run_names = f"seen-{uuid.uuid4().hex[:12]}-"
+        self.spilled_bytes = 0
         self._recent: set[int] = set()
         self._other: set[Hashable] = set()
         # Sorted, pairwise disjoint arrays, larger ones first.
@@ -92,8 +124,8 @@ class SeenIds:
         return result
 
     def _in_levels(self, keys: Sequence[Hashable], all_ints: bool) -> list[bool]:
-        """Per key: True when it is an int already in one of the sorted arrays."""
-        if not self._levels or not keys:
+        """Per key: True when it is an int already in one of the sorted arrays or runs."""
+        if not (self._levels or self._runs) or not keys:
             return [False] * len(keys)
         if all_ints:
             ints = cast("Sequence[int]", keys)
@@ -108,11 +140,11 @@ class SeenIds:
         else:
             positions = [i for i, key in enumerate(keys) if type(key) is int]
             ids = np.array([keys[i] for i in positions], dtype=np.int64)
-        levels = iter(self._levels)
-        first = next(levels)
-        found = first.take(first.searchsorted(ids), mode="clip") == ids
-        for level in levels:
+        found = np.zeros(len(ids), dtype=bool)
+        for level in self._levels:
             found |= level.take(level.searchsorted(ids), mode="clip") == ids
+        for run in self._runs:
+            found |= run.contains(ids)
         if positions is None:
             hits: list[bool] = found.tolist()
             return hits
@@ -128,7 +160,7 @@ class SeenIds:
         level.sort()
         self._recent = set()
         self._levels.append(level)
-        if len(self._levels) == 1:
+        if len(self._levels) == 1 and not self._runs:  # the first array: its bounds
             self._low, self._high = int(level[0]), int(level[-1])
         else:
             self._low, self._high = min(self._low, int(level[0])), max(self._high, int(level[-1]))
@@ -139,3 +171,48 @@ class SeenIds:
             merged = np.concatenate((self._levels.pop(), newest))
             merged.sort(kind="stable")  # two sorted runs: timsort merges them in linear time
             self._levels.append(merged)
+        if self._budget is not None and self._scratch is not None:
+            # Over the budget: the largest arrays go to disk, the newest stay in memory.
+            while self._levels and sum(level.nbytes for level in self._levels) > self._budget:
+                level = self._levels.pop(0)
+                path = self._scratch / f"{self._run_names}{len(self._runs)}.i64"
+                self._runs.append(_DiskRun(path, level))
+                self.spilled_bytes += level.nbytes
+
+    def close(self) -> None:
+        """Remove the runs written to the scratch directory."""
+        for run in self._runs:
+            run.path.unlink(missing_ok=True)
+        self._runs.clear()
+
+
+class _DiskRun:
+    """A sorted array of ids on disk: its bounds and one id per block stay in memory."""
+
+    def __init__(self, path: Path, ids: npt.NDArray[np.int64]) -> None:
+        import numpy as np
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ids.tofile(path)
+        self.path = path
+        self._size = len(ids)
+        self._low, self._high = int(ids[0]), int(ids[-1])
+        self._fences = np.array(ids[::FENCE_EVERY])  # a copy: the array itself is dropped
+
+    def contains(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Per id: True when it is in this run (reads only the blocks that can hold them)."""
+        import numpy as np
+
+        found = np.zeros(len(ids), dtype=bool)
+        inside = np.flatnonzero((ids >= self._low) & (ids <= self._high))
+        if not len(inside):
+            return found
+        blocks = np.searchsorted(self._fences, ids[inside], side="right") - 1
+        with self.path.open("rb") as source:
+            for block in np.unique(blocks).tolist():
+                source.seek(block * FENCE_EVERY * 8)
+                values = np.fromfile(source, dtype=np.int64, count=FENCE_EVERY)
+                mine = inside[blocks == block]
+                wanted = ids[mine]
+                found[mine] = values.take(values.searchsorted(wanted), mode="clip") == wanted
+        return found

@@ -281,6 +281,9 @@ class PetCollector:
             keep[rows] = True
         resolution.winners.clear()
         rebuilt_path, rebuilt = self._rebuild(resolution.recover)
+        scratch_bytes = self.scratch_bytes
+        if rebuilt_path is not None:
+            scratch_bytes += rebuilt_path.stat().st_size
         return Deduplicated(
             spill_path=self._spill_path,
             keep=keep,
@@ -290,6 +293,7 @@ class PetCollector:
             status_mismatches=mismatches,
             rebuilt_path=rebuilt_path,
             rebuilt=rebuilt,
+            scratch_bytes=scratch_bytes,
         )
 
     @property
@@ -400,6 +404,7 @@ class CollectedPets:
     seen_under_two_statuses: int
     conflicting_duplicates: int
     status_mismatches: int
+    scratch_bytes: int = 0
 
 
 @dataclass
@@ -414,6 +419,7 @@ class Deduplicated:
     status_mismatches: int
     rebuilt_path: Path | None = None  # winning sweep rows rebuilt from their pages
     rebuilt: int = 0
+    scratch_bytes: int = 0  # written to the scratch area: rows, sweep pages, spilled keys
 
     @property
     def pets(self) -> int:
@@ -470,6 +476,7 @@ class Deduplicated:
             seen_under_two_statuses=self.seen_under_two_statuses,
             conflicting_duplicates=self.conflicting_duplicates,
             status_mismatches=self.status_mismatches,
+            scratch_bytes=self.scratch_bytes,
         )
 
     def _winning_batches(self) -> Iterator[pa.RecordBatch]:

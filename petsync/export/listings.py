@@ -15,9 +15,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from petsync.client.api import PetLister
+from petsync.client.seen_ids import SeenBudget
 from petsync.core.models import PetStatus
 from petsync.export.collector import PetCollector, source_of
 from petsync.export.config import SWEEP_LABEL, ExportConfig
@@ -41,6 +43,7 @@ class ListingResult:
     incomplete_reason: str | None
     seconds: float
     duplicates_dropped: int = 0
+    scratch_bytes: int = 0  # the record of ids seen, written to the scratch area
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +89,10 @@ class FetchResult:
         return sum(r.pages for r in self.listings)
 
     @property
+    def scratch_bytes(self) -> int:
+        return sum(r.scratch_bytes for r in self.listings)
+
+    @property
     def pagination_styles(self) -> list[str]:
         """The pagination styles the listings used (auto may resolve differently), sorted."""
         return sorted({r.style for r in self.listings})
@@ -120,18 +127,30 @@ def fetch_listings(
     *,
     monotonic: Callable[[], float],
     progress: ExportProgress | None = None,
+    scratch: Path | None = None,
 ) -> FetchResult:
     """Run every listing of ``config`` (up to ``config.concurrency`` at once); fail fast.
 
     The request and retry counts are the client's own, taken before and after, so they
-    include whatever the client did for these listings and nothing from earlier use.
+    include whatever the client did for these listings and nothing from earlier use. With
+    ``scratch``, each listing's record of ids seen keeps to its share of the memory budget
+    (a quarter of ``config.per_pet_memory``, split between the listings) and spills there.
     """
     plan: list[PetStatus | None] = list(config.statuses)
     if config.sweep:
         plan.append(None)
     requests_before, retries_before = client.requests, client.retries
+    seen_budget = None
+    if scratch is not None:
+        seen_budget = SeenBudget(config.per_pet_memory // 4 // len(plan), scratch)
     paging = _Paging(
-        client, collector, quarantine, config.page_limit, monotonic, progress or _NoProgress()
+        client,
+        collector,
+        quarantine,
+        config.page_limit,
+        monotonic,
+        progress or _NoProgress(),
+        seen_budget,
     )
     with ThreadPoolExecutor(
         max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
@@ -167,6 +186,7 @@ class _Paging:
     limit: int
     monotonic: Callable[[], float]
     progress: ExportProgress
+    seen_budget: SeenBudget | None = None
     stop: threading.Event = field(default_factory=threading.Event)  # another listing failed
 
     def run(self, status: PetStatus | None) -> ListingResult:
@@ -174,7 +194,10 @@ class _Paging:
         source = source_of(status)
         self.progress.listing_started(label)
         began = self.monotonic()
-        listing = self.client.list_pets(status, limit=self.limit)
+        if self.seen_budget is None:
+            listing = self.client.list_pets(status, limit=self.limit)
+        else:
+            listing = self.client.list_pets(status, limit=self.limit, seen_budget=self.seen_budget)
         pets = invalid = 0
         for pages, page in enumerate(listing, start=1):
             self.collector.add(source, page.columns, page.body)
@@ -197,6 +220,7 @@ class _Paging:
             seconds=self.monotonic() - began,
             # Records the client dropped because this same listing had already sent them.
             duplicates_dropped=listing.duplicates,
+            scratch_bytes=getattr(listing, "spilled_bytes", 0),
         )
         self.progress.listing_done(result)
         logger.info("export.listing_done", extra={"fields": result.to_json()})

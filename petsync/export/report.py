@@ -245,6 +245,9 @@ class ExportReport:
             "finished_at": timing.finished_at.isoformat(),
             "duration_seconds": round(duration, 3),
             "pets_per_second": round(collected.pets / duration, 1) if duration > 0 else None,
+            # Bytes the run wrote to its scratch area (rows waiting for deduplication, the
+            # sweep's pages, what did not fit the memory budget); removed after the run.
+            "scratch_bytes": collected.scratch_bytes + fetched.scratch_bytes,
             "base_url": redact(self.config.client.base_url, [self.config.client.api_key]),
             "petsync_version": __version__,
             "api_version": API_VERSION,

@@ -16,6 +16,7 @@ import dataclasses
 import datetime as dt
 import logging
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -127,16 +128,23 @@ class _Run:
 def _export_into(
     run: _Run, client: PetLister | None, progress: ExportProgress | None
 ) -> ExportReport:
-    # Fetched rows wait in a scratch directory beside the staged snapshot (never published).
-    scratch = run.staged.scratch(".scratch")
+    # Fetched rows and what does not fit the memory budget wait in a scratch directory,
+    # beside the staged snapshot (never published) or under --scratch-dir; removed at the
+    # end whatever happens (and, beside the snapshot, by the next run after a kill).
     config = run.config
+    if config.scratch_dir is not None:
+        config.scratch_dir.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix="petsync-scratch-", dir=config.scratch_dir))
+    else:
+        scratch = run.staged.scratch(".scratch")
     try:
         collector = PetCollector(
             scratch,
+            memory_budget=config.per_pet_memory - config.per_pet_memory // 4,
             listed_statuses=[s.value for s in config.statuses] if config.sweep else (),
         )
         try:
-            fetched = _fetch(run, client, collector, progress)
+            fetched = _fetch(run, client, collector, progress, scratch / "seen")
         except BaseException:
             collector.close()
             raise
@@ -150,6 +158,7 @@ def _fetch(
     client: PetLister | None,
     collector: PetCollector,
     progress: ExportProgress | None,
+    scratch: Path,
 ) -> FetchResult:
     quarantine_path = run.staged.file(QUARANTINE_NAME)
     with (
@@ -163,6 +172,7 @@ def _fetch(
             quarantine,
             monotonic=run.clock.monotonic,
             progress=progress,
+            scratch=scratch,
         )
 
 

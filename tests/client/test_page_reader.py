@@ -82,10 +82,10 @@ def test_a_listing_pages_over_one_kept_alive_connection(live: Harness) -> None:
     assert server.requests[1].decode().startswith("GET /v1/pets?limit=2&after=2 HTTP/1.1\r\n")
 
 
-def test_a_connection_the_server_closed_is_replaced_without_a_retry(live: Harness) -> None:
-    next_link = 'Link: </v1/pets?limit=2&after=2>; rel="next"\r\n'
+def test_an_answer_that_closes_the_connection_is_followed_by_a_new_one(live: Harness) -> None:
+    next_link = 'Link: </v1/pets?limit=2&after=2>; rel="next"\r\nConnection: close\r\n'
     server = live.serve(
-        answer(body=page(range(1, 3)), headers=next_link),  # then closes
+        answer(body=page(range(1, 3)), headers=next_link),
         answer(body=THIRD),
     )
     client = _client(live, server)
@@ -114,7 +114,7 @@ def test_bodies_framed_every_way_are_read(live: Harness, script: object) -> None
 
 def test_a_503_is_retried_after_its_retry_after(live: Harness, fake_clock: FakeClock) -> None:
     server = live.serve(
-        answer("503 Service Unavailable", b"{}", "Retry-After: 7\r\n"),
+        answer("503 Service Unavailable", b"{}", "Retry-After: 7\r\nConnection: close\r\n"),
         answer(body=ONE),
     )
     client = _client(live, server, attempts=2)

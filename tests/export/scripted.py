@@ -36,6 +36,7 @@ class ScriptedListing:
         self.complete: bool | None = None
         self.incomplete_reason: str | None = None
         self.duplicates = duplicates
+        self.spilled_bytes = 0
         self._pages = pages
         self._final = (complete, reason)
         self._error = error
@@ -73,7 +74,9 @@ class ScriptedClient:
         self.retries = 0
         self.listed: list[str | None] = []
 
-    def list_pets(self, status: PetStatus | None = None, *, limit: int = 100) -> ScriptedListing:
+    def list_pets(
+        self, status: PetStatus | None = None, *, limit: int = 100, seen_budget: object = None
+    ) -> ScriptedListing:
         key = None if status is None else status.value
         self.listed.append(key)
         records: list[Pet | InvalidRecord] = [

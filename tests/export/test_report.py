@@ -99,6 +99,7 @@ def test_manifest_keys_keep_their_documented_order(tmp_path: Path) -> None:
         "finished_at",
         "duration_seconds",
         "pets_per_second",
+        "scratch_bytes",
         "base_url",
         "petsync_version",
         "api_version",
