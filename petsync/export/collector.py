@@ -275,11 +275,8 @@ class PetCollector:
         with self._lock:
             self._close_writer()
             mismatches = sum(b.mismatches for b in self._buffers.values())
-        resolution = self._keys.resolve()
         keep = np.zeros(self._rows, dtype=bool)
-        for rows in resolution.winners:
-            keep[rows] = True
-        resolution.winners.clear()
+        resolution = self._keys.resolve(keep)
         rebuilt_path, rebuilt = self._rebuild(resolution.recover)
         scratch_bytes = self.scratch_bytes
         if rebuilt_path is not None:
@@ -335,6 +332,7 @@ class PetCollector:
         with self._lock:
             self._close_writer()
             self._sweep_pages.close()
+            self._keys.close()
 
     def _close_writer(self) -> None:
         if not self._closed:

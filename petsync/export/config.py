@@ -24,7 +24,7 @@ DEFAULT_FORMAT: ExportFormat = "both"
 DEFAULT_MAX_DROP = 0.20  # a fifth of the catalogue gone overnight is an outage, not a trend
 DEFAULT_CONCURRENCY = 4  # the three statuses and the sweep side by side
 SWEEP_LABEL = "all"  # how reports and the manifest name the unfiltered sweep
-DEFAULT_MEMORY_BUDGET = 256 * 2**20  # the run's peak memory target, bytes
+DEFAULT_MEMORY_BUDGET = 192 * 2**20  # the run's peak memory target, bytes
 # What no budget moves: the interpreter with httpx, numpy and pyarrow, a listing's batch of
 # rows, the Parquet row group being written (measured: about 110 MiB at 100,000 pets).
 FIXED_MEMORY = 128 * 2**20

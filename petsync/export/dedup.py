@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +37,8 @@ KEY_DTYPE = np.dtype(
 )
 KEY_BYTES = KEY_DTYPE.itemsize  # 29
 # Sorting a partition holds its keys, their order and a few per-key columns at once.
-WORKING_FACTOR = 3
+WORKING_FACTOR = 4
+MIN_SPLIT_BYTES = 1 << 20  # a partition this small is deduplicated whole, whatever the budget
 
 IntArray = npt.NDArray[np.int64]
 Keys = npt.NDArray[np.void]
@@ -63,64 +65,97 @@ class Resolution:
 class KeyStore:
     """The keys of every fetched row, in memory up to ``budget`` bytes, else in partitions.
 
-    Not thread-safe: the collector appends under its lock. ``directory`` holds the partition
-    files (created on the first spill); :attr:`spilled_bytes` is what went to disk.
+    Not thread-safe: the collector appends under its lock. Until the keys held (with what
+    deduplicating them takes, :data:`WORKING_FACTOR` times as much) pass ``budget``, they
+    stay in memory; then every chunk held, and every chunk appended after, is split by
+    partition into the files of ``directory`` as it comes (a chunk is a batch of rows, so
+    spilling never holds more than one extra chunk). :attr:`spilled_bytes` is what went to
+    disk.
     """
 
-    def __init__(self, directory: Path, budget: int) -> None:
+    def __init__(self, directory: Path, budget: int, min_split: int = MIN_SPLIT_BYTES) -> None:
         self._directory = directory
         self._budget = max(budget, KEY_BYTES)
+        self._min_split = min_split
         self._chunks: list[Keys] = []
         self._held = 0
+        self._files: _Files | None = None  # open while spilling
         self._spilled = False
         self.rows = 0
         self.spilled_bytes = 0
 
     def append(self, keys: Keys) -> None:
+        self.rows += len(keys)
+        if self._files is not None:
+            self._write(keys)
+            return
         self._chunks.append(keys)
         self._held += keys.nbytes
-        self.rows += len(keys)
         if self._held * WORKING_FACTOR > self._budget:
-            self._spill()
+            self._directory.mkdir(parents=True, exist_ok=True)
+            self._files = _Files(self._directory, "p")
+            self._spilled = True
+            chunks, self._chunks, self._held = self._chunks, [], 0
+            while chunks:
+                self._write(chunks.pop(0))
 
-    def _spill(self) -> None:
-        keys = _concatenate(self._chunks)
-        self._chunks, self._held = [], 0
-        self._spilled = True
-        self.spilled_bytes += _partition_to(keys, self._directory, "p", 0)
+    def _write(self, keys: Keys) -> None:
+        assert self._files is not None
+        _partition_into(keys, self._files, 0)
+        self.spilled_bytes += int(keys.nbytes)
 
-    def resolve(self) -> Resolution:
-        """Deduplicate everything appended (call once, at the end)."""
+    def close(self) -> None:
+        """Close the partition files (the directory is the caller's to remove)."""
+        if self._files is not None:
+            self._files.close()
+            self._files = None
+
+    def resolve(self, keep: npt.NDArray[np.bool_]) -> Resolution:
+        """Deduplicate everything appended (call once, at the end): mark the winning stored
+        rows in ``keep`` (one entry per stored row), partition by partition."""
         if not self._spilled:
             keys = _concatenate(self._chunks)
             self._chunks, self._held = [], 0
-            return resolve(keys)
-        self._spill()
+            return _marked(resolve(keys), keep)
+        self.close()
         result = Resolution()
         for part in _partition_files(self._directory, "p"):
-            result.add(self._resolve_file(part, 0))
+            result.add(self._resolve_file(part, 0, keep))
         return result
 
-    def _resolve_file(self, path: Path, level: int) -> Resolution:
+    def _resolve_file(self, path: Path, level: int, keep: npt.NDArray[np.bool_]) -> Resolution:
         size = path.stat().st_size
-        if size * WORKING_FACTOR <= self._budget or level >= MAX_LEVELS:
+        small = size * WORKING_FACTOR <= self._budget or size <= self._min_split
+        if small or level >= MAX_LEVELS:
             keys = np.fromfile(path, dtype=KEY_DTYPE)
             path.unlink()
-            return resolve(keys)
+            return _marked(resolve(keys), keep)
         # Too big for the budget: split it by the next bits of the mix, a piece at a time.
         prefix = path.name + "-"
         step = max(self._budget // (WORKING_FACTOR * KEY_BYTES), 1)
-        with path.open("rb") as source:
-            while True:
-                keys = np.fromfile(source, dtype=KEY_DTYPE, count=step)
-                if not len(keys):
-                    break
-                _partition_to(keys, self._directory, prefix, level + 1)
+        files = _Files(self._directory, prefix)
+        try:
+            with path.open("rb") as source:
+                while len(keys := np.fromfile(source, dtype=KEY_DTYPE, count=step)):
+                    _partition_into(keys, files, level + 1)
+        finally:
+            files.close()
         path.unlink()
+        parts = list(_partition_files(self._directory, prefix))
+        # One id fetched many times cannot be split: then the one part is resolved whole.
+        deeper = level + 1 if len(parts) > 1 else MAX_LEVELS
         result = Resolution()
-        for part in _partition_files(self._directory, prefix):
-            result.add(self._resolve_file(part, level + 1))
+        for part in parts:
+            result.add(self._resolve_file(part, deeper, keep))
         return result
+
+
+def _marked(result: Resolution, keep: npt.NDArray[np.bool_]) -> Resolution:
+    """Mark the result's winners in ``keep`` and drop them: memory stays one partition's."""
+    for rows in result.winners:
+        keep[rows] = True
+    result.winners.clear()
+    return result
 
 
 def _concatenate(chunks: list[Keys]) -> Keys:
@@ -133,19 +168,34 @@ def _partition_of(ids: IntArray, level: int) -> npt.NDArray[np.intp]:
     return ((mixed >> shift) & np.uint64(PARTITIONS - 1)).astype(np.intp)
 
 
-def _partition_to(keys: Keys, directory: Path, prefix: str, level: int) -> int:
-    """Append ``keys`` to the partition files of ``level``; the bytes written."""
-    directory.mkdir(parents=True, exist_ok=True)
+class _Files:
+    """The partition files of one level, opened for appending when first written."""
+
+    def __init__(self, directory: Path, prefix: str) -> None:
+        self._directory = directory
+        self._prefix = prefix
+        self._open: dict[int, BinaryIO] = {}
+
+    def write(self, part: int, data: bytes) -> None:
+        handle = self._open.get(part)
+        if handle is None:
+            handle = self._open[part] = (self._directory / f"{self._prefix}{part:03d}").open("ab")
+        handle.write(data)
+
+    def close(self) -> None:
+        for handle in self._open.values():
+            handle.close()
+        self._open.clear()
+
+
+def _partition_into(keys: Keys, files: _Files, level: int) -> None:
+    """Append each key to the file of its partition at ``level``."""
     parts = _partition_of(keys["id"], level)
     order = np.argsort(parts, kind="stable")
     ordered = keys[order]
     bounds = np.searchsorted(parts[order], np.arange(PARTITIONS + 1))
-    for part in range(PARTITIONS):
-        low, high = bounds[part], bounds[part + 1]
-        if high > low:
-            with (directory / f"{prefix}{part:03d}").open("ab") as out:
-                ordered[low:high].tofile(out)
-    return int(keys.nbytes)
+    for part in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+        files.write(part, ordered[bounds[part] : bounds[part + 1]].tobytes())
 
 
 def _partition_files(directory: Path, prefix: str) -> Iterator[Path]:

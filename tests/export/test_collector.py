@@ -5,6 +5,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -151,3 +152,24 @@ def test_sweep_ghosts_give_the_answer_of_full_rows(tmp_path: Path, budget: int) 
         (7, "a"),
     ]
     assert counts == (7, 11, 2, 0, 0)
+
+
+def test_a_partition_over_the_budget_is_split_and_gives_the_same_answer(tmp_path: Path) -> None:
+    from petsync.export.dedup import KeyStore, make_keys
+
+    ids = [i % 50 for i in range(400)]  # every id fetched 8 times
+    hashes = [i % 50 + (i >= 350) for i in range(400)]  # the last fetch of each id differs
+    answers = []
+    for name, budget in (("split", 1), ("whole", 2**40)):
+        store = KeyStore(tmp_path / name, budget, min_split=0)
+        for start in range(0, 400, 40):
+            rows = np.arange(start, start + 40, dtype=np.int64)
+            seqs = list(range(start, start + 40))
+            store.append(
+                make_keys(ids[start : start + 40], seqs, 1, hashes[start : start + 40], rows)
+            )
+        keep = np.zeros(400, dtype=bool)
+        result = store.resolve(keep)
+        answers.append((np.flatnonzero(keep).tolist(), result.ids, result.conflicting))
+    assert answers[0] == answers[1]
+    assert answers[0] == (list(range(350, 400)), 50, 50)
