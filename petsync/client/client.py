@@ -14,6 +14,7 @@ only through :func:`~petsync.core.text.shown_text`.
 
 from __future__ import annotations
 
+import json as json_text
 import logging
 import os
 import random
@@ -25,16 +26,22 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
+from httpx._transports.default import map_httpcore_exceptions
 
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
-from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body
+from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body, read_stream
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.client.deadline import DeadlineBackend, RequestDeadline
 from petsync.client.failures import FailureTranslator
 from petsync.client.http11 import Http11Connection
 from petsync.client.listing import Listing, PageReader, Tally
-from petsync.client.page_reader import DirectReader, StatusRefused
+from petsync.client.page_reader import (
+    DirectReader,
+    StatusRefused,
+    header_value,
+    refuse_outside_2xx,
+)
 from petsync.client.pagination import PageRequest
 from petsync.client.proxy import ProxyRoute, choose_proxy
 from petsync.client.records import Records, decode_page
@@ -134,6 +141,9 @@ class PetstoreClient:
         self._lock = threading.Lock()
         self._requests = 0
         self._retries = 0
+        self._local = threading.local()  # each sending thread's createPet connection
+        self._connections: list[Http11Connection] = []
+        self._pets_target = httpx.URL(self._pets_url).raw_path
         self._deadline = RequestDeadline()
         self._proxy: ProxyRoute | None = None
         self._own_transport: DeadlineTransport | None = None
@@ -164,6 +174,10 @@ class PetstoreClient:
         return f"PetstoreClient(base_url={self._config.base_url!r})"
 
     def close(self) -> None:
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            connection.close()
         self._http.close()
 
     @property
@@ -205,12 +219,18 @@ class PetstoreClient:
         :class:`~petsync.core.errors.OutcomeUnknownError`: the pet may exist; it is never re-sent.
         """
         url = httpx.URL(self._pets_url)
-        response, body = self._send("POST", url, json=pet.to_json())
+        if self._own_transport is not None and self._own_transport.proxy is None:
+            status, body = self._retrying(
+                "POST", self._pets_url, None, lambda shown: self._post_direct(pet, shown)
+            )
+        else:
+            response, body = self._send("POST", url, json=pet.to_json())
+            status = response.status_code
         try:
             return _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
-                f"POST {self.shown(url)} answered {response.status_code} but its body is not "
+                f"POST {self.shown(url)} answered {status} but its body is not "
                 f"a Pet ({_reason(exc)}); the pet was probably created: list the pets to check "
                 "before sending it again"
             ) from exc
@@ -319,19 +339,61 @@ class PetstoreClient:
             max_keepalive_connections=1,
         )
         timeouts = self._http.timeout.as_dict()
-        direct = None
-        if own.proxy is None:  # no proxy: the lean HTTP/1.1 connection
-            url = first.url
-            direct = Http11Connection(
-                DeadlineBackend(own.deadline),
-                url.raw_scheme,
-                url.raw_host,
-                url.port,
-                list(first.headers.raw),
-                timeouts,
-                own.ssl_context,
-            )
+        direct = self._direct_connection() if own.proxy is None else None  # no proxy: lean
         return DirectReader(self, first, pool, timeouts, self._config.max_response_bytes, direct)
+
+    def _post_direct(self, pet: NewPet, shown: str) -> tuple[int, bytes | bytearray]:
+        """One createPet attempt on this thread's own connection (the direct route)."""
+        connection = self._thread_connection()
+        # The body httpx would send for json=: compact, UTF-8, no NaN.
+        body = json_text.dumps(
+            pet.to_json(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+        with map_httpcore_exceptions():
+            status, headers, pieces = connection.send(
+                b"POST", self._pets_target, body, b"application/json"
+            )
+            try:
+                data = read_stream(
+                    pieces,
+                    header_value(headers, b"content-encoding"),
+                    header_value(headers, b"content-length"),
+                    self._config.max_response_bytes,
+                    "POST",
+                    shown,
+                )
+            finally:
+                pieces.close()
+        refuse_outside_2xx(status, headers, data, "POST", self._pets_url)
+        return status, data
+
+    def _thread_connection(self) -> Http11Connection:
+        """The calling thread's own kept-alive connection for createPet (made on first use)."""
+        connection: Http11Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._direct_connection()
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def _direct_connection(self) -> Http11Connection:
+        own = self._own_transport
+        assert own is not None and own.proxy is None
+        first = self._http.build_request("GET", self._pets_url)
+        auth = self._http.auth
+        if isinstance(auth, BearerAuth):
+            first = next(auth.sync_auth_flow(first))  # the key goes on by the Auth, once
+        url = first.url
+        return Http11Connection(
+            DeadlineBackend(own.deadline),
+            url.raw_scheme,
+            url.raw_host,
+            url.port,
+            list(first.headers.raw),
+            self._http.timeout.as_dict(),
+            own.ssl_context,
+        )
 
     def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.Headers, Records]:
         """GET one listPets page through the shared httpx client: its headers and records."""

@@ -68,13 +68,22 @@ class Http11Connection:
             stream.close()
 
     def get(self, target: bytes) -> tuple[int, RawHeaders, Generator[bytes, None, None]]:
-        """Send the GET; the status, headers and the body's raw pieces (read as consumed).
+        """Send a GET; the status, headers and the body's raw pieces (read as consumed).
 
         The body must be consumed or :meth:`close` called before the next request: a body
         left unread closes the connection.
         """
+        return self.send(b"GET", target)
+
+    def send(
+        self, method: bytes, target: bytes, body: bytes = b"", content_type: bytes = b""
+    ) -> tuple[int, RawHeaders, Generator[bytes, None, None]]:
+        """Send a request (with ``body`` and its type, if any), as :meth:`get` does."""
+        request = method + b" " + target + b" HTTP/1.1\r\n" + self._head[:-2]
+        if body:
+            request += b"Content-Length: %d\r\nContent-Type: %s\r\n" % (len(body), content_type)
+        request += b"\r\n" + body
         stream = self._ready()
-        request = b"GET " + target + b" HTTP/1.1\r\n" + self._head
         reused = self._stream is stream and self._idle_since > 0
         try:
             stream.write(request, self._write_timeout)

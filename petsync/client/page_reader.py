@@ -121,15 +121,15 @@ class DirectReader:
                 stream: Iterable[bytes] = answer.stream  # type: ignore[assignment]
                 body = read_stream(
                     stream,
-                    _header(headers, b"content-encoding"),
-                    _header(headers, b"content-length"),
+                    header_value(headers, b"content-encoding"),
+                    header_value(headers, b"content-length"),
                     self._limit,
                     "GET",
                     shown,
                 )
             finally:
                 answer.close()
-        _refuse_outside_2xx(answer.status, headers, body, request)
+        refuse_outside_2xx(answer.status, headers, body, "GET", request.url)
         return headers, body, shown
 
     def _get_direct(
@@ -141,33 +141,35 @@ class DirectReader:
             try:
                 body = read_stream(
                     pieces,
-                    _header(headers, b"content-encoding"),
-                    _header(headers, b"content-length"),
+                    header_value(headers, b"content-encoding"),
+                    header_value(headers, b"content-length"),
                     self._limit,
                     "GET",
                     shown,
                 )
             finally:
                 pieces.close()  # an unread rest closes the connection
-        _refuse_outside_2xx(status, headers, body, request)
+        refuse_outside_2xx(status, headers, body, "GET", request.url)
         return headers, body, shown
 
 
-def _refuse_outside_2xx(
-    status: int, headers: RawHeaders, body: bytes | bytearray, request: PageRequest
+def refuse_outside_2xx(
+    status: int, headers: RawHeaders, body: bytes | bytearray, method: str, url: httpx.URL | str
 ) -> None:
+    """Raise :class:`StatusRefused` for an answer outside 2xx (with an httpx Response of it,
+    for the failure translator)."""
     if not 200 <= status < 300:
         # The body is read and decoded already: the Response holds it as plain content.
         response = httpx.Response(
             status,
             headers=[(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS],
             content=bytes(body),
-            request=httpx.Request("GET", request.url),
+            request=httpx.Request(method, url),
         )
         raise StatusRefused(response, body)
 
 
-def _header(headers: RawHeaders, name: bytes) -> str | None:
+def header_value(headers: RawHeaders, name: bytes) -> str | None:
     """The first value of a header (``name`` in lower case), as text."""
     for key, value in headers:
         if key.lower() == name:

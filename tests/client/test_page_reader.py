@@ -8,6 +8,7 @@ real export takes (:class:`~petsync.client.page_reader.DirectReader` over
 from __future__ import annotations
 
 import gzip
+import json
 import socket
 
 import pytest
@@ -15,7 +16,13 @@ import pytest
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import AuthenticationError, RetriesExhaustedError, TransportError
+from petsync.core.errors import (
+    AuthenticationError,
+    OutcomeUnknownError,
+    RetriesExhaustedError,
+    TransportError,
+)
+from petsync.core.models import NewPet, Pet, PetStatus
 from tests.client.loopback import Harness, Loopback, _read_request, answer, chunked
 from tests.conftest import FakeClock
 
@@ -176,3 +183,27 @@ def test_the_one_httpx_internal_relied_on_is_there() -> None:
     from httpx._transports.default import map_httpcore_exceptions
 
     assert callable(map_httpcore_exceptions)
+
+
+def test_create_pet_posts_on_the_threads_own_connection(live: Harness) -> None:
+    created = b'{"id": 7, "name": "Zo\xc3\xab", "categoryId": 3, "status": "sold"}'
+    answered = response(created, status="201 Created")
+    server = live.serve(kept_alive(answered, answered))
+    client = _client(live, server)
+    first = client.create_pet(NewPet("Zoë", 3, PetStatus.SOLD))
+    client.create_pet(NewPet("Zoë", 3, PetStatus.SOLD))
+    assert first == Pet(7, "Zoë", 3, "sold")
+    assert server.connections == 1
+    head, _, body = server.requests[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /v1/pets HTTP/1.1\r\n")
+    assert b"\r\nContent-Type: application/json\r\n" in head + b"\r\n"
+    assert b"\r\nContent-Length: %d" % len(body) in head
+    assert json.loads(body) == {"name": "Zoë", "categoryId": 3, "status": "sold"}
+
+
+def test_a_post_answered_500_is_outcome_unknown_and_not_re_sent(live: Harness) -> None:
+    server = live.serve(answer("500 Internal Server Error", b"{}"))
+    client = _client(live, server, attempts=3)
+    with pytest.raises(OutcomeUnknownError):
+        client.create_pet(NewPet("Rex", 3))
+    assert (server.connections, client.requests) == (1, 1)
