@@ -150,6 +150,24 @@ def across_sizes(results: dict[int, dict[str, Summary]]) -> None:
                     f"| {name} | {pets:,} | {s.wall:.2f} | {s.wall / pets * 1e6:.1f} | "
                     f"{s.cpu:.2f} | {s.rss_mib:.0f} |"
                 )
+    memory_targets(results)
+
+
+def memory_targets(results: dict[int, dict[str, Summary]]) -> None:
+    """Issue 13's targets between the smallest and the largest size run (1M and 5M)."""
+    low, high = min(results), max(results)
+    if low == high:
+        return
+    print(f"issue 13 targets (stated for 1,000,000 -> 5,000,000 pets; here {low:,} -> {high:,}):")
+    for name in (NO_SWEEP, EXPORT):
+        small, large = results[low].get(name), results[high].get(name)
+        if small is None or large is None:
+            continue
+        growth = (large.rss_mib - small.rss_mib) / ((high - low) / 1e6)
+        per_pet = (large.wall / high) / (small.wall / low)
+        print(f"  {_target(f'{name} peak RSS at {high:,}', large.rss_mib, 250, 'MiB')}")
+        print(f"  {_target(f'{name} RSS growth', growth, 10, 'MiB per extra million')}")
+        print(f"  {_target(f'{name} wall per pet, {high:,} vs {low:,}', per_pet, 1.1, 'x')}")
 
 
 def targets(summaries: dict[str, Summary], pets: int) -> None:
