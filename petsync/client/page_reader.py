@@ -1,17 +1,21 @@
-"""The listings' hot path: one connection per listing, GET on the httpx transport layer.
+"""The listings' hot path: one connection per listing, below httpx's Client.
 
 A listing fetches thousands of pages one after another from one origin with the same
 headers. httpx's ``Client.send`` rebuilds per request what never changes here (merged
 headers, the auth flow, cookies, URL checks, a Response object); with several listings in
 threads sharing one client, they also queue on its pool's lock. :class:`DirectReader` gives
-each listing its own httpcore pool of one connection, built by the same
-:func:`~petsync.client.transport.build_pool` as the client's transport (so the request
-deadline, the proxy route and the TLS settings are the same), computes the request headers
-once (the key is put on them by :class:`~petsync.client.auth.BearerAuth`, as on every
-request), and sends each page's GET straight to httpcore under httpx's own mapping of
-httpcore errors, so :mod:`petsync.client.failures` translates them exactly as before. The
-body is read by :func:`~petsync.client.body.read_stream` within ``max_response_bytes``, and
-every attempt goes through the client's retry loop.
+each listing a connection of its own and computes the request headers once (the key is put
+on them by :class:`~petsync.client.auth.BearerAuth`, as on every request):
+
+* the direct route (no proxy): :class:`~petsync.client.http11.Http11Connection`, a lean
+  HTTP/1.1 connection on the deadline backend's streams;
+* a proxied route: an httpcore pool of one connection, built by the same
+  :func:`~petsync.client.transport.build_pool` as the client's transport.
+
+Either way every socket operation keeps to the request deadline, errors are httpcore's own
+under httpx's mapping (so :mod:`petsync.client.failures` translates them exactly as before),
+the body is read by :func:`~petsync.client.body.read_stream` within ``max_response_bytes``,
+and every attempt goes through the client's retry loop.
 
 The one httpx internal relied on is ``httpx._transports.default.map_httpcore_exceptions``;
 ``tests/client/test_page_reader.py`` fails if it moves.
