@@ -51,7 +51,9 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
 
     \b
     Exit codes: 0 success, 1 failure, 2 usage or configuration error,
-    3 authentication refused (401), 4 finished but incomplete.
+    3 authentication refused (401), 4 finished but incomplete,
+    75 skipped: another run holds the lock, 130 stopped by Ctrl-C,
+    143 stopped by SIGTERM.
     """
     environ = dict(os.environ)
     json_logs = log_format == "json"
