@@ -236,5 +236,5 @@ def test_journal_held_by_another_import_exits_75_and_the_metrics_say_so(
     )
     assert srv.store.count() == 0
     metrics = Path("import.prom").read_text()
-    assert 'petsync_exit_code{job="import"} 75' in metrics
+    assert 'petsync_exit_code{petsync_job="import"} 75' in metrics
     assert "petsync_rows_created" not in metrics  # no report: no count to give

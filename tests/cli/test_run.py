@@ -114,7 +114,7 @@ def test_nightly_export_job_runs_against_the_reference_server(
     assert samples["petsync_complete"] == 1
     assert samples["petsync_exit_code"] == 0
     text = (workdir / "metrics" / "petsync-nightly-export.prom").read_text()
-    assert 'petsync_pets_exported{job="nightly-export"} 120' in text
+    assert 'petsync_pets_exported{petsync_job="nightly-export"} 120' in text
 
 
 def test_bulk_import_job_runs_against_the_reference_server(
@@ -357,7 +357,7 @@ def test_export_command_metrics_file_is_labelled_export(
     env = {"PETSYNC_BASE_URL": srv.base_url, "PETSYNC_API_KEY": srv.api_key.reveal()}
     result = invoke(["export", "--out", "snaps", "--metrics-file", "export.prom"], env)
     assert result.exit_code == 0, result.output
-    assert 'petsync_pets_exported{job="export"} 7' in (workdir / "export.prom").read_text()
+    assert 'petsync_pets_exported{petsync_job="export"} 7' in (workdir / "export.prom").read_text()
 
 
 def test_metrics_directory_missing_fails_before_the_run(
@@ -396,6 +396,11 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     assert samples["petsync_rows_uncertain"] == 0
     assert (samples["petsync_exit_code"], samples["petsync_complete"]) == (4, 0)
     assert "petsync_last_success_timestamp_seconds" not in samples
+    # The job worked: the "no completed run for 26 h" alert stays quiet.
+    assert (
+        samples["petsync_last_completed_timestamp_seconds"]
+        == (samples["petsync_last_run_timestamp_seconds"])
+    )
 
 
 def test_run_base_url_and_key_file_win_over_the_job_files_environment(

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from petsync.cli import cli
 from petsync.core.errors import ExitCode
 from petsync.demo import run_demo
-from petsync.ops.metrics import METRICS
+from petsync.ops.metrics import METRICS, RunMetrics, write_metrics
 from tests.docs.markdown import DOCS, ROOT, fenced_blocks, section, table_rows
 
 SCHEDULING = (DOCS / "scheduling.md").read_text(encoding="utf-8")
@@ -56,6 +56,49 @@ def test_metrics_table_names_every_metric_the_file_holds() -> None:
     documented = [name for row in rows for name in codes(row[0])]
 
     assert documented == [name for name, _ in METRICS]
+
+
+SELECTOR = re.compile(r'(petsync_\w+)\{(\w+)="([^"]*)"\}')
+
+
+def scraped(path: Path) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """A textfile as Prometheus stores it under honor_labels: false: its own `job`, and a
+    `job` label from the file renamed to `exported_job`."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    stored: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+    for family in text_string_to_metric_families(path.read_text()):
+        for sample in family.samples:
+            labels = {("exported_" + k if k == "job" else k): v for k, v in sample.labels.items()}
+            stored[(sample.name, frozenset({**labels, "job": "node"}.items()))] = sample.value
+    return stored
+
+
+def test_documented_alerts_match_the_samples_a_run_writes(tmp_path: Path) -> None:
+    """Each alert's selector finds a sample once scraped: the job-broken alert stays quiet
+    after an import that rejected rows (exit 4), the rows-to-fix alert fires."""
+    alerts = [b.strip() for b in fenced_blocks(section(SCHEDULING, "Metrics and alerts"), "text")]
+    assert len(alerts) == 2
+    path = tmp_path / "petsync.prom"
+    finished = 1_800_000_000.0
+    for job in crontab_commands():
+        counts = {"rows_created": 5, "rows_rejected": 2, "rows_uncertain": 0}
+        write_metrics(
+            path, RunMetrics(job, finished, 1.0, exit_code=4, complete=False, counts=counts)
+        )
+    stored = scraped(path)
+
+    values = []
+    for alert in alerts:
+        (selector,) = SELECTOR.findall(alert)
+        name, label, job = selector
+        assert job in crontab_commands()
+        found = [v for (n, labels), v in stored.items() if n == name and (label, job) in labels]
+        assert found, f"{alert!r} matches nothing Prometheus stores"
+        values.append(found[0])
+    completed, exit_code = values
+    assert completed == finished  # so time() - it stays under 26 h: the job works
+    assert alerts[1].endswith(f"== {int(exit_code)}")  # rows to fix: this one fires
 
 
 def test_manifest_table_names_every_key_of_a_real_manifest(tmp_path: Path) -> None:
