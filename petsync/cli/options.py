@@ -39,12 +39,13 @@ _TARGET_OPTIONS: tuple[Callable[[Command], Command], ...] = (
     click.option(
         "--env",
         metavar="NAME",
-        help="Environment of the config file to use. Default: production.",
+        help="Environment of the config file to use. Default: PETSYNC_ENV, then production.",
     ),
     click.option(
         "--config",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Config file to read instead of ./petsync.toml or ~/.config/petsync/petsync.toml.",
+        help="Config file to read. Default: PETSYNC_CONFIG, then ./petsync.toml, then "
+        "~/.config/petsync/petsync.toml.",
     ),
     click.option(
         "--allow-insecure-http",

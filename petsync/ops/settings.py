@@ -3,9 +3,10 @@
 Resolution, first found wins; every resolved value records its source (``petsync config
 show`` prints them)::
 
-    environment   --env NAME (or a job file's env), else "production"
-    config file   --config PATH, else ./petsync.toml in the working directory,
-                  else $XDG_CONFIG_HOME/petsync/petsync.toml (~/.config/petsync/petsync.toml);
+    environment   --env NAME (or a job file's env), else PETSYNC_ENV, else "production"
+    config file   --config PATH (or a job file's config), else PETSYNC_CONFIG, else
+                  ./petsync.toml in the working directory, else
+                  $XDG_CONFIG_HOME/petsync/petsync.toml (~/.config/petsync/petsync.toml);
                   the first file found is the only one read
     base URL      --base-url, else PETSYNC_BASE_URL, else base_url of [environments.NAME]
     API key       --api-key-file, else the environment's variable (api_key_env, by default
@@ -40,6 +41,8 @@ from petsync.core.errors import ConfigError
 from petsync.core.interface import PaginationStyle
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
+ENV_ENVIRONMENT = "PETSYNC_ENV"  # chooses the environment, as AWS_PROFILE chooses a profile
+ENV_CONFIG = "PETSYNC_CONFIG"  # names the config file
 DEFAULT_ENV = "production"
 CONFIG_FILE_NAME = "petsync.toml"
 ENVIRONMENT_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file")
@@ -129,11 +132,14 @@ def find_config_file(
     *, config_path: Path | None, cwd: Path, home: Path, environ: Mapping[str, str]
 ) -> ConfigFile | None:
     """Find and parse the one config file in use, or None when there is none."""
-    if config_path is not None:
-        path = config_path if config_path.is_absolute() else cwd / config_path
+    named, source = config_path, "--config"
+    if named is None and environ.get(ENV_CONFIG, "").strip():
+        named, source = Path(environ[ENV_CONFIG].strip()), ENV_CONFIG
+    if named is not None:
+        path = named if named.is_absolute() else cwd / named
         if not path.is_file():
-            raise ConfigError(f"config file {path} (from --config) does not exist")
-        return load_config_file(path, source="--config", home=home)
+            raise ConfigError(f"config file {path} (from {source}) does not exist")
+        return load_config_file(path, source=source, home=home)
     local = cwd / CONFIG_FILE_NAME
     if local.is_file():
         return load_config_file(local, source="working directory", home=home)
@@ -216,12 +222,15 @@ def resolve_target(
 ) -> Target:
     """Resolve the target of a command from its options, the environment and the config file.
 
-    ``env_name`` None means the default environment; ``env_source`` names where a given
-    name came from (``--env``, or a job file). ``cwd`` and ``home`` default to the process's.
+    ``env_name`` None means ``PETSYNC_ENV``, else the default environment; ``env_source``
+    names where a given name came from (``--env``, or a job file). ``cwd`` and ``home``
+    default to the process's.
     """
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
     config = find_config_file(config_path=config_path, cwd=cwd, home=home, environ=environ)
+    if not env_name and environ.get(ENV_ENVIRONMENT, "").strip():
+        env_name, env_source = environ[ENV_ENVIRONMENT].strip(), ENV_ENVIRONMENT
     name, name_source = (env_name, env_source) if env_name else (DEFAULT_ENV, "default")
     if not _ENV_NAME.match(name):
         raise ConfigError(

@@ -39,8 +39,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(work)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    for name in ("PETSYNC_API_KEY", "PETSYNC_BASE_URL", "PETSYNC_PRODUCTION_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("PETSYNC_"):
+            monkeypatch.delenv(name)
     return work
 
 
@@ -299,6 +300,25 @@ def test_config_show_with_env_reads_the_environments_key_file(workdir: Path) -> 
         lines[3] == f"API key       *** (hidden)  [[environments.staging] api_key_file {key_file}]"
     )
     assert "sk-STAGING-FILE" not in result.output
+
+
+def test_petsync_env_and_petsync_config_choose_as_the_options_would(
+    workdir: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere.toml"
+    other.write_text(
+        '[environments.production]\nbase_url = "https://o.example.com/v1"\n'
+        '[environments.staging]\nbase_url = "https://staging.o.example.com/v1"\n'
+    )
+    env = {"PETSYNC_ENV": "staging", "PETSYNC_CONFIG": str(other), "PETSYNC_API_KEY": "k"}
+    result = invoke(["config", "show"], env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "environment   staging  [PETSYNC_ENV]"
+    assert lines[1] == f"config file   {other}  [PETSYNC_CONFIG]"
+    given = invoke(["config", "show", "--env", "production"], env).stdout.splitlines()
+    assert given[0] == "environment   production  [--env]"
+    assert given[2].startswith("base URL      https://o.example.com/v1  ")
 
 
 def test_config_show_refuses_a_key_file_others_can_read(workdir: Path) -> None:

@@ -108,6 +108,53 @@ def test_env_option_chooses_the_environment(dirs: tuple[Path, Path]) -> None:
     assert (default.env_name, default.env_source) == ("production", "default")
 
 
+def test_petsync_env_chooses_the_environment_when_no_option_does(
+    dirs: tuple[Path, Path],
+) -> None:
+    write_config(dirs[0] / "petsync.toml", CONFIG)
+    env = {"PETSYNC_API_KEY": "k", "PETSYNC_ENV": "staging"}
+    chosen = resolve(dirs, env)
+    assert (chosen.base_url, chosen.env_name, chosen.env_source) == (
+        STAGING,
+        "staging",
+        "PETSYNC_ENV",
+    )
+    given = resolve(dirs, env, env_name="production", env_source="job file jobs/x.toml")
+    assert (given.env_name, given.env_source) == ("production", "job file jobs/x.toml")
+
+
+def test_petsync_env_naming_an_undefined_environment_says_so(dirs: tuple[Path, Path]) -> None:
+    path = write_config(dirs[0] / "petsync.toml", CONFIG)
+    with pytest.raises(ConfigError) as err:
+        resolve(dirs, {"PETSYNC_API_KEY": "k", "PETSYNC_ENV": "qa"})
+    assert str(err.value).startswith(
+        f"environment 'qa' (from PETSYNC_ENV) is not defined in config file {path} "
+    )
+
+
+def test_petsync_config_names_the_file_when_no_option_does(
+    dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    write_config(dirs[0] / "petsync.toml", CONFIG)
+    other = write_config(
+        tmp_path / "other.toml", CONFIG.replace(PROD, "https://other.example.com/v1")
+    )
+    env = {"PETSYNC_API_KEY": "k", "PETSYNC_CONFIG": str(other)}
+    chosen = resolve(dirs, env)
+    assert (chosen.base_url, chosen.config_file, chosen.config_file_source) == (
+        "https://other.example.com/v1",
+        other,
+        "PETSYNC_CONFIG",
+    )
+    assert resolve(dirs, env, config_path=dirs[0] / "petsync.toml").base_url == PROD
+    env["PETSYNC_CONFIG"] = "nope.toml"
+    with pytest.raises(ConfigError) as err:
+        resolve(dirs, env)
+    assert str(err.value) == (
+        f"config file {dirs[0] / 'nope.toml'} (from PETSYNC_CONFIG) does not exist"
+    )
+
+
 def test_undefined_environment_is_named_with_the_defined_ones(dirs: tuple[Path, Path]) -> None:
     path = write_config(dirs[0] / "petsync.toml", CONFIG)
     with pytest.raises(ConfigError) as err:
