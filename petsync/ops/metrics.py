@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Protocol
 
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
-from petsync.core.files import atomic_write_text
+from petsync.core.files import atomic_write_text, check_writable_file
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +217,7 @@ def check_metrics_path(path: Path) -> None:
         )
     if path.is_dir():
         raise ConfigError(f"metrics file {path} is a directory; name a file like petsync.prom")
+    check_writable_file(path, "metrics file")  # a read-only file system fails here, not after
 
 
 def read_metrics(path: Path) -> dict[tuple[str, str], float]:
