@@ -7,16 +7,18 @@ import warnings
 
 import click
 
-from petsync.cli.options import target_options
-from petsync.cli.render import check_lines
+from petsync.cli.options import json_option, target_options
+from petsync.cli.output import echo_json
+from petsync.cli.render import check_document, check_lines
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.models import INT64_MAX, INT64_MIN
 
 
 @click.command()
+@json_option
 @target_options
 @pass_state
-def check(state: CliState, target: TargetOptions) -> None:
+def check(state: CliState, as_json: bool, target: TargetOptions) -> None:
     """Check the API: reachable, key accepted, how it pages, round-trip time.
 
     Fetches pages of one pet, only as far as needed to name the pagination style
@@ -30,6 +32,9 @@ def check(state: CliState, target: TargetOptions) -> None:
     """
     with state.client(target) as client:
         report = client.check()
+    if as_json:
+        echo_json(check_document(report))
+        return
     for line in check_lines(report):
         click.echo(line)
 

@@ -85,6 +85,14 @@ metrics_file_option = click.option(
     help="Write Prometheus metrics here after the run (node_exporter textfile, *.prom).",
 )
 
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as one JSON document on one line of stdout, instead of the text "
+    "summary (with --log-format json, the whole output is JSON lines).",
+)
+
 log_format_option = click.option(
     "--log-format",
     type=click.Choice(LOG_FORMATS),
