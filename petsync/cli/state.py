@@ -9,7 +9,9 @@ target options (``--base-url``, ``--env``, ...) as a command was given them.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +19,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from petsync._version import __version__
 from petsync.core.apikey import redact
-from petsync.core.errors import IncompleteError, PetsyncError
+from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
+
+# Where a bug is reported when the package metadata names no Issues URL.
+BUG_REPORT_FALLBACK = "the petsync maintainers (their issue tracker)"
+BUG_MESSAGE_LIMIT = 300  # characters of the exception's own message shown
 
 if TYPE_CHECKING:
     from petsync.client.client import PetstoreClient
@@ -70,6 +77,7 @@ class CliState:
     json_logs: bool = False
     environ: Mapping[str, str] = field(default_factory=dict)
     job: RunningJob | None = None
+    debug: bool = False  # --log-level debug: an internal error shows its traceback
 
     def job_name(self, command: str) -> str:
         """The metrics label: the job file's name under ``petsync run``, else the command's."""
@@ -99,6 +107,10 @@ class CliState:
 
         return PetstoreClient(self.resolve_target(options).client_config())
 
+    def redact(self, text: str) -> str:
+        """``text`` without any key this invocation knows (or any bearer token)."""
+        return self.log.redact(text) if self.log is not None else redact(text)
+
     def echo_error(self, exc: PetsyncError) -> None:
         """Show an error the way this invocation's stderr wants it.
 
@@ -108,16 +120,57 @@ class CliState:
         """
         if isinstance(exc, IncompleteError):
             for warning in [] if self.json_logs else exc.warnings:
-                click.echo(f"Warning: {redact(warning)}", err=True)
+                click.echo(f"Warning: {self.redact(warning)}", err=True)
             return
-        message = redact(str(exc))
+        self._echo(self.redact(str(exc)), type(exc).__name__, int(exc.exit_code))
+
+    def echo_usage_error(self, exc: click.ClickException) -> None:
+        """A command-line mistake click found, as an ``error`` event (JSON logs only)."""
+        self._echo(exc.format_message(), type(exc).__name__, exc.exit_code)
+
+    def echo_bug(self, exc: Exception) -> None:
+        """An exception petsync did not mean to raise: a bug, exit 1.
+
+        One line (with JSON logs one ``error`` event) saying so and where to report it;
+        the traceback only at ``--log-level debug``.
+        """
+        said = self.redact(" ".join(str(exc).split()))[:BUG_MESSAGE_LIMIT]
+        message = (
+            f"internal error, a bug in petsync {__version__}: {type(exc).__name__}: {said}. "
+            f"Please report it to {bug_report_place()} with the command you ran"
+            + ("" if self.debug else "; --log-level debug shows the traceback")
+        )
+        traceback_text = "".join(traceback.format_exception(exc)) if self.debug else None
         if self.json_logs:
-            fields = {"message": message, "error": type(exc).__name__}
-            logging.getLogger("petsync.cli").error(
-                "error", extra={"fields": {**fields, "exit_code": int(exc.exit_code)}}
-            )
+            fields: dict[str, object] = {"message": message, "error": type(exc).__name__}
+            fields.update(exit_code=int(ExitCode.FAILURE), bug=True)
+            if traceback_text is not None:
+                fields["traceback"] = self.redact(traceback_text)
+            logging.getLogger("petsync.cli").error("error", extra={"fields": fields})
+            return
+        click.echo(f"Error: {message}", err=True)
+        if traceback_text is not None:
+            click.echo(self.redact(traceback_text).rstrip("\n"), err=True)
+
+    def _echo(self, message: str, error: str, exit_code: int) -> None:
+        if self.json_logs:
+            fields = {"message": message, "error": error, "exit_code": exit_code}
+            logging.getLogger("petsync.cli").error("error", extra={"fields": fields})
         else:
             click.echo(f"Error: {message}", err=True)
+
+
+def bug_report_place() -> str:
+    """Where to report a bug: the package's ``Issues`` URL, when its metadata names one."""
+    try:
+        urls: list[str] = importlib.metadata.metadata("petsync").get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        urls = []
+    for entry in urls:
+        label, _, url = str(entry).partition(",")
+        if label.strip().lower() in {"issues", "bug tracker", "bugs"} and url.strip():
+            return url.strip()
+    return BUG_REPORT_FALLBACK
 
 
 pass_state = click.make_pass_decorator(CliState)
