@@ -128,7 +128,9 @@ def export_command(
         )
         from petsync.export.run import run_export
 
-        with progress_display(sys.stderr, json_logs=state.json_logs) as display:
+        with progress_display(
+            sys.stderr, json_logs=state.json_logs, environ=state.environ
+        ) as display:
             report = run_export(config, progress=display)
         run.report(report, complete=report.complete)
         if as_json:
@@ -170,7 +172,7 @@ def demo(state: CliState, pets: int, out_dir: Path) -> None:
     _prefer_system_allocator()
     from petsync.demo import run_demo
 
-    with progress_display(sys.stderr, json_logs=state.json_logs) as display:
+    with progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display:
         result = run_demo(out_dir, pets, progress=display)
     for line in export_summary(result.export):
         click.echo(line)
