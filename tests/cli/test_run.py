@@ -107,8 +107,9 @@ def test_nightly_export_job_runs_against_the_reference_server(
         {"PETSYNC_PRODUCTION_API_KEY": srv.api_key.reveal()},
     )
     assert result.exit_code == 0, result.output
-    assert "snapshot " in result.stdout and ": 120 pets (" in result.stdout
     (snapshot,) = (workdir / "snapshots" / "pets").iterdir()
+    summary = json.loads(result.stdout)  # the job file says json = true
+    assert (summary["pets"], summary["snapshot_path"]) == (120, str(snapshot.relative_to(workdir)))
     assert (snapshot / "pets.parquet").is_file() and (snapshot / "_manifest.json").is_file()
     samples = metrics(workdir / "metrics" / "petsync-nightly-export.prom")
     assert samples["petsync_pets_exported"] == 120
@@ -168,6 +169,8 @@ def test_json_logs_keep_stderr_one_object_per_line(
     assert result.exit_code == 0, result.output
     entries = [json.loads(line) for line in result.stderr.splitlines()]
     assert {"time", "level", "logger", "event", "fields"} <= set(entries[0])
+    (summary,) = [json.loads(line) for line in result.stdout.splitlines()]  # stdout too
+    assert summary["pets"] == 30
     published = [e for e in entries if e["event"] == "export.published"]
     assert published and published[0]["fields"]["pets"] == 30
     refused = invoke(args, {"PETSYNC_API_KEY": "wrong-key"})
@@ -405,10 +408,9 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     result = invoke(["run", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()})
     assert result.exit_code == 4, result.output
     assert result.stderr == ""  # the summary says what is left; no error line
-    assert (
-        "rejects:   imports/new-animals.rejects.csv  (fix them, then: petsync import "
-        "imports/new-animals.rejects.csv)"
-    ) in result.stdout.splitlines()
+    summary = json.loads(result.stdout)  # the job file says json = true
+    assert summary["files"]["rejects"] == "imports/new-animals.rejects.csv"
+    assert (summary["rejected_local"], summary["exit_code"]) == (1, 4)
     assert srv.store.count() == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
     assert samples["petsync_rows_created"] == 3

@@ -17,7 +17,9 @@ from tests.docs.markdown import DOCS, ROOT, fenced_blocks, section, table_rows
 
 SCHEDULING = (DOCS / "scheduling.md").read_text(encoding="utf-8")
 EXPORT = (DOCS / "export.md").read_text(encoding="utf-8")
-FLOCK_SKIPPED = 75  # cron.example's `flock -n -E 75`: not petsync's, but in the mail too
+FLOCK_SKIPPED = 75  # cron.example's `flock -n -E 75`, and petsync's own LockedError
+# Exit codes of flock and the shell, before petsync runs: not petsync's, but in the mail too.
+NOT_FOUND = {69: "flock could not execute petsync", 127: "the shell found no command"}
 
 
 def codes(cells: str) -> list[str]:
@@ -40,13 +42,14 @@ def test_exit_code_table_lists_every_exit_code() -> None:
 
     documented = [int(row[0]) for row in rows]
 
-    assert documented == sorted({int(code) for code in ExitCode} | {FLOCK_SKIPPED})
+    assert FLOCK_SKIPPED in {int(code) for code in ExitCode}
+    assert documented == sorted({int(code) for code in ExitCode} | set(NOT_FOUND))
 
 
 def test_cron_line_tells_the_same_exit_codes() -> None:
     for job, line in crontab_commands().items():
         assert f"-E {FLOCK_SKIPPED} run/{job}.lock" in line
-        for code in (1, 2, 3, 4, FLOCK_SKIPPED):
+        for code in (1, 2, 3, 4, *NOT_FOUND, FLOCK_SKIPPED, int(ExitCode.TERMINATED)):
             assert re.search(rf"\b{code} [a-z]", line), f"{job}: exit {code} not explained"
 
 
@@ -164,3 +167,21 @@ def test_every_cron_line_does_what_the_page_says() -> None:
         assert f"tail -n 20 logs/{job}.log" in line
     for words in ("`/var/lib/petsync`", "`/etc/petsync/env`", "`set -a`", "last 20 log lines"):
         assert words in said
+
+
+def test_documented_shell_completion_completes_commands_and_options() -> None:
+    lines = fenced_blocks(section(SCHEDULING, "Shell completion"), "sh")[0].splitlines()
+    variables = {re.search(r"(_\w+_COMPLETE)=(\w+)", line).groups() for line in lines}  # type: ignore[union-attr]
+    assert {name for name, _ in variables} == {"_PETSYNC_COMPLETE"}
+    runner = CliRunner()
+    for name, shell_source in sorted(variables):
+        script = runner.invoke(cli, [], prog_name="petsync", env={name: shell_source})
+        assert script.exit_code == 0 and "_petsync_completion" in script.output.replace("-", "_")
+
+    def complete(words: str) -> str:
+        env = {"_PETSYNC_COMPLETE": "bash_complete", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+        return runner.invoke(cli, [], prog_name="petsync", env=env).output
+
+    assert complete("petsync exp") == "plain,export\n"
+    assert complete("petsync export --max-d") == "plain,--max-drop\n"
