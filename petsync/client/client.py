@@ -4,16 +4,24 @@ This is the one place httpx exceptions are translated into petsync errors. Every
 goes through :meth:`PetstoreClient._send`, which applies the retry rules of
 :mod:`petsync.client.retry`; listPets pages through :class:`Listing`, the one paging loop driving
 the strategies of :mod:`petsync.client.pagination`.
+
+Every attempt is bounded: in time by ``ClientConfig.request_timeout`` (enforced under httpx by
+:mod:`petsync.client.deadline`), in size by ``ClientConfig.max_response_bytes`` (the body is
+read by :mod:`petsync.client.body`), in JSON nesting. Text the server sent reaches a message
+only through :func:`~petsync.core.text.shown_text`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import random
+import socket
+import ssl
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +29,13 @@ import httpx
 
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
-from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
+from petsync.client.body import ACCEPTED_ENCODINGS, NestingError, parse_json, read_body
+from petsync.client.config import DEFAULT_PAGE_LIMIT, TIMEOUT_OPTION, ClientConfig
+from petsync.client.deadline import RequestDeadline
 from petsync.client.listing import Listing, Records, Tally, parse_records
+from petsync.client.proxy import ProxyRoute, choose_proxy
 from petsync.client.retry import Failure, RetrySchedule, parse_retry_after
+from petsync.client.transport import DeadlineTransport
 from petsync.core.apikey import redact
 from petsync.core.errors import (
     ApiError,
@@ -44,11 +56,13 @@ from petsync.core.models import (
     parse_error_body,
     parse_pet,
 )
+from petsync.core.text import shown_text
 
 logger = logging.getLogger(__name__)
 
 CHECK_LIMIT = 1  # check asks for one pet per page: enough to see how the server pages
 EXCERPT_CHARS = 200
+CODE_CHARS = 100  # an Error code is a short identifier
 GET_PET_DEPRECATION = (
     "getPet (GET /pets/{petId}) is deprecated and scheduled for removal on "
     f"{GET_PET_SUNSET_TEXT}; "
@@ -90,7 +104,14 @@ class PetstoreClient:
     ...         print(len(page.pets))
 
     ``wall_clock`` (seconds since the epoch) is only used to read a ``Retry-After``
-    HTTP-date from a response that has no ``Date`` header.
+    HTTP-date from a response that has no ``Date`` header. ``environ`` (default
+    ``os.environ``) is where proxy settings are read, under the rule of
+    :mod:`petsync.client.proxy`; a bad proxy setting raises
+    :class:`~petsync.core.errors.ConfigError` here, before any connection.
+
+    Without ``transport`` the client builds its own (:mod:`petsync.client.transport`), which
+    enforces ``request_timeout``; a transport passed in (a test's mock) is used as given,
+    with no deadline and no proxy.
     """
 
     def __init__(
@@ -102,6 +123,7 @@ class PetstoreClient:
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         wall_clock: Callable[[], float] = time.time,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._config = config
         self._sleep = sleep
@@ -113,12 +135,22 @@ class PetstoreClient:
         self._lock = threading.Lock()
         self._requests = 0
         self._retries = 0
+        self._deadline = RequestDeadline()
+        self._proxy: ProxyRoute | None = None
+        if transport is None:
+            self._proxy = choose_proxy(config, os.environ if environ is None else environ)
+            transport = DeadlineTransport(self._deadline, self._proxy)
         self._http = httpx.Client(
             auth=BearerAuth(config.api_key) if config.api_key is not None else None,
             timeout=config.timeout,
-            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "application/json",
+                "Accept-Encoding": ACCEPTED_ENCODINGS,
+            },
             transport=transport,
             follow_redirects=False,  # a redirect could carry the key elsewhere; report it
+            trust_env=False,  # proxies are chosen by petsync's rule, in the transport
         )
 
     def __enter__(self) -> PetstoreClient:
@@ -164,9 +196,9 @@ class PetstoreClient:
         :class:`~petsync.core.errors.OutcomeUnknownError`: the pet may exist; it is never re-sent.
         """
         url = httpx.URL(self._pets_url)
-        response = self._send("POST", url, json=pet.to_json())
+        response, body = self._send("POST", url, json=pet.to_json())
         try:
-            return parse_pet(_json(response))
+            return _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
                 f"POST {self.shown(url)} answered {response.status_code} but its body is not "
@@ -180,9 +212,9 @@ class PetstoreClient:
         if not is_int64(pet_id):
             raise UsageError(f"pet id {pet_id!r} is not an int64 integer")
         url = httpx.URL(f"{self._pets_url}/{pet_id}")
-        response = self._send("GET", url)
+        response, body = self._send("GET", url)
         try:
-            pet = parse_pet(_json(response))
+            pet = _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
                 f"GET {self.shown(url)} answered a body that is not a Pet: {_reason(exc)}"
@@ -232,7 +264,7 @@ class PetstoreClient:
         if not limit_in_range(limit):
             raise UsageError(
                 f"listPets limit must be an integer from {LIMIT_MIN} to {LIMIT_MAX} "
-                f"(interface, Limits), got {limit!r}"
+                f"(the API's bounds), got {limit!r}"
             )
         params: dict[str, Any] = {"limit": limit}
         if status is not None:
@@ -248,10 +280,15 @@ class PetstoreClient:
 
     def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.URL, httpx.Headers, Records]:
         """GET one listPets page; its final URL, headers and parsed records (for Listing)."""
-        response = self._send("GET", url, tally=tally)
+        response, body = self._send("GET", url, tally=tally)
         shown = self.shown(response.url)
         try:
-            data = _json(response)
+            data = parse_json(body)
+        except NestingError as exc:
+            raise ProtocolError(
+                f"GET {shown} answered {exc}; listPets must return a JSON array of flat Pet "
+                "objects: report it to the API owner"
+            ) from None
         except ValueError as exc:
             raise ProtocolError(
                 f"GET {shown} answered {response.status_code} with a body that is not JSON "
@@ -260,7 +297,7 @@ class PetstoreClient:
         if not isinstance(data, list):
             raise ProtocolError(
                 f"GET {shown} answered a JSON {type(data).__name__} where listPets must "
-                "return a JSON array of Pet (interface, listPets)"
+                "return a JSON array of Pet"
             )
         return response.url, response.headers, parse_records(data, shown)
 
@@ -289,29 +326,78 @@ class PetstoreClient:
         *,
         json: dict[str, Any] | None = None,
         tally: Tally | None = None,
-    ) -> httpx.Response:
-        """Send with retries; return a 2xx response or raise the translated error."""
+    ) -> tuple[httpx.Response, bytes | bytearray]:
+        """Send with retries; return a 2xx response and its body, or raise the translated error.
+
+        Each attempt runs under the request deadline and reads the body within the size
+        limit; a body over the limit raises :class:`ProtocolError` at once (the server would
+        send it again).
+        """
         shown = self.shown(url)
         schedule = RetrySchedule(
             self._config.retry, method, shown, clock=self._clock, rng=self._rng
         )
+        deadline = self._deadline
         while True:
             schedule.attempt()
             self._count(tally, retry=False)
+            deadline.start(self._config.request_timeout)
             try:
-                response = self._http.request(method, url, json=json)
+                response = self._http.send(
+                    self._http.build_request(method, url, json=json), stream=True
+                )
+                try:
+                    body = read_body(response, self._config.max_response_bytes, method, shown)
+                finally:
+                    response.close()
             except httpx.RequestError as exc:
-                failure = self._transport_failure(method, shown, exc)
+                late = isinstance(exc, httpx.TimeoutException) and deadline.passed()
+                failure = self._transport_failure(method, shown, exc, late=late)
+            except httpx.InvalidURL as exc:  # not a RequestError: nothing was sent
+                failure = Failure(
+                    TransportError(
+                        f"cannot send {method} {shown}: the URL is not valid ({exc}); check "
+                        "the base URL",
+                        url=shown,
+                    ),
+                    sent=False,
+                    recoverable=False,
+                )
             else:
                 if response.is_success:
-                    return response
-                failure = self._status_failure(method, shown, response)
+                    return response, body
+                failure = self._status_failure(method, shown, response, body)
+            finally:
+                deadline.clear()
             delay = schedule.wait_after(failure)
             self._count(tally, retry=True)
             self._sleep(delay)
 
-    def _transport_failure(self, method: str, shown: str, exc: httpx.RequestError) -> Failure:
-        detail = f"{type(exc).__name__}: {redact(str(exc), self._keys) or 'no detail'}"
+    def _transport_failure(
+        self, method: str, shown: str, exc: httpx.RequestError, *, late: bool
+    ) -> Failure:
+        """Translate an httpx error: what happened, whether it was sent, whether to retry."""
+        detail = shown_text(f"{type(exc).__name__}: {redact(str(exc), self._keys) or 'no detail'}")
+        if isinstance(exc, httpx.ConnectError):  # DNS and TLS fail while connecting
+            final = self._connect_failure(method, shown, detail, _cause(exc))
+            if final is not None:
+                return final
+        if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+            return _final(
+                f"petsync could not send {method} {shown} ({detail}); check the base URL", shown
+            )
+        if isinstance(exc, httpx.ProxyError):
+            proxy = self._proxy
+            which = f" {proxy.shown} (from {proxy.variable})" if proxy is not None else ""
+            return Failure(
+                TransportError(
+                    f"the proxy{which} refused to open a tunnel for {method} {shown} "
+                    f"({detail}); check the proxy settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)",
+                    url=shown,
+                ),
+                sent=False,
+                recoverable=not str(exc).startswith(("407", "403")),
+            )
         # Before a connection exists nothing can have reached the server.
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
             return Failure(
@@ -322,24 +408,62 @@ class PetstoreClient:
                 ),
                 sent=False,
             )
+        if late:
+            detail = (
+                f"within the request timeout of {self._config.request_timeout:g} s; raise it "
+                f"with {TIMEOUT_OPTION} if the server is slow but working"
+            )
+        else:
+            detail = f"({detail})"
         if method == "POST":
             error: TransportError = OutcomeUnknownError(
-                f"POST {shown} was sent but no answer came ({detail}); the pet may or may not "
+                f"POST {shown} was sent but no answer came {detail}; the pet may or may not "
                 "have been created. petsync does not re-send it (that could create it twice): "
                 "list the pets to check before sending it again",
                 url=shown,
             )
         else:
-            error = TransportError(f"no answer to {method} {shown} ({detail})", url=shown)
+            error = TransportError(f"no answer to {method} {shown} {detail}", url=shown)
         return Failure(error, sent=True)
 
-    def _status_failure(self, method: str, shown: str, response: httpx.Response) -> Failure:
+    def _connect_failure(
+        self, method: str, shown: str, detail: str, cause: BaseException
+    ) -> Failure | None:
+        """A connect failure that trying again cannot mend (nothing was sent), or None."""
+        host = httpx.URL(self._config.base_url).host
+        if isinstance(cause, socket.gaierror) and cause.errno != socket.EAI_AGAIN:
+            return _final(
+                f"could not find the host {host} for {method} {shown} ({detail}): the name "
+                "does not resolve. Check the host name in the base URL (and this machine's DNS)",
+                shown,
+            )
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _final(
+                f"the TLS certificate of {host} was refused for {method} {shown} ({detail}). "
+                "Check that the base URL names the API's own host; if the API uses a private "
+                "certificate authority, point SSL_CERT_FILE at its certificate",
+                shown,
+            )
+        if isinstance(cause, ssl.SSLError) and not isinstance(
+            cause, ssl.SSLEOFError | ssl.SSLZeroReturnError
+        ):
+            return _final(
+                f"TLS with {host} failed for {method} {shown} ({detail}): the server does not "
+                "speak TLS as expected. Check the base URL's scheme and port (https to a port "
+                "that serves plain http?)",
+                shown,
+            )
+        return None
+
+    def _status_failure(
+        self, method: str, shown: str, response: httpx.Response, body: bytes | bytearray
+    ) -> Failure:
         retry_after = parse_retry_after(
             response.headers.get("Retry-After"),
             date_header=response.headers.get("Date"),
             wall_clock=self._wall_clock,
         )
-        error: PetsyncError = self._api_error(method, shown, response)
+        error: PetsyncError = self._api_error(method, shown, response, body)
         if method == "POST" and response.status_code >= 500:
             error = OutcomeUnknownError(
                 f"{error.message}, after the request was sent; the pet may or may not have been "
@@ -349,26 +473,28 @@ class PetstoreClient:
             )
         return Failure(error, sent=True, http_status=response.status_code, retry_after=retry_after)
 
-    def _api_error(self, method: str, shown: str, response: httpx.Response) -> ApiError:
+    def _api_error(
+        self, method: str, shown: str, response: httpx.Response, content: bytes | bytearray
+    ) -> ApiError:
         status = response.status_code
         try:
-            body = parse_error_body(_json(response))
+            body = parse_error_body(parse_json(content))
         except ValueError:
             body = None
         fields: dict[str, Any] = {"http_status": status, "url": shown}
         if body is not None:
             fields.update(
-                code=redact(body.code, self._keys),
-                api_message=redact(body.message, self._keys),
+                code=shown_text(redact(body.code, self._keys), CODE_CHARS),
+                api_message=shown_text(redact(body.message, self._keys)),
                 api_status=body.status,
             )
             said = f"{fields['code']}: {fields['api_message']}"
             if body.status != status:
                 said += f" (its Error body says status {body.status})"
         else:
-            excerpt = self._excerpt(response)
+            excerpt = self._excerpt(response, content)
             fields["excerpt"] = excerpt
-            kind = response.headers.get("Content-Type", "no Content-Type")
+            kind = shown_text(response.headers.get("Content-Type", "no Content-Type"), 100)
             said = (
                 f"not the interface's Error body ({kind}): {excerpt!r}"
                 if excerpt
@@ -381,30 +507,64 @@ class PetstoreClient:
                 **fields,
             )
         if 300 <= status < 400:
-            where = self.shown(response.headers.get("Location", "nowhere"))
+            where = shown_text(self.shown(response.headers.get("Location", "nowhere")))
             return ApiError(
                 f"{method} {shown} answered HTTP {status}, a redirect to {where}; petsync does "
                 "not follow redirects (the key must stay on the API's host): fix the base URL",
                 **fields,
             )
         cls = NotFoundError if status == 404 else ApiError
-        return cls(f"{method} {shown} answered HTTP {status}, {said}", **fields)
+        fix = _refusal_fix(status, response.request.url.path.endswith("/pets"))
+        return cls(f"{method} {shown} answered HTTP {status}, {said}{fix}", **fields)
 
-    def _excerpt(self, response: httpx.Response) -> str:
+    def _excerpt(self, response: httpx.Response, content: bytes | bytearray) -> str:
+        """The start of a body, whitespace runs made one space, redacted, escaped and cut."""
         try:
-            text = response.text
-        except (UnicodeDecodeError, LookupError):
-            text = response.content.decode("latin-1")
-        text = redact(" ".join(text.split()), self._keys)
-        if len(text) > EXCERPT_CHARS:
-            text = text[: EXCERPT_CHARS - 3] + "..."
-        return text
+            text = content.decode(response.encoding or "utf-8", errors="replace")
+        except LookupError:
+            text = content.decode("latin-1")
+        # Whitespace is collapsed in a head long enough for the excerpt, not in the whole.
+        head = text[: EXCERPT_CHARS * 8]
+        start = redact(" ".join(head.split()), self._keys)
+        whole = len(text) if len(head) < len(text) else len(start)
+        return shown_text(start, EXCERPT_CHARS, length=whole)
 
 
-def _json(response: httpx.Response) -> object:
-    """The decoded JSON body; ValueError when it is not JSON."""
-    result: object = response.json()
-    return result
+def _refusal_fix(status: int, pets_path: bool) -> str:
+    """What to do about a 4xx that is not retried, when the status says it (else nothing)."""
+    if status == 403:
+        return "; the API refused this key the operation: check the key's rights with the API owner"
+    if status in (404, 405, 410) and pets_path:
+        return "; the API has no /pets there: check the base URL (it ends with /v1)"
+    if status == 407:
+        return (
+            "; a proxy on the way wants credentials: give them in the proxy URL "
+            "(e.g. HTTPS_PROXY=http://user:password@proxy:3128)"
+        )
+    return ""
+
+
+def _pet(value: object) -> Pet:
+    """parse_pet, with a record nested too deep to describe reported as such."""
+    try:
+        return parse_pet(value)
+    except RecursionError:
+        raise ProtocolError("the body is JSON nested too deeply to be a Pet") from None
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The innermost cause of an httpx error (httpx wraps httpcore, which wraps the OSError)."""
+    for _ in range(10):  # httpx and httpcore each add one link
+        inner = exc.__cause__ or exc.__context__
+        if inner is None:
+            break
+        exc = inner
+    return exc
+
+
+def _final(message: str, shown: str) -> Failure:
+    """A transport failure that trying again cannot mend: raised at once, for any method."""
+    return Failure(TransportError(message, url=shown), sent=False, recoverable=False)
 
 
 def _reason(exc: Exception) -> str:

@@ -7,22 +7,40 @@ objects; :func:`normalise_base_url` is the one check of a base URL.
 from __future__ import annotations
 
 import ipaddress
+import math
+import re
 from dataclasses import dataclass, field
 
 import httpx
 
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError
-from petsync.core.interface import LIMIT_MAX, PAGINATION_STYLES, VERSION_SEGMENT, PaginationStyle
+from petsync.core.interface import (
+    API_VERSION,
+    LIMIT_MAX,
+    PAGINATION_STYLES,
+    VERSION_SEGMENT,
+    PaginationStyle,
+)
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
-DEFAULT_READ_TIMEOUT = 30.0
+DEFAULT_READ_TIMEOUT = 30.0  # the longest silence between two bytes of an answer
+DEFAULT_REQUEST_TIMEOUT = 60.0  # one attempt, whole: connect, send, headers and body
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # one answer, decompressed; a page is ~10 KB
 DEFAULT_PAGE_LIMIT = LIMIT_MAX  # the fewest requests
 DEFAULT_MAX_PAGES = 200_000  # 20 million pets at 100 a page: a cap, not an expectation
 DEFAULT_MAX_ATTEMPTS = 6
+DEFAULT_RETRIES = DEFAULT_MAX_ATTEMPTS - 1  # what --retries N counts: attempts after the first
 DEFAULT_BACKOFF_BASE = 0.5
 DEFAULT_BACKOFF_MAX = 30.0
 DEFAULT_RETRY_BUDGET = 300.0
+
+# The command-line options (and job-file keys) each setting will be given by, so that a
+# validation error or a "raise it" hint names what the user can change.
+RETRIES_OPTION = "--retries N"
+RETRY_BUDGET_OPTION = "--retry-budget SECONDS"
+TIMEOUT_OPTION = "--timeout SECONDS"
+MAX_RESPONSE_SIZE_OPTION = "--max-response-size"
 
 LOOPBACK_HOSTS = frozenset({"localhost"})
 
@@ -35,6 +53,13 @@ class RetryPolicy:
     ``[0, min(backoff_max, backoff_base * 2**(n-1))]``, never less than a ``Retry-After``
     the server sent. Retrying stops after ``max_attempts`` attempts in all, or when the next
     wait would end past ``budget_seconds`` since the first attempt.
+
+    The command line counts retries, not attempts: ``--retries N`` is
+    ``max_attempts = N + 1`` (``--retries 0`` tries once), read back as :attr:`retries`;
+    ``--retry-budget SECONDS`` is ``budget_seconds``.
+
+    >>> RetryPolicy(max_attempts=3).retries
+    2
     """
 
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
@@ -43,10 +68,27 @@ class RetryPolicy:
     budget_seconds: float = DEFAULT_RETRY_BUDGET
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigError("retry max_attempts must be at least 1")
-        if self.backoff_base < 0 or self.backoff_max < 0 or self.budget_seconds < 0:
-            raise ConfigError("retry backoff and budget must not be negative")
+        if type(self.max_attempts) is not int or self.max_attempts < 1:
+            retries = self.max_attempts - 1 if type(self.max_attempts) is int else self.max_attempts
+            raise ConfigError(
+                f"retries ({RETRIES_OPTION}) must be a whole number, 0 or more; got {retries!r}"
+            )
+        if not _is_seconds(self.budget_seconds, allow_zero=True):
+            raise ConfigError(
+                f"the retry budget ({RETRY_BUDGET_OPTION}) must be a number of seconds, 0 or "
+                f"more; got {self.budget_seconds!r}"
+            )
+        for name in ("backoff_base", "backoff_max"):
+            if not _is_seconds(getattr(self, name), allow_zero=True):
+                raise ConfigError(
+                    f"retry {name} must be a number of seconds, 0 or more; "
+                    f"got {getattr(self, name)!r}"
+                )
+
+    @property
+    def retries(self) -> int:
+        """Attempts after the first (what ``--retries N`` sets)."""
+        return self.max_attempts - 1
 
 
 @dataclass(frozen=True)
@@ -65,6 +107,8 @@ class ClientConfig:
     pagination: PaginationStyle = "auto"
     max_pages: int = DEFAULT_MAX_PAGES
     allow_insecure_http: bool = False
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -77,15 +121,44 @@ class ClientConfig:
             )
         if self.max_pages < 1:
             raise ConfigError("max_pages must be at least 1")
+        if not _is_seconds(self.request_timeout):
+            raise ConfigError(
+                f"the request timeout ({TIMEOUT_OPTION}) must be a number of seconds above 0; "
+                f"got {self.request_timeout!r}"
+            )
+        for name in ("connect_timeout", "read_timeout"):
+            if not _is_seconds(getattr(self, name)):
+                raise ConfigError(
+                    f"{name} must be a number of seconds above 0; got {getattr(self, name)!r}"
+                )
+        if type(self.max_response_bytes) is not int or self.max_response_bytes < 1:
+            raise ConfigError(
+                f"the response size limit ({MAX_RESPONSE_SIZE_OPTION}) must be a whole number "
+                f"of bytes above 0; got {self.max_response_bytes!r}"
+            )
 
     @property
     def timeout(self) -> httpx.Timeout:
+        """The per-operation timeouts; :attr:`request_timeout` bounds the whole attempt.
+
+        Waiting for a free connection counts against both the connect timeout and the
+        request timeout.
+        """
         return httpx.Timeout(
             connect=self.connect_timeout,
             read=self.read_timeout,
             write=self.read_timeout,
-            pool=self.connect_timeout,
+            pool=min(self.connect_timeout, self.request_timeout),
         )
+
+
+def _is_seconds(value: object, *, allow_zero: bool = False) -> bool:
+    """A real, finite number of seconds (not a bool), above 0 or, if allowed, 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if not math.isfinite(value):
+        return False
+    return value >= 0 if allow_zero else value > 0
 
 
 def is_loopback(host: str) -> bool:
@@ -99,14 +172,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# scheme://user:password@ : what to hide before a URL is repeated in a message, even when
+# the rest of it does not parse.
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+_VERSION = re.compile(r"v\d+")
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``, for messages.
+
+    >>> without_userinfo("https://me:hunter2@h/v1")
+    'https://***@h/v1'
+    """
+    return _USERINFO.sub(r"\1***@", url)
+
+
 def normalise_base_url(url: str, allow_insecure_http: bool = False) -> str:
     """Check a base URL and return it without a trailing slash.
 
-    The interface says every base address ends with ``/v1`` (Versioning 2); plain ``http``
-    is accepted only for loopback hosts, because the bearer key would cross the network in
-    clear text.
+    Every base address of the API ends with ``/v1`` (interface, Versioning 1-2). Plain
+    ``http`` is accepted only for loopback hosts (or with ``allow_insecure_http``), because
+    the bearer key would cross the network in clear text. A user name or password in the
+    URL is refused: petsync authenticates with the bearer key alone, and a password in the
+    base URL would be copied wherever the URL is shown.
     """
     text = url.strip()
+    shown = without_userinfo(text)
+    if shown != text:
+        raise _credentials_refused(shown)
     try:
         parsed = httpx.URL(text)
     except httpx.InvalidURL as exc:
@@ -116,18 +209,53 @@ def normalise_base_url(url: str, allow_insecure_http: bool = False) -> str:
             f"base URL {text!r} must be an http(s) URL with a host, "
             "e.g. https://petstore.example.com/v1"
         )
+    if parsed.userinfo:  # spelled in a way the pattern above did not catch
+        raise _credentials_refused(without_userinfo(str(parsed)))
     if parsed.query or parsed.fragment:
         raise ConfigError(f"base URL {text!r} must not carry a query or fragment")
     text = text.rstrip("/")
     if not text.endswith(VERSION_SEGMENT):
         raise ConfigError(
-            f"base URL {text!r} does not end with /v1; the interface's base addresses all do "
-            f"(Versioning 2). Did you mean {text}/v1 ?"
+            f"base URL {text!r} does not end with {VERSION_SEGMENT}: the API's base addresses "
+            f"end with {VERSION_SEGMENT} (interface version {API_VERSION}). "
+            f"Did you mean {_with_version(text)} ?"
         )
     if parsed.scheme == "http" and not is_loopback(parsed.host) and not allow_insecure_http:
-        raise ConfigError(
-            f"base URL {text!r} uses plain http to a host that is not loopback: the API key "
-            "would cross the network in clear text. Use https, or pass --allow-insecure-http "
-            "if you really mean it."
-        )
+        raise plain_http_refused(text)
     return text
+
+
+def plain_http_refused(base_url: str) -> ConfigError:
+    """The refusal of a plain-http base URL to a host that is not loopback."""
+    return ConfigError(
+        f"base URL {base_url!r} uses plain http to a host that is not loopback: the API key "
+        "would cross the network in clear text. Use https, or pass --allow-insecure-http "
+        "if you really mean it."
+    )
+
+
+def _credentials_refused(shown: str) -> ConfigError:
+    return ConfigError(
+        f"base URL {shown!r} carries a user name or password; petsync sends only the API key "
+        "(from PETSYNC_API_KEY or --api-key-file) and would copy the password wherever the URL "
+        "is shown. Remove the part before '@'"
+    )
+
+
+def _with_version(url: str) -> str:
+    """A base URL that can be right: cut after a ``/v1`` inside the path (the pets URL was
+    given), else replace a trailing version segment (``/v2``) by ``/v1``, else append ``/v1``.
+
+    >>> _with_version("https://h/v2"), _with_version("https://h/api/v1/pets")
+    ('https://h/v1', 'https://h/api/v1')
+    """
+    scheme, _, rest = url.partition("://")
+    host, _, path = rest.partition("/")
+    segments = path.split("/") if path else []
+    lowered = [segment.lower() for segment in segments]
+    version = VERSION_SEGMENT.lstrip("/")
+    if version in lowered:
+        segments = segments[: lowered.index(version)]
+    elif lowered and _VERSION.fullmatch(lowered[-1]):
+        segments = segments[:-1]
+    return "/".join([f"{scheme}://{host}", *segments, version])

@@ -17,10 +17,12 @@ from typing import Any, Protocol, cast
 
 import httpx
 
+from petsync.client.body import MAX_JSON_DEPTH, nested_deeper_than
 from petsync.client.pagination import FetchedPage, PageRequest, make_strategy
 from petsync.client.seen_ids import SeenIds
 from petsync.core.errors import PaginationError, ProtocolError
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, PetStatus, is_int64, parse_pet
+from petsync.core.text import shown_text
 
 logger = logging.getLogger(__name__)
 
@@ -134,14 +136,15 @@ class Listing:
             shown = self._source.shown(request.url)
             if fetched >= self._max_pages:
                 raise PaginationError(
-                    f"stopped paging before {shown}: the page cap of {self._max_pages} pages "
-                    "was reached; if the catalogue really is that large, raise max_pages"
+                    f"stopped paging before {shown_text(shown)}: the page cap of "
+                    f"{self._max_pages} pages was reached; if the catalogue really is that "
+                    "large, raise max_pages"
                 )
             if str(request.url) in requested:
                 raise PaginationError(
-                    f"the server sent {request.via} again ({shown}), a page already fetched "
-                    "in this listing: paging would loop forever. The server's pagination is "
-                    "broken; report it to the API owner"
+                    f"the server sent {request.via} again ({shown_text(shown)}), a page "
+                    "already fetched in this listing: paging would loop forever. The server's "
+                    "pagination is broken; report it to the API owner"
                 )
             requested.add(str(request.url))
             response_url, headers, records = self._source.fetch_page(request.url, self)
@@ -192,9 +195,9 @@ class Listing:
                 invalid.append(item)
         if records.keys and not pets and not invalid:
             raise PaginationError(
-                f"the page at {url} (reached by {request.via}) holds only records already "
-                "listed: the server is sending the same records again (a loop). Report it to "
-                "the API owner, or try another pagination style"
+                f"the page at {shown_text(url)} (reached by {request.via}) holds only "
+                "records already listed: the server is sending the same records again (a "
+                "loop). Report it to the API owner, or try another pagination style"
             )
         return Page(pets=pets, invalid=invalid, url=url)
 
@@ -205,7 +208,9 @@ def parse_records(data: list[Any], shown: str) -> Records:
     A record that is an object with exactly the expected types is built into a Pet inline
     (the checks of :func:`~petsync.core.models.parse_pet`, without its per-field loop and calls:
     this runs once per pet); anything else goes through ``parse_pet``, which gives the same
-    Pet or the reason the record is invalid.
+    Pet or the reason the record is invalid. Only such records are kept as sent, so only they
+    are measured: one nested deeper than the page may be (:data:`MAX_JSON_DEPTH` levels,
+    the page's array included) fails the page, as it could not be described or written out.
     """
     keys: list[Hashable] = []
     items: list[Pet | InvalidRecord] = []
@@ -227,6 +232,12 @@ def parse_records(data: list[Any], shown: str) -> Records:
                 keys.append(pet_id)
                 items.append(Pet(pet_id, name, category, status))
                 continue
+        if nested_deeper_than(record, MAX_JSON_DEPTH - 1):
+            raise ProtocolError(
+                f"GET {shown} answered a record nested deeper than {MAX_JSON_DEPTH} levels "
+                "(the page's array included); listPets must return a JSON array of flat Pet "
+                "objects: report it to the API owner"
+            )
         try:
             pet = parse_pet(record)
         except ProtocolError as exc:

@@ -30,6 +30,7 @@ import httpx
 
 from petsync.core.errors import PaginationError, ProtocolError
 from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM
+from petsync.core.text import shown_text
 
 OFFSET_PARAM = "offset"
 PAGE_PARAM = "page"
@@ -182,17 +183,18 @@ class LinkPaging(_TokenPaging):
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error
             raise ProtocolError(
-                f"the server sent a next link {target!r} at {page.url} that is not a URL: {exc}"
+                f"the server sent a next link '{shown_text(target)}' at {page.url} that is not "
+                f"a URL: {shown_text(str(exc))}"
             ) from exc
         if origin(url) != origin(self._list_url):
             raise PaginationError(
                 f"the server at {page.url} sent a next link to another origin ({url.scheme}://"
-                f"{url.netloc.decode('ascii')}); petsync refuses to follow it because the API "
-                "key would go to that host. Ask the API owner to keep next links on the API's "
-                "own host"
+                f"{shown_text(url.netloc.decode('ascii'), 100)}); petsync refuses to follow it "
+                "because the API key would go to that host. Ask the API owner to keep next "
+                "links on the API's own host"
             )
         self._seen = True
-        return Step(keep=True, next=PageRequest(url, f"the next link {target!r}"))
+        return Step(keep=True, next=PageRequest(url, f"the next link '{shown_text(target)}'"))
 
 
 class CursorPaging(_TokenPaging):
@@ -206,7 +208,7 @@ class CursorPaging(_TokenPaging):
             return _end_of_tokens(page, self.name, self._limit, self._seen, _NO_CURSOR)
         self._seen = True
         url = self._list_url.copy_set_param(CURSOR_PARAM, cursor)
-        return Step(keep=True, next=PageRequest(url, f"the cursor {cursor!r}"))
+        return Step(keep=True, next=PageRequest(url, f"the cursor '{shown_text(cursor)}'"))
 
 
 class _CountingPaging:

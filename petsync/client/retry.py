@@ -1,9 +1,14 @@
 """Retrying: which failures may be retried for which method, and how long to wait.
 
-GET is safe to repeat, so it retries transport errors and the statuses that mean "try again"
-(429, 502, 503, 504). POST /pets is not idempotent (a repeat could create the animal twice),
-so it retries only a failure that surely happened before the request reached the server (the
-connection was refused or timed out) or a 429, where the server says it did nothing.
+Only what can recover is retried. A failure that the same request would meet again (a host
+name that does not resolve, a TLS certificate or handshake refused, a request that cannot be
+sent, a 4xx answer other than 408 and 429) fails at once (``Failure.recoverable`` is False).
+
+GET is safe to repeat, so it retries transport errors (refused or reset connections,
+timeouts, the request deadline) and the statuses that mean "try again" (408, 429, 502, 503,
+504). POST /pets is not idempotent (a repeat could create the animal twice), so it retries
+only a failure that surely happened before the request reached the server (the connection
+was refused or timed out) or a 429, where the server says it did nothing.
 
 Waits are exponential backoff with full jitter (uniform in ``[0, min(max, base * 2**(n-1))]``),
 never shorter than the ``Retry-After`` the server sent, bounded by the attempt count and the
@@ -20,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from petsync.client.config import RetryPolicy
+from petsync.client.config import RETRIES_OPTION, RETRY_BUDGET_OPTION, RetryPolicy
 from petsync.core.errors import PetsyncError, RetriesExhaustedError
 
 logger = logging.getLogger(__name__)
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD"})
-GET_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+GET_RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 POST_RETRY_STATUSES = frozenset({429})  # 429: the server refused before doing anything
 
 
@@ -37,13 +42,15 @@ class Failure:
     ``error`` is what the caller gets when this failure is not retried; ``sent`` is False
     only when the request surely never reached the server (connection refused, connect
     timeout); ``http_status`` is None for a transport failure; ``retry_after`` is the
-    server's ``Retry-After`` in seconds, if any.
+    server's ``Retry-After`` in seconds, if any; ``recoverable`` is False when trying again
+    cannot help (an unknown host name, a refused TLS certificate), whatever the method.
     """
 
     error: PetsyncError
     sent: bool
     http_status: int | None = None
     retry_after: float | None = None
+    recoverable: bool = True
 
 
 def may_retry(method: str, failure: Failure) -> bool:
@@ -54,6 +61,8 @@ def may_retry(method: str, failure: Failure) -> bool:
     >>> may_retry("GET", lost), may_retry("POST", lost)
     (True, False)
     """
+    if not failure.recoverable:
+        return False
     if method.upper() in IDEMPOTENT_METHODS:
         return failure.http_status is None or failure.http_status in GET_RETRY_STATUSES
     if failure.http_status is None:
@@ -142,7 +151,11 @@ class RetrySchedule:
             raise failure.error
         elapsed = self._clock() - self._start
         if self.attempts >= self._policy.max_attempts:
-            raise self._exhausted(failure, elapsed, "raise the retry attempts")
+            raise self._exhausted(
+                failure,
+                elapsed,
+                f"to retry more, raise {RETRIES_OPTION} (now {self._policy.retries})",
+            )
         delay = backoff_delay(self._policy, self.attempts, self._rng)
         if failure.retry_after is not None:
             delay = max(delay, failure.retry_after)  # Retry-After is a floor, never shortened
@@ -156,7 +169,8 @@ class RetrySchedule:
                 failure,
                 elapsed,
                 f"the next wait of {delay:.1f} s{asked} would pass the retry budget of "
-                f"{self._policy.budget_seconds:g} s; raise the retry budget",
+                f"{self._policy.budget_seconds:g} s; to retry longer, raise "
+                f"{RETRY_BUDGET_OPTION}",
             )
         logger.info(
             "retry",

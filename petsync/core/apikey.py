@@ -41,15 +41,25 @@ class ApiKey:
     >>> key.reveal()
     's3cret'
 
-    Only :class:`petsync.client.auth.BearerAuth` calls :meth:`reveal`.
+    Only :class:`petsync.client.auth.BearerAuth` calls :meth:`reveal`. Surrounding
+    whitespace (a key file's final newline) is dropped. A key that cannot be sent as a header
+    value (a line break inside it, another control character, a non-ASCII character) is
+    refused here, when it is loaded, with a :class:`ConfigError` naming ``source`` (where the
+    key came from, e.g. ``"API key file /etc/petsync/key"``) and never the key.
     """
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, *, source: str = "the API key") -> None:
         value = value.strip()
         if not value:
             raise ValueError("an API key cannot be empty")
+        problem = _unsendable(value)
+        if problem is not None:
+            raise ConfigError(
+                f"{source} holds {problem}: an API key is sent as an HTTP header, which can "
+                "carry only one line of printable ASCII. Keep just the key, on one line"
+            )
         self._value = value
 
     def reveal(self) -> str:
@@ -68,6 +78,20 @@ class ApiKey:
 
     def __reduce__(self) -> str | tuple[object, ...]:  # no pickling a key into a file by accident
         raise TypeError("ApiKey cannot be pickled")
+
+
+def _unsendable(value: str) -> str | None:
+    """What in ``value`` cannot go into a header value, described without showing it."""
+    if value.isascii() and value.isprintable():
+        return None
+    for char in value:
+        if char in "\r\n":
+            return "a line break inside the key"
+        if not char.isascii():
+            return "a character that is not ASCII"
+        if not char.isprintable():
+            return f"a control character (U+{ord(char):04X})"
+    return None  # pragma: no cover - isprintable() said otherwise
 
 
 def redact(text: str, keys: Iterable[ApiKey | None] = ()) -> str:
@@ -91,7 +115,10 @@ def _whole_word(value: str) -> re.Pattern[str]:
 
 
 def read_key_file(path: Path) -> ApiKey:
-    """Read a key file, refusing one that group or others can read."""
+    """Read a key file, refusing one that group or others can read, or that holds more than a key.
+
+    Messages name the file, never its content.
+    """
     try:
         mode = path.stat().st_mode
         text = path.read_text(encoding="utf-8")
@@ -104,4 +131,4 @@ def read_key_file(path: Path) -> ApiKey:
         )
     if not text.strip():
         raise ConfigError(f"API key file {path} is empty")
-    return ApiKey(text)
+    return ApiKey(text, source=f"API key file {path}")

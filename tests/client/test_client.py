@@ -21,6 +21,7 @@ from petsync.core.errors import (
     ExitCode,
     NotFoundError,
     OutcomeUnknownError,
+    PaginationError,
     PetsyncError,
     ProtocolError,
     RetriesExhaustedError,
@@ -147,6 +148,11 @@ def test_a_body_that_is_not_an_error_body_keeps_status_and_excerpt(
     assert str(error) == (
         f"GET {PETS}?limit=100 answered HTTP {status}, not the interface's Error body "
         f"({content_type}): {excerpt!r}"
+        + (
+            "; the API refused this key the operation: check the key's rights with the API owner"
+            if status == 403
+            else ""
+        )
     )
 
 
@@ -167,9 +173,8 @@ def test_a_long_body_excerpt_is_capped_and_redacted(
     api.get(PETS).respond(418, text=body)
     with pytest.raises(ApiError) as caught:
         _list(_client(fake_clock))
-    excerpt = caught.value.excerpt
-    assert excerpt is not None and len(excerpt) == 200 and excerpt.endswith("...")
-    assert excerpt.startswith("echo Authorization: Bearer *** xxx")
+    start = "echo Authorization: Bearer *** "
+    assert caught.value.excerpt == start + "x" * (200 - len(start)) + "... (531 characters, cut)"
     assert KEY not in str(caught.value)
 
 
@@ -201,8 +206,7 @@ def test_a_list_body_that_is_not_an_array_is_a_protocol_error(
     with pytest.raises(ProtocolError) as caught:
         _list(_client(fake_clock))
     assert str(caught.value) == (
-        f"GET {PETS}?limit=100 answered a JSON dict where listPets must return a JSON array "
-        "of Pet (interface, listPets)"
+        f"GET {PETS}?limit=100 answered a JSON dict where listPets must return a JSON array of Pet"
     )
 
 
@@ -295,8 +299,8 @@ def test_max_attempts_bound_the_retries(api: respx.MockRouter, fake_clock: FakeC
     elapsed = sum(fake_clock.sleeps)
     assert str(caught.value) == (
         f"gave up on GET {PETS}?limit=100 after 3 attempts in {elapsed:.1f} s: last error: "
-        f"GET {PETS}?limit=100 answered HTTP 503, unavailable: busy; raise the retry attempts, "
-        "or try again later"
+        f"GET {PETS}?limit=100 answered HTTP 503, unavailable: busy; to retry more, raise "
+        "--retries N (now 2), or try again later"
     )
 
 
@@ -306,7 +310,10 @@ def test_the_time_budget_bounds_the_retries(api: respx.MockRouter, fake_clock: F
         _list(_client(fake_clock, max_attempts=100, budget_seconds=50.0))
     assert len(api.calls) == 3  # waits of 20 and 20; a third would end at 60 s > 50 s
     assert fake_clock.sleeps == [20.0, 20.0]
-    assert "would pass the retry budget of 50 s; raise the retry budget" in str(caught.value)
+    assert str(caught.value).endswith(
+        "would pass the retry budget of 50 s; to retry longer, raise --retry-budget SECONDS, "
+        "or try again later"
+    )
 
 
 def test_get_exhausting_connect_errors_names_the_transport_cause(
@@ -711,3 +718,66 @@ def test_page_parsing_fast_path_gives_what_parse_pet_gives() -> None:
     assert records.keys[:5] == [INT64_MAX, INT64_MIN, 1, 2, 3]
     assert records.all_valid is False
     assert parse_records(list(PARSE_CASES[:5]), "URL").all_valid is True
+
+
+# -- text the server sent, as it reaches a message ------------------------------------------------
+
+HOSTILE = "\x1b[2J\x1b[H\x1b]0;owned\x07" + "A" * (5 * 1024 * 1024 - 17)
+
+
+def test_a_huge_error_message_with_escape_sequences_is_escaped_and_cut(
+    api: respx.MockRouter, fake_clock: FakeClock
+) -> None:
+    body = {"code": "bad\x1b[31mcode", "message": HOSTILE, "status": 400}
+    api.post(PETS).respond(400, json=body)
+    with pytest.raises(ApiError) as caught:
+        _client(fake_clock).create_pet(NewPet("Rex", 3))
+    error = caught.value
+    shown = "\\x1b[2J\\x1b[H\\x1b]0;owned\\x07"
+    assert error.api_message == shown + "A" * (300 - len(shown)) + "... (5242880 characters, cut)"
+    assert error.code == "bad\\x1b[31mcode"
+    assert str(error) == f"POST {PETS} answered HTTP 400, {error.code}: {error.api_message}"
+    assert "\x1b" not in str(error) and len(str(error)) < 500
+
+
+def test_an_excerpt_and_its_content_type_are_escaped(
+    api: respx.MockRouter, fake_clock: FakeClock
+) -> None:
+    api.get(PETS).respond(418, text="tea\x1b]0;x\x07pot", headers={"Content-Type": "x/\x1b[2J"})
+    with pytest.raises(ApiError) as caught:
+        _list(_client(fake_clock))
+    assert caught.value.excerpt == "tea\\x1b]0;x\\x07pot"
+    assert str(caught.value) == (
+        f"GET {PETS}?limit=100 answered HTTP 418, not the interface's Error body "
+        "(x/\\x1b[2J): 'tea\\\\x1b]0;x\\\\x07pot'"
+    )
+
+
+def test_a_redirect_location_is_cut(api: respx.MockRouter, fake_clock: FakeClock) -> None:
+    location = "https://elsewhere.test/" + "p" * 10_000
+    api.get(PETS).respond(302, headers={"Location": location})
+    with pytest.raises(ApiError) as caught:
+        _list(_client(fake_clock))
+    message = str(caught.value)
+    assert "a redirect to https://elsewhere.test/ppp" in message
+    assert "... (10023 characters, cut); petsync does not follow redirects" in message
+    assert len(message) < 600
+
+
+def test_a_cursor_in_a_loop_message_is_escaped_and_cut(fake_clock: FakeClock) -> None:
+    cursor = "\x1b[2J" + "c" * 5_000
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(len(calls) + 1)  # a new record each time: only the cursor repeats
+        pets = [{"id": calls[-1], "name": "a", "categoryId": 1}]
+        return httpx.Response(200, json=pets, headers={"X-Next-Cursor": cursor})
+
+    config = ClientConfig(BASE, ApiKey(KEY), pagination="cursor")
+    client = PetstoreClient(config, transport=httpx.MockTransport(handler))
+    with pytest.raises(PaginationError) as caught:
+        _list(client, limit=1)
+    message = str(caught.value)
+    assert message.startswith("the server sent the cursor '\\x1b[2Jccc")
+    assert "... (5004 characters, cut)' again (" in message
+    assert "\x1b" not in message and len(message) < 1200

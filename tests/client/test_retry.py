@@ -21,6 +21,7 @@ def _status(code: int, retry_after: float | None = None) -> Failure:
 
 NOT_SENT = Failure(TransportError("refused", url="u"), sent=False)
 SENT = Failure(TransportError("read timeout", url="u"), sent=True)
+FINAL = Failure(TransportError("unknown host", url="u"), sent=False, recoverable=False)
 
 
 @pytest.mark.parametrize(
@@ -28,6 +29,7 @@ SENT = Failure(TransportError("read timeout", url="u"), sent=True)
     [
         ("GET", NOT_SENT, True),
         ("GET", SENT, True),
+        ("GET", _status(408), True),
         ("GET", _status(429), True),
         ("GET", _status(502), True),
         ("GET", _status(503), True),
@@ -35,6 +37,11 @@ SENT = Failure(TransportError("read timeout", url="u"), sent=True)
         ("GET", _status(500), False),
         ("GET", _status(400), False),
         ("GET", _status(401), False),
+        ("GET", _status(403), False),
+        ("GET", _status(404), False),
+        ("GET", FINAL, False),
+        ("POST", FINAL, False),
+        ("POST", _status(408), False),
         ("POST", NOT_SENT, True),
         ("POST", SENT, False),
         ("POST", _status(429), True),
@@ -125,7 +132,7 @@ def test_attempts_exhausted_message(fake_clock: FakeClock) -> None:
     assert caught.value.last_error is SENT.error
     assert str(caught.value) == (
         f"gave up on GET https://h/v1/pets after 2 attempts in {caught.value.elapsed:.1f} s: "
-        "last error: read timeout; raise the retry attempts, or try again later"
+        "last error: read timeout; to retry more, raise --retries N (now 1), or try again later"
     )
 
 
@@ -137,5 +144,5 @@ def test_budget_exhausted_by_a_long_retry_after(fake_clock: FakeClock) -> None:
     assert str(caught.value) == (
         "gave up on GET https://h/v1/pets after 1 attempt in 0.0 s: last error: HTTP 429; "
         "the next wait of 120.0 s (the server asked for Retry-After 120 s) would pass the "
-        "retry budget of 60 s; raise the retry budget, or try again later"
+        "retry budget of 60 s; to retry longer, raise --retry-budget SECONDS, or try again later"
     )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import httpx
 import pytest
 
 from petsync.client.auth import BearerAuth
-from petsync.core.apikey import ApiKey, redact
+from petsync.core.apikey import ApiKey, read_key_file, redact
+from petsync.core.errors import ConfigError, ExitCode
 
 SECRET = "sk-live-abcdef123456"
 
@@ -80,3 +82,44 @@ def test_bearer_auth_sets_the_exact_header_and_hides_itself() -> None:
     flow = auth.auth_flow(request)
     assert next(flow).headers["Authorization"] == f"Bearer {SECRET}"
     assert SECRET not in repr(auth)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (f"{SECRET}\n{SECRET}2\n", "a line break inside the key"),
+        (f"{SECRET}\rX", "a line break inside the key"),
+        (f"sk\x1b[2J{SECRET}", "a control character (U+001B)"),
+        (f"sk\x00{SECRET}", "a control character (U+0000)"),
+        (f"sk-clé-{SECRET}", "a character that is not ASCII"),
+    ],
+    ids=["two-lines", "carriage-return", "escape", "nul", "non-ascii"],
+)
+def test_a_key_file_that_cannot_be_a_header_value_is_refused_naming_the_file(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    path = tmp_path / "key"
+    path.write_text(content, encoding="utf-8")
+    path.chmod(0o600)
+    with pytest.raises(ConfigError) as caught:
+        read_key_file(path)
+    assert str(caught.value) == (
+        f"API key file {path} holds {problem}: an API key is sent as an HTTP header, which can "
+        "carry only one line of printable ASCII. Keep just the key, on one line"
+    )
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert SECRET not in str(caught.value)
+
+
+def test_a_key_file_with_a_final_newline_is_fine(tmp_path: Path) -> None:
+    path = tmp_path / "key"
+    path.write_text(f"{SECRET}\n", encoding="utf-8")
+    path.chmod(0o600)
+    assert read_key_file(path).reveal() == SECRET
+
+
+def test_a_key_given_directly_is_checked_too_and_names_its_source() -> None:
+    with pytest.raises(ConfigError, match=r"^PETSYNC_API_KEY holds a line break inside the key"):
+        ApiKey("a\nb", source="PETSYNC_API_KEY")
+    with pytest.raises(ConfigError, match=r"^the API key holds a control character \(U\+0007\)"):
+        ApiKey("a\x07b")

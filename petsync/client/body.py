@@ -1,0 +1,221 @@
+"""A response body, bounded: its decompressed size capped, its JSON nesting limited.
+
+httpx reads a whole body into memory, and its gzip decoder inflates each network chunk of up
+to 64 KiB at once: deflate reaches about 1032:1, so one chunk can become 66 MB, and a 1 MB
+body 1 GB. :func:`read_body` reads the raw body itself, stops as soon as the decoded bytes pass
+the limit, and inflates ``gzip``/``deflate`` in pieces of at most :data:`PIECE` bytes, so memory
+stays within the limit plus a piece, bombs included. A plain body (the usual page) goes
+through one counting loop and no decoder.
+
+:func:`parse_json` turns the ``RecursionError`` of a deeply nested document into a
+:class:`NestingError`; :func:`nested_deeper_than` bounds what is kept of a record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Iterable, Iterator
+
+import httpx
+
+from petsync.client.config import MAX_RESPONSE_SIZE_OPTION
+from petsync.core.errors import ProtocolError
+from petsync.core.text import shown_text
+
+PIECE = 64 * 1024  # the most one inflate step may produce
+MAX_JSON_DEPTH = 100  # a page is an array of flat objects: depth 2
+ACCEPTED_ENCODINGS = "gzip, deflate"  # what petsync asks for, and all it decodes
+_WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
+
+
+def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> bytes | bytearray:
+    """The decoded body of a streamed response, at most ``limit`` bytes.
+
+    Raises :class:`ProtocolError` naming the URL and the limit as soon as the body (or its
+    announced ``Content-Length``) passes it; httpx errors while reading pass through for the
+    client to translate. The response is left for the caller to close.
+
+    A response built in memory with its content (``httpx.Response(200, json=...)`` from a
+    mock transport) was read and decoded by httpx already; its content is only measured.
+    """
+    if response.is_stream_consumed:
+        content = response.content
+        if len(content) > limit:
+            raise _too_large(f"{method} {shown} answered a body larger than", limit)
+        return content
+    codings = _codings(response.headers.get("Content-Encoding"), method, shown)
+    if not codings:
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(
+                f"{method} {shown} announced a body of {int(declared)} bytes, more than",
+                limit,
+                started=False,
+            )
+        return _collected(response.iter_raw(), limit, f"{method} {shown}")
+    stream: Iterable[bytes] = response.iter_raw()
+    for coding in reversed(codings):  # the last coding applied is the first undone
+        stream = inflate(stream, coding, limit, f"{method} {shown}")
+    return _collected(stream, limit, f"{method} {shown}")
+
+
+def _collected(pieces: Iterable[bytes], limit: int, request: str) -> bytes | bytearray:
+    """The pieces as one buffer, failing past ``limit``; within the limit plus a piece.
+
+    A body that came in one piece (the usual page) is returned as it is, uncopied; more
+    pieces grow one buffer in place, so the body is never held twice (as ``b"".join`` would
+    while it copies).
+    """
+    first: bytes | None = None
+    buffer: bytearray | None = None
+    size = 0
+    for piece in pieces:
+        size += len(piece)
+        if size > limit:
+            raise _too_large(f"{request} answered a body larger than", limit)
+        if first is None:
+            first = piece
+        elif buffer is None:
+            buffer = bytearray(first)
+            buffer += piece
+        else:
+            buffer += piece
+    if buffer is not None:
+        return buffer
+    return first if first is not None else b""
+
+
+def _codings(header: str | None, method: str, shown: str) -> list[str]:
+    if header is None:
+        return []
+    codings = [c.strip().lower() for c in header.split(",") if c.strip().lower() != "identity"]
+    for coding in codings:
+        if coding not in _WBITS:
+            raise ProtocolError(
+                f"{method} {shown} answered with Content-Encoding {shown_text(coding, 40)!r}, "
+                f"which petsync did not ask for (it accepts {ACCEPTED_ENCODINGS}); report it to "
+                "the API owner"
+            )
+    return codings
+
+
+def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> Iterator[bytes]:
+    """Undo one content coding in pieces of at most PIECE bytes, failing past ``limit``.
+
+    Every stage is held to the limit, so a bomb nested in several codings cannot make an
+    inner stage churn through more than ``limit`` bytes either.
+    """
+    over = f"{request} answered a {coding} body that inflates to more than"
+    decoder = zlib.decompressobj(_WBITS[coding])
+    started = False
+    size = 0
+    for chunk in chunks:
+        data = chunk
+        while not decoder.eof:
+            try:
+                piece = decoder.decompress(data, PIECE)
+            except zlib.error as exc:
+                if not started and coding == "deflate":  # raw deflate, without a zlib header
+                    decoder = zlib.decompressobj(-zlib.MAX_WBITS)
+                    started = True
+                    continue
+                raise _undecodable(request, coding, exc) from exc
+            started = True
+            size += len(piece)
+            if size > limit:
+                raise _too_large(over, limit)
+            if piece:
+                yield piece
+            data = decoder.unconsumed_tail
+            if not data and len(piece) < PIECE:  # input used up, no output pending
+                break
+    tail = decoder.flush()
+    if size + len(tail) > limit:
+        raise _too_large(over, limit)
+    if tail:
+        yield tail
+
+
+def _too_large(subject: str, limit: int, *, started: bool = True) -> ProtocolError:
+    done = "stopped reading it" if started else "did not read it"
+    return ProtocolError(
+        f"{subject} the response size limit of {_size(limit)}; petsync {done}. A page of "
+        f"100 pets is about 10 KB: if answers this large are expected, raise the limit with "
+        f"{MAX_RESPONSE_SIZE_OPTION}"
+    )
+
+
+def _undecodable(request: str, coding: str, exc: zlib.error) -> ProtocolError:
+    return ProtocolError(
+        f"{request} answered a {coding} body that cannot be decoded ({exc}); "
+        "report it to the API owner"
+    )
+
+
+def _size(size: int) -> str:
+    """Bytes, with MiB or KiB when exact (``32 MiB (33554432 bytes)``)."""
+    for unit, factor in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit} ({size} bytes)"
+    return f"{size} bytes"
+
+
+class NestingError(ValueError):
+    """A JSON document nested deeper than petsync reads."""
+
+
+def parse_json(body: bytes | bytearray) -> object:
+    """Decode a JSON body; ValueError when it is not JSON, NestingError when nested too deep.
+
+    A normal document costs nothing extra: the depth is only measured when the parser ran
+    out of stack (``RecursionError``), to say how deep it went.
+    """
+    try:
+        result: object = json.loads(body)
+    except RecursionError:
+        raise NestingError(_nesting_message(body)) from None
+    return result
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _nesting_message(body: bytes | bytearray) -> str:
+    depth = deepest = 0
+    for match in _TOKEN.finditer(body):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+            deepest = max(deepest, depth)
+        elif token in (b"]", b"}"):
+            depth -= 1
+    # The parser ran out of stack above a shallower document (a deep caller): say so.
+    return f"JSON nested {deepest} levels deep, more than petsync could parse here"
+
+
+def nested_deeper_than(value: object, levels: int) -> bool:
+    """True when decoded JSON ``value`` nests arrays and objects more than ``levels`` deep.
+
+    Iterative, so it cannot itself run out of stack; it stops at the first path too deep.
+
+    >>> nested_deeper_than([[1]], 2), nested_deeper_than([[[1]]], 2)
+    (False, True)
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > levels:
+            return True
+        stack.extend((child, depth) for child in children)
+    return False
