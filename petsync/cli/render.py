@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from petsync.export.diff import SnapshotDiff
     from petsync.export.report import ExportReport
     from petsync.importer.report import ImportReport
+    from petsync.ops.limits import ClientLimits
     from petsync.ops.settings import Target
 
 
@@ -193,4 +194,22 @@ def _target_rows(target: Target) -> list[tuple[str, str, str, object, str]]:
             target.allow_insecure_http,
             target.allow_insecure_http_source,
         ),
+        *_limit_rows(target.limits),
     ]
+
+
+def _limit_rows(limits: ClientLimits) -> list[tuple[str, str, str, object, str]]:
+    from petsync.ops.limits import format_size
+
+    rows: list[tuple[str, str, str, object]] = [
+        ("timeout", "timeout", f"{limits.timeout:g} s a request", limits.timeout),
+        ("retries", "retries", str(limits.retries), limits.retries),
+        ("retry_budget", "retry budget", f"{limits.retry_budget:g} s", limits.retry_budget),
+        (
+            "max_response_size",
+            "max response",
+            format_size(limits.max_response_size),
+            limits.max_response_size,
+        ),
+    ]
+    return [(name, label, text, value, limits.source(name)) for name, label, text, value in rows]

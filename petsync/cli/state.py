@@ -9,13 +9,14 @@ target options (``--base-url``, ``--env``, ...) as a command was given them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import logging
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -35,10 +36,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TargetOptions:
-    """The target options of one command: what to resolve the base URL and key from.
+    """The target options of one command: what to resolve the base URL, key and limits from.
 
-    ``env_source`` says where ``env`` came from (``--env``, or a job file) for
-    ``petsync config show`` and ``petsync run --check``.
+    A value left None (False for the flag) was not given. ``sources`` says where each given
+    value came from (its option, or ``job file jobs/x.toml``), for ``petsync config show``
+    and ``petsync run --check``; a value without an entry came from its own option.
     """
 
     base_url: str | None = None
@@ -46,19 +48,52 @@ class TargetOptions:
     env: str | None = None
     config: Path | None = None
     allow_insecure_http: bool = False
-    env_source: str = "--env"
+    timeout: float | None = None
+    retries: int | None = None
+    retry_budget: float | None = None
+    max_response_size: int | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def given_by(cls, origin: str, **values: Any) -> TargetOptions:
+        """Options whose given values all came from ``origin`` (``job file jobs/x.toml``)."""
+        given = tuple((name, origin) for name, value in values.items() if _given(value))
+        return cls(**values, sources=given)
+
+    def source(self, name: str) -> str:
+        """Where the value of field ``name`` came from: its option unless ``sources`` says."""
+        return dict(self.sources).get(name, "--" + name.replace("_", "-"))
+
+    @property
+    def env_source(self) -> str:
+        return self.source("env")
+
+    def given_limits(self) -> dict[str, tuple[float | int, str]]:
+        """The client limits given, each with its source, by job-file key."""
+        from petsync.ops.limits import LIMIT_KEYS
+
+        return {
+            key: (value, self.source(key))
+            for key in LIMIT_KEYS
+            if (value := getattr(self, key)) is not None
+        }
 
     def overridden_by(self, given: TargetOptions) -> TargetOptions:
         """These options with every value ``given`` sets winning (``run``'s own over a job's)."""
-        env_from = given if given.env else self
-        return TargetOptions(
-            base_url=given.base_url or self.base_url,
-            api_key_file=given.api_key_file or self.api_key_file,
-            env=env_from.env,
-            config=given.config or self.config,
-            allow_insecure_http=given.allow_insecure_http or self.allow_insecure_http,
-            env_source=env_from.env_source,
-        )
+        values: dict[str, Any] = {}
+        sources: list[tuple[str, str]] = []
+        for item in dataclasses.fields(self):
+            if item.name == "sources":
+                continue
+            winner = given if _given(getattr(given, item.name)) else self
+            values[item.name] = getattr(winner, item.name)
+            if _given(values[item.name]):
+                sources.append((item.name, winner.source(item.name)))
+        return TargetOptions(**values, sources=tuple(sources))
+
+
+def _given(value: object) -> bool:
+    return value is not None and value is not False
 
 
 @dataclass(frozen=True)
@@ -96,6 +131,8 @@ class CliState:
             env_source=options.env_source,
             config_path=options.config,
             allow_insecure_http=options.allow_insecure_http,
+            allow_insecure_http_source=options.source("allow_insecure_http"),
+            limits=options.given_limits(),
         )
         if self.log is not None:
             self.log.add_key(target.api_key)

@@ -286,6 +286,10 @@ def test_config_show_redacts_the_key_and_names_every_source(workdir: Path) -> No
         f"[{config} [environments.production] base_url]",
         "API key       *** (hidden)  [PETSYNC_PRODUCTION_API_KEY]",
         "insecure http refused to non-loopback hosts  [default]",
+        "timeout       60 s a request  [default]",
+        "retries       5  [default]",
+        "retry budget  300 s  [default]",
+        "max response  32 MiB  [default]",
     ]
     assert key not in result.output
 

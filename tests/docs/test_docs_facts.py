@@ -7,6 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
@@ -185,3 +186,29 @@ def test_documented_shell_completion_completes_commands_and_options() -> None:
 
     assert complete("petsync exp") == "plain,export\n"
     assert complete("petsync export --max-d") == "plain,--max-drop\n"
+
+
+def test_config_show_example_is_what_petsync_prints_for_the_example_config(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = section(SCHEDULING, "Environments and keys")
+    (toml,) = fenced_blocks(page, "toml")
+    (console,) = fenced_blocks(page, "console")
+    command, *shown = console.splitlines()
+    work, home = isolated / "var-lib-petsync", isolated / "home-petsync"
+    work.mkdir()
+    (work / "petsync.toml").write_text(toml, encoding="utf-8")
+    key = home / ".config" / "petsync" / "staging.key"
+    key.parent.mkdir(parents=True)
+    key.write_text("sk-staging")
+    key.chmod(0o600)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(home))
+
+    result = CliRunner().invoke(cli, command.removeprefix("$ petsync ").split())
+
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.replace(str(work), "/var/lib/petsync").replace(
+        str(home), "/home/petsync"
+    )
+    assert printed.splitlines() == shown
