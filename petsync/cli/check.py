@@ -12,6 +12,9 @@ from petsync.cli.output import echo_json
 from petsync.cli.render import check_document, check_lines
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.models import INT64_MAX, INT64_MIN
+from petsync.core.text import shown_text
+
+HEADER_CHARS = 100  # of a header value the server sent
 
 
 @click.command()
@@ -59,7 +62,7 @@ def get(state: CliState, pet_id: int, target: TargetOptions) -> None:
     for warning in caught:
         click.echo(f"Deprecated: {warning.message}", err=True)
     for header, value in (("Deprecation", fetched.deprecation), ("Sunset", fetched.sunset)):
-        if value is not None:
-            click.echo(f"  the server sent {header}: {value}", err=True)
+        if value is not None:  # the server's text: escaped and cut before the terminal
+            click.echo(f"  the server sent {header}: {shown_text(value, HEADER_CHARS)}", err=True)
     # json.dumps writes Python ints exactly, so int64 ids survive (no float rounding).
     click.echo(json.dumps(fetched.pet.to_json(), ensure_ascii=False))

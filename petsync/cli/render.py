@@ -11,6 +11,9 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from petsync.core.apikey import ENV_API_KEY, redact
+from petsync.core.text import shown_text
+
+NOTE_CHARS = 1_000  # of a note or reason built from what a server sent
 
 if TYPE_CHECKING:
     from petsync.client.client import CheckReport
@@ -29,7 +32,7 @@ def check_lines(report: CheckReport) -> list[str]:
         f"pagination:   {report.pagination_style}",
     ]
     if report.pagination_note:
-        lines.append(f"  note: {redact(report.pagination_note)}")
+        lines.append(f"  note: {shown_text(redact(report.pagination_note), NOTE_CHARS)}")
     lines.append(f"round trip:   {report.round_trip_seconds * 1000:.0f} ms")
     return lines
 
@@ -98,7 +101,7 @@ def import_summary(report: ImportReport) -> list[str]:
         lines.append(f"normalised: {done}")
     lines.append(f"took {report.elapsed_seconds:.1f} s, {report.rows_per_second:.0f} rows/s")
     if report.stopped_reason:
-        lines.append(f"stopped: {redact(report.stopped_reason)}")
+        lines.append(f"stopped: {shown_text(redact(report.stopped_reason), NOTE_CHARS)}")
     rejects = report.files.get("rejects")
     if rejects and (report.rejected_local or report.rejected_api):
         lines.append(f"rejects:   {rejects}  (fix them, then: petsync import {rejects})")

@@ -23,10 +23,12 @@ import click
 from petsync._version import __version__
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
+from petsync.core.text import shown_text
 
 # Where a bug is reported when the package metadata names no Issues URL.
 BUG_REPORT_FALLBACK = "the petsync maintainers (their issue tracker)"
 BUG_MESSAGE_LIMIT = 300  # characters of the exception's own message shown
+TERMINAL_LINE_LIMIT = 2_000  # characters of one error or warning line
 
 if TYPE_CHECKING:
     from petsync.client.client import PetstoreClient
@@ -157,7 +159,7 @@ class CliState:
         """
         if isinstance(exc, IncompleteError):
             for warning in [] if self.json_logs else exc.warnings:
-                click.echo(f"Warning: {self.redact(warning)}", err=True)
+                click.echo(terminal_line(f"Warning: {self.redact(warning)}"), err=True)
             return
         self._echo(self.redact(str(exc)), type(exc).__name__, int(exc.exit_code))
 
@@ -171,7 +173,7 @@ class CliState:
         One line (with JSON logs one ``error`` event) saying so and where to report it;
         the traceback only at ``--log-level debug``.
         """
-        said = self.redact(" ".join(str(exc).split()))[:BUG_MESSAGE_LIMIT]
+        said = shown_text(self.redact(" ".join(str(exc).split())), BUG_MESSAGE_LIMIT)
         message = (
             f"internal error, a bug in petsync {__version__}: {type(exc).__name__}: {said}. "
             f"Please report it to {bug_report_place()} with the command you ran"
@@ -185,16 +187,27 @@ class CliState:
                 fields["traceback"] = self.redact(traceback_text)
             logging.getLogger("petsync.cli").error("error", extra={"fields": fields})
             return
-        click.echo(f"Error: {message}", err=True)
+        click.echo(terminal_line(f"Error: {message}"), err=True)
         if traceback_text is not None:
             click.echo(self.redact(traceback_text).rstrip("\n"), err=True)
 
     def _echo(self, message: str, error: str, exit_code: int) -> None:
         if self.json_logs:
-            fields = {"message": message, "error": error, "exit_code": exit_code}
+            fields = {"message": terminal_line(message), "error": error, "exit_code": exit_code}
             logging.getLogger("petsync.cli").error("error", extra={"fields": fields})
         else:
-            click.echo(f"Error: {message}", err=True)
+            click.echo(terminal_line(f"Error: {message}"), err=True)
+
+
+def terminal_line(text: str) -> str:
+    """One line for the terminal: control characters escaped, whatever their origin.
+
+    The client already escapes and cuts what a server sent (:func:`shown_text` in its
+    messages); this is the last barrier before stderr, so a path that forgot cannot clear
+    the screen or retitle the window, and a line past :data:`TERMINAL_LINE_LIMIT`
+    characters (petsync's own are far shorter) is cut, saying so.
+    """
+    return shown_text(text, TERMINAL_LINE_LIMIT)
 
 
 def bug_report_place() -> str:

@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
 from petsync.core.apikey import ApiKey, redact
+from petsync.core.text import shown_text
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[str, ...] = ("text", "json")
@@ -98,7 +100,7 @@ class TextFormatter(logging.Formatter):
         fields = self._keys.redact(_fields(record))
         assert isinstance(fields, dict)
         pairs = " ".join(f"{key}={_text_value(value)}" for key, value in fields.items())
-        event = self._keys.text(record.getMessage())
+        event = _escaped(self._keys.text(record.getMessage()))
         line = f"{_time(record)} {record.levelname} {record.name} {event}"
         if pairs:
             line = f"{line} {pairs}"
@@ -110,7 +112,12 @@ class TextFormatter(logging.Formatter):
 def _text_value(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     # Quote values with spaces so `key=value` pairs stay splittable.
-    return json.dumps(text) if (not text or any(c.isspace() for c in text)) else text
+    return json.dumps(text) if (not text or any(c.isspace() for c in text)) else _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """Control characters escaped (a server's text can hold terminal escapes), never cut."""
+    return shown_text(text, sys.maxsize)
 
 
 class LogHandle:
