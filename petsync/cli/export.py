@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import metrics_file_option, target_options
+from petsync.cli.options import json_option, metrics_file_option, target_options
+from petsync.cli.output import echo_json
 from petsync.cli.progress import progress_display
-from petsync.cli.render import export_summary
+from petsync.cli.render import export_document, export_summary
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
@@ -79,6 +80,7 @@ from petsync.ops.metrics import record_run
     show_default=True,
     help="How the API pages (auto detects it and proves the end).",
 )
+@json_option
 @metrics_file_option
 @target_options
 @pass_state
@@ -93,6 +95,7 @@ def export_command(
     max_drop: str,
     concurrency: int,
     pagination: PaginationStyle,
+    as_json: bool,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -125,11 +128,16 @@ def export_command(
         )
         from petsync.export.run import run_export
 
-        with progress_display(sys.stderr, json_logs=state.json_logs) as display:
+        with progress_display(
+            sys.stderr, json_logs=state.json_logs, environ=state.environ
+        ) as display:
             report = run_export(config, progress=display)
         run.report(report, complete=report.complete)
-        for line in export_summary(report):
-            click.echo(line)
+        if as_json:
+            echo_json(export_document(report))
+        else:
+            for line in export_summary(report):
+                click.echo(line)
         report.raise_for_outcome()
 
 
@@ -164,7 +172,7 @@ def demo(state: CliState, pets: int, out_dir: Path) -> None:
     _prefer_system_allocator()
     from petsync.demo import run_demo
 
-    with progress_display(sys.stderr, json_logs=state.json_logs) as display:
+    with progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display:
         result = run_demo(out_dir, pets, progress=display)
     for line in export_summary(result.export):
         click.echo(line)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import metrics_file_option, target_options
+from petsync.cli.options import json_option, metrics_file_option, target_options
+from petsync.cli.output import ReportTo, echo_json
 from petsync.cli.render import import_summary
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.importer.config import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ImportConfig
@@ -64,13 +65,15 @@ from petsync.ops.metrics import record_run
     "--report",
     "report_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the summary as JSON here.",
+    help="Also write the summary as JSON here; '-' writes it to stdout instead of the text "
+    "summary.",
 )
 @click.option(
     "--resend-uncertain",
     is_flag=True,
     help="Send the uncertain rows again (only after checking that those pets do not exist).",
 )
+@json_option
 @metrics_file_option
 @target_options
 @pass_state
@@ -88,6 +91,7 @@ def import_command(
     journal_path: Path | None,
     report_path: Path | None,
     resend_uncertain: bool,
+    as_json: bool,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -109,6 +113,7 @@ def import_command(
     from petsync.importer.run import run_import  # the job loads when it runs: --help stays fast
 
     with record_run(metrics_file, state.job_name("import"), on_write_error=state.echo_error) as run:
+        report_to = ReportTo.parse(report_path)  # checked before anything is sent
         config = ImportConfig(
             path=file,
             sheet=sheet,
@@ -128,8 +133,10 @@ def import_command(
             with state.client(target) as client:
                 report = run_import(config, client)
         run.report(report)
-        for line in import_summary(report):
-            click.echo(line)
-        if report_path is not None:
-            report.write_json(report_path)
+        if as_json or report_to.stdout:
+            echo_json(report.to_json())
+        else:
+            for line in import_summary(report):
+                click.echo(line)
+        report_to.write_file(report)
         report.raise_for_outcome()

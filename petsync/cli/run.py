@@ -134,7 +134,7 @@ def job_arguments(
         if param.name:
             arguments[param.name] = converted
     given = {name: arguments.pop(name) for name in TARGET_PARAMS if name in arguments}
-    return arguments, TargetOptions(**given, env_source=f"job file {job.path}")
+    return arguments, TargetOptions.given_by(f"job file {job.path}", **given)
 
 
 def _job_command(ctx: click.Context, kind: JobKind) -> click.Command:

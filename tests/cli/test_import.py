@@ -220,7 +220,7 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
     assert final == Counter(names)  # each valid row created exactly once
 
 
-def test_journal_held_by_another_import_exits_1_and_the_metrics_say_so(
+def test_journal_held_by_another_import_exits_75_and_the_metrics_say_so(
     petstore_server: Any, isolated: Path
 ) -> None:
     srv = petstore_server()
@@ -229,12 +229,12 @@ def test_journal_held_by_another_import_exits_1_and_the_metrics_say_so(
     with open("pets.journal.jsonl", "rb") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run holds it
         result = run(srv, "pets.csv", "--metrics-file", "import.prom")
-    assert result.exit_code == 1
+    assert result.exit_code == 75
     assert result.stderr == (
         "Error: another petsync import is using journal pets.journal.jsonl; wait for it to "
         "finish (two runs on one file could send a row twice)\n"
     )
     assert srv.store.count() == 0
     metrics = Path("import.prom").read_text()
-    assert 'petsync_exit_code{job="import"} 1' in metrics
+    assert 'petsync_exit_code{petsync_job="import"} 75' in metrics
     assert "petsync_rows_created" not in metrics  # no report: no count to give

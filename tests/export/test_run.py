@@ -247,7 +247,7 @@ def test_second_run_on_a_locked_directory_is_refused(tmp_path: Path) -> None:
         "Wait for it to finish and run again; the lock is released automatically when "
         "that process exits."
     )
-    assert caught.value.exit_code == ExitCode.FAILURE
+    assert caught.value.exit_code == ExitCode.LOCKED
 
 
 def test_rerun_on_the_same_day_replaces_that_snapshot(tmp_path: Path) -> None:
