@@ -80,14 +80,15 @@ def run_export(
             stale = store.clean_staging()
             if stale:
                 logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
+            run_id = uuid.uuid4().hex
             run = _Run(
                 config=config,
                 date=date,
                 previous=store.latest(),
                 store=store,
                 lock=lock,
-                staged=store.stage(),
-                run_id=uuid.uuid4().hex,
+                staged=store.stage(run_id),
+                run_id=run_id,
                 clock=clock,
                 started_at=started_at,
                 start=clock.monotonic(),  # the duration counts from here, the lock taken

@@ -23,9 +23,11 @@ and reads through ``pyarrow.fs``. How a snapshot gets there is :mod:`petsync.exp
 :mod:`petsync.export.objectstore.publish` (object stores: staged, then copied, the data
 before the manifest); this module only reads what is published.
 
-A partition counts as published when its manifest is readable and, if the manifest names
-a ``run_id``, the Parquet file's footer carries the same one: a reader never pairs one
-run's data with another run's manifest, whatever moment it reads at.
+A partition counts as published when its Parquet file's footer names the run (``run_id``)
+whose manifest vouches for it: the partition's own manifest, or, while that run is still
+publishing on an object store, the manifest it staged. A reader never pairs one run's data
+with another run's manifest, whatever moment it reads at. (Manifests written before run
+ids existed are taken as they are.)
 """
 
 from __future__ import annotations
@@ -156,19 +158,30 @@ class _Store:
     def partition_info(
         self, partition: str, shown: Path | str, date: dt.date
     ) -> SnapshotInfo | None:
-        """The snapshot in the partition at ``partition`` (a store path), or None."""
+        """The snapshot in the partition at ``partition`` (a store path), or None.
+
+        The data is vouched for by the manifest of the run that wrote it: the partition's
+        own, or, while that run is publishing on an object store (its data copied in, its
+        manifest not yet), the manifest it staged beside its other files.
+        """
+        manifest = self.manifest(f"{partition}/{MANIFEST_NAME}")
+        if manifest is not None and not _run_id(manifest):
+            return SnapshotInfo(date, shown, manifest)  # written before run ids: as it is
+        footer = self.footer_run_id(f"{partition}/{PARQUET_NAME}")
+        if footer is None:
+            return None
+        if manifest is None or _run_id(manifest) != footer:
+            manifest = self.manifest(self.store_path(STAGING_DIR, footer, MANIFEST_NAME))
+        if manifest is None or _run_id(manifest) != footer:
+            return None  # data without its run's manifest: a dead run the next one cleans
+        return SnapshotInfo(date, shown, manifest)
+
+    def manifest(self, path: str) -> dict[str, Any] | None:
         try:
-            manifest = json.loads(self.read_bytes(f"{partition}/{MANIFEST_NAME}"))
+            manifest = json.loads(self.read_bytes(path))
         except (OSError, ValueError):
             return None
-        if not isinstance(manifest, dict):
-            return None
-        info = SnapshotInfo(date, shown, manifest)
-        if info.run_id is not None and self.footer_run_id(f"{partition}/{PARQUET_NAME}") != (
-            info.run_id
-        ):
-            return None  # data and manifest of different runs: being replaced, or a dead run
-        return info
+        return manifest if isinstance(manifest, dict) else None
 
     def footer_run_id(self, path: str) -> str | None:
         import pyarrow.parquet as pq
@@ -197,6 +210,11 @@ class _Store:
             if entry.type == pafs.FileType.Directory
         ]
         return sorted(date for date in found if date is not None)
+
+
+def _run_id(manifest: dict[str, Any]) -> str | None:
+    value = manifest.get("run_id")
+    return value if isinstance(value, str) and value else None
 
 
 def _read_error(location: Location, exc: OSError, store_error: Any) -> InputError:

@@ -50,7 +50,7 @@ class SnapshotStore(Protocol):
     def prepare(self) -> Lock: ...
     def clean_staging(self) -> list[Path | str]: ...
     def latest(self) -> SnapshotInfo | None: ...
-    def stage(self) -> Staged: ...
+    def stage(self, run_id: str) -> Staged: ...
     def prune(self, keep: int) -> list[Path | str]: ...
 
 
@@ -74,7 +74,7 @@ class LocalStore:
     def latest(self) -> SnapshotInfo | None:
         return latest_snapshot(self.directory)
 
-    def stage(self) -> Staged:
+    def stage(self, run_id: str) -> Staged:
         return StagedSnapshot.create(self.directory)
 
     def prune(self, keep: int) -> list[Path | str]:
@@ -113,10 +113,10 @@ class ObjectStore:
     def latest(self) -> SnapshotInfo | None:
         return latest_snapshot(self.location.uri)
 
-    def stage(self) -> Staged:
+    def stage(self, run_id: str) -> Staged:
         from petsync.export.objectstore.publish import ObjectStagedSnapshot
 
-        return ObjectStagedSnapshot.create(self.location, self.filesystem)
+        return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id)
 
     def prune(self, keep: int) -> list[Path | str]:
         from petsync.export.objectstore.publish import prune_objects

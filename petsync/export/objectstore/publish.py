@@ -98,8 +98,15 @@ class ObjectStagedSnapshot:
         self._uploads: dict[str, Path] = {}
 
     @classmethod
-    def create(cls, location: Location, filesystem: pafs.FileSystem) -> ObjectStagedSnapshot:
-        return cls(location, filesystem, uuid.uuid4().hex)
+    def create(
+        cls, location: Location, filesystem: pafs.FileSystem, run_id: str | None = None
+    ) -> ObjectStagedSnapshot:
+        """A new staged snapshot under ``OUT/.petsync-tmp/<run_id>/``.
+
+        Named by the run id the manifest and the Parquet footer carry, so a reader that
+        finds the data copied in before the manifest can find the run's staged manifest.
+        """
+        return cls(location, filesystem, run_id or uuid.uuid4().hex)
 
     def scratch(self, suffix: str) -> Path:
         """A local working file, never published, removed with the snapshot."""
