@@ -382,6 +382,10 @@ class Deduplicated:
             status_mismatches=self.status_mismatches,
         )
 
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The winning rows as record batches, streamed from the scratch file (for Delta)."""
+        return self._winning_batches()
+
     def _winning_batches(self) -> Iterator[pa.RecordBatch]:
         """The scratch file's batches, read one at a time (no memory map), winners only."""
         with pa.OSFile(str(self.spill_path), "rb") as source:

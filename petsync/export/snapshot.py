@@ -212,6 +212,12 @@ class _Store:
         return sorted(date for date in found if date is not None)
 
 
+def _is_delta(location: Location) -> bool:
+    from petsync.export.delta import is_delta
+
+    return is_delta(location)
+
+
 def _run_id(manifest: dict[str, Any]) -> str | None:
     value = manifest.get("run_id")
     return value if isinstance(value, str) and value else None
@@ -245,6 +251,10 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     's3://archive/petsync/pets/snapshot_date=2026-11-22'
     """
     store = _Store.open(directory)
+    if _is_delta(store.location):
+        from petsync.export.delta import list_delta_snapshots
+
+        return list_delta_snapshots(store.location)
     found = [store.info(date) for date in store.dates()]
     return [info for info in found if info is not None]
 
@@ -272,6 +282,13 @@ def find_snapshot(
             date = None
     if date is not None:
         store = _Store.open(directory if directory is not None else Path("."), "--dir")
+        if _is_delta(store.location):
+            from petsync.export.delta import list_delta_snapshots
+
+            match = [s for s in list_delta_snapshots(store.location) if s.date == date]
+            if not match:
+                raise _not_a_snapshot(f"{store.shown(PETS_DIR)} ({PARTITION_KEY}={date})")
+            return match[0]
         info = store.info(date)
         if info is None:
             raise _not_a_snapshot(str(store.shown(*partition_name(date))))
@@ -315,6 +332,10 @@ def read_table(info: SnapshotInfo) -> pa.Table:
 
     from petsync.export.schema import conform
 
+    if info.manifest.get("table_format") == "delta":
+        from petsync.export.delta import read_delta
+
+        return read_delta(info)
     if isinstance(info.parquet_path, Path):
         store = _Store.open(info.path)
         path = str(info.parquet_path.absolute())
@@ -339,7 +360,9 @@ def read_table(info: SnapshotInfo) -> pa.Table:
         raise InputError(f"cannot read {info.parquet_path}: {exc}") from exc
 
 
-def load_snapshot(directory: Path | str, date: str | dt.date | None = None) -> pd.DataFrame:
+def load_snapshot(
+    directory: Path | str, date: str | dt.date | None = None, *, version: int | None = None
+) -> pd.DataFrame:
     """Load one snapshot as a pandas DataFrame with exact dtypes.
 
     ``directory`` is the export's ``--out``: a local path or a URI (``s3://bucket/prefix``,
@@ -348,15 +371,29 @@ def load_snapshot(directory: Path | str, date: str | dt.date | None = None) -> p
     manifest says). Columns: ``id`` and ``categoryId`` nullable ``Int64`` (exact int64,
     never float), ``name`` ``string``, ``status`` categorical over ``available``,
     ``pending``, ``sold`` plus any unknown value the API sent (null when it sent none).
-    ``frame.attrs`` holds ``snapshot_date`` and the ``manifest``.
+    ``frame.attrs`` holds ``snapshot_date`` and the ``manifest``. For a Delta table
+    (``--table-format delta``) ``version`` loads the snapshot a table version committed
+    (time travel); the manifest then comes from that commit's metadata.
 
     >>> frame = load_snapshot("petsync-demo")                        # doctest: +SKIP
+    >>> frame = load_snapshot("s3://archive/petsync", version=12)    # doctest: +SKIP
     >>> frame = load_snapshot("s3://archive/petsync", "2026-11-22")  # doctest: +SKIP
     >>> frame.status.value_counts()                                  # doctest: +SKIP
     """
     from petsync.export.schema import to_dataframe
 
-    if date is None:
+    info: SnapshotInfo | None
+    if version is not None:
+        from petsync.export.delta import snapshot_at_version
+
+        store = _Store.open(directory)
+        if not _is_delta(store.location):
+            raise InputError(
+                f"version= reads a Delta table; {store.shown(PETS_DIR)} holds none "
+                "(export with --table-format delta)"
+            )
+        info = snapshot_at_version(store.location, version)
+    elif date is None:
         info = latest_snapshot(directory)
         if info is None:
             root = _Store.open(directory).shown(PETS_DIR)
@@ -367,6 +404,7 @@ def load_snapshot(directory: Path | str, date: str | dt.date | None = None) -> p
             )
     else:
         info = find_snapshot(date if isinstance(date, dt.date) else str(date), directory=directory)
+    assert info is not None
     frame = to_dataframe(read_table(info))
     frame.attrs["snapshot_date"] = info.date.isoformat()
     frame.attrs["manifest"] = info.manifest
