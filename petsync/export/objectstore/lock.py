@@ -27,6 +27,7 @@ takes no lock and says so (see :class:`UnlockedStore`).
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import logging
 import os
@@ -145,7 +146,8 @@ class ObjectLock:
         self.location = location
         self.key = f"{location.prefix}/{LOCK_NAME}" if location.prefix else LOCK_NAME
         self.uri = location.child(LOCK_NAME)
-        self._client = client
+        self._given = client
+        self._client: S3Api | None = None
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self.expiry = expiry
         self.owner = uuid.uuid4().hex
@@ -153,12 +155,23 @@ class ObjectLock:
 
     @property
     def client(self) -> S3Api:
+        if self._given is not None:
+            return self._given
         if self._client is None:
             self._client = s3_client()
         return self._client
 
     def acquire(self) -> None:
         """Take the lock, or take over an expired one; :class:`LockedError` if held."""
+        try:
+            self._take()
+        finally:
+            # botocore's S3 client holds ~15 MiB of service model; the export needs that
+            # memory while it fetches. A new client confirms and releases the lock later.
+            self._client = None
+            gc.collect()
+
+    def _take(self) -> None:
         try:
             self._etag = self._put(IfNoneMatch="*")
             return
