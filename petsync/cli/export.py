@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import json_option, metrics_file_option, target_options
+from petsync.cli.options import LOCATION, json_option, metrics_file_option, target_options
 from petsync.cli.output import echo_json
 from petsync.cli.progress import progress_display
 from petsync.cli.render import export_document, export_summary
@@ -21,10 +21,14 @@ from petsync.export.config import (
     DEFAULT_MAX_DROP,
     DEFAULT_STATUSES,
     DEFAULT_SWEEP,
+    DEFAULT_TABLE_FORMAT,
     EXPORT_FORMATS,
+    TABLE_FORMATS,
     ExportConfig,
     ExportFormat,
+    TableFormat,
 )
+from petsync.export.location import is_uri
 from petsync.ops.metrics import record_run
 
 
@@ -33,8 +37,10 @@ from petsync.ops.metrics import record_run
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Snapshot directory; each run writes OUT/pets/snapshot_date=YYYY-MM-DD/.",
+    type=LOCATION,
+    metavar="LOCATION",
+    help="Snapshot directory, or an s3://, gs://, abfs:// or az:// URI; each run writes "
+    "OUT/pets/snapshot_date=YYYY-MM-DD/.",
 )
 @click.option(
     "--status",
@@ -56,6 +62,14 @@ from petsync.ops.metrics import record_run
     default=DEFAULT_FORMAT,
     show_default=True,
     help="Write Parquet only, or Parquet and CSV.",
+)
+@click.option(
+    "--table-format",
+    type=click.Choice(TABLE_FORMATS),
+    default=DEFAULT_TABLE_FORMAT,
+    show_default=True,
+    help="hive: a Parquet file (and CSV) per dated folder; delta: one Delta Lake table at "
+    "OUT/pets, one commit per night (needs petsync[delta]).",
 )
 @click.option("--strict", is_flag=True, help="Fail (exit 1) and publish nothing if incomplete.")
 @click.option("--keep", type=click.IntRange(min=1), help="Keep only the newest N snapshots.")
@@ -86,10 +100,11 @@ from petsync.ops.metrics import record_run
 @pass_state
 def export_command(
     state: CliState,
-    out_dir: Path,
+    out_dir: str,
     statuses: tuple[str, ...],
     sweep: bool,
     file_format: ExportFormat,
+    table_format: TableFormat,
     strict: bool,
     keep: int | None,
     max_drop: str,
@@ -110,6 +125,7 @@ def export_command(
     \b
     Example (nightly, from cron):
       petsync export --out /srv/petsync --keep 30
+      petsync export --out s3://archive/petsync --keep 30
     Load it:
       python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
     """
@@ -125,6 +141,7 @@ def export_command(
             keep=keep,
             max_drop=parse_max_drop(max_drop),
             concurrency=concurrency,
+            table_format=table_format,
         )
         from petsync.export.run import run_export
 
@@ -152,13 +169,13 @@ def export_command(
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("petsync-demo"),
+    type=click.Path(file_okay=False),
+    default="petsync-demo",
     show_default=True,
     help="Snapshot directory.",
 )
 @pass_state
-def demo(state: CliState, pets: int, out_dir: Path) -> None:
+def demo(state: CliState, pets: int, out_dir: str) -> None:
     """Run the nightly export against a seeded reference server, in-process.
 
     Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
@@ -169,11 +186,17 @@ def demo(state: CliState, pets: int, out_dir: Path) -> None:
     Example:
       petsync demo --pets 100000 --out /tmp/petsync-demo
     """
+    if is_uri(out_dir):
+        raise click.BadParameter(
+            f"{out_dir}: the demo writes to a local directory; export to an object store "
+            "with `petsync export --out`",
+            param_hint="'--out'",
+        )
     _prefer_system_allocator()
     from petsync.demo import run_demo
 
     with progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display:
-        result = run_demo(out_dir, pets, progress=display)
+        result = run_demo(Path(out_dir), pets, progress=display)
     for line in export_summary(result.export):
         click.echo(line)
     click.echo("")

@@ -121,6 +121,34 @@ def target_options(command: Command) -> Command:
     return decorated
 
 
+class LocationType(click.Path):
+    """A snapshot location: a local directory, or an object-store URI (s3://, gs://, ...).
+
+    Checked when the command line is read (an unsupported scheme or a URI carrying
+    credentials is exit 2, before anything is fetched); the value stays the text given. A
+    kind of path, so a job file's key takes "a path (string)" as before.
+    """
+
+    name = "location"
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from petsync.core.errors import ConfigError
+        from petsync.export.location import parse_location
+
+        text = str(value)
+        what = param.opts[0] if param is not None and param.opts else "location"
+        try:
+            parse_location(text, what=what)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+        return text
+
+
+LOCATION = LocationType()
+
 metrics_file_option = click.option(
     "--metrics-file",
     type=click.Path(dir_okay=False, path_type=Path),

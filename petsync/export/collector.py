@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,11 @@ SWEEP_SOURCE = 0
 _SOURCE_STATUS: tuple[str | None, ...] = (None, *STATUS_VALUES)
 
 BoolArray = npt.NDArray[np.bool_]
+Sink: TypeAlias = "Path | str | pa.NativeFile"  # where Deduplicated.write streams a file
+
+
+def _sink(target: Sink) -> str | pa.NativeFile:
+    return str(target) if isinstance(target, Path) else target
 
 
 def source_of(status: PetStatus | None) -> int:
@@ -313,8 +318,18 @@ class Deduplicated:
     def pets(self) -> int:
         return int(np.count_nonzero(self.keep))
 
-    def write(self, parquet_path: Path, csv_path: Path | None) -> CollectedPets:
+    def write(
+        self,
+        parquet_path: Sink,
+        csv_path: Sink | None,
+        *,
+        metadata: Mapping[bytes, bytes] | None = None,
+    ) -> CollectedPets:
         """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
+
+        Each target is a local path or an open pyarrow output stream (an object store's
+        multipart upload: the caller closes it). ``metadata`` goes into the Parquet
+        footer's key-value metadata (the run id readers match with the manifest).
 
         pyarrow's CSV writer quotes every string and writes null as an empty unquoted
         field, so a null status (``,``) and an empty string (``,""``) stay distinct; ints
@@ -324,10 +339,11 @@ class Deduplicated:
         import pyarrow.parquet as pq
 
         counts = StatusCounts()
-        parquet = pq.ParquetWriter(str(parquet_path), PET_SCHEMA, compression="zstd")
+        schema = PET_SCHEMA.with_metadata(dict(metadata)) if metadata else PET_SCHEMA
+        parquet = pq.ParquetWriter(_sink(parquet_path), schema, compression="zstd")
         csv = (
             pa_csv.CSVWriter(
-                str(csv_path),
+                _sink(csv_path),
                 PET_SCHEMA,
                 write_options=pa_csv.WriteOptions(include_header=True, quoting_style="needed"),
             )
@@ -365,6 +381,10 @@ class Deduplicated:
             conflicting_duplicates=self.conflicting_duplicates,
             status_mismatches=self.status_mismatches,
         )
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The winning rows as record batches, streamed from the scratch file (for Delta)."""
+        return self._winning_batches()
 
     def _winning_batches(self) -> Iterator[pa.RecordBatch]:
         """The scratch file's batches, read one at a time (no memory map), winners only."""

@@ -227,8 +227,9 @@ def export_keys() -> str:
         ),
         (
             "[export]\nkeep = 3\n",
-            "job file broken.toml [export]: missing required key 'out' (Snapshot directory; "
-            "each run writes OUT/pets/snapshot_date=YYYY-MM-DD/.); it takes a path (string)",
+            "job file broken.toml [export]: missing required key 'out' (Snapshot directory, "
+            "or an s3://, gs://, abfs:// or az:// URI; each run writes "
+            "OUT/pets/snapshot_date=YYYY-MM-DD/.); it takes a path (string)",
         ),
         (
             '[export]\nout = "s"\nkeep = 0\n',
