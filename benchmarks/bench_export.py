@@ -1,164 +1,280 @@
-"""Benchmark `petsync export` against the floor: a bare httpx loop over the same server.
+"""Benchmark `petsync export` where the client is the bottleneck, against a bare httpx loop.
 
-Starts ``petsync serve --seed-pets N`` as a subprocess, then runs whole processes side by
-side, alternating their order each round:
+CPU-bound scenario (issue 10): the stand-in Petstore (``standin.py``) serves pre-rendered
+pages, at a measured cost of a few per cent of the bare loop's time per page, so the client
+is what is measured. At each catalogue size (Link paging, limit=100) these run as whole
+processes, side by side, the order reversed every other round, medians over the rounds:
 
-* ``floor``: a bare httpx client that follows the Link next URLs for the three statuses
-  and parses each page's JSON, nothing else;
-* ``export --no-sweep``: petsync's export of the same three listings (like for like);
-* ``export``: the default, which adds the unfiltered sweep and so fetches every pet twice.
+* ``bare loop`` (``baseline_list_loop.py``): follow the next links for the three statuses,
+  ``r.json()``, drop. The floor every listPets client pays.
+* ``naive pandas`` (``baseline_pandas.py``): list of dicts -> DataFrame -> Parquet + CSV.
+* ``export --no-sweep``: ``python -m petsync export --no-sweep``, the same three listings.
+* ``export``: the default, which also pages the unfiltered list (every pet fetched twice).
 
-For each it reports wall time, the child's CPU time (user + system, from ``os.wait4``) and
-its peak RSS (``ru_maxrss``). A second scenario adds 20 ms of server latency per request and
-compares the concurrent export with ``--concurrency 1``.
+Each row gives wall time, CPU (user + system of the process, ``os.wait4``), peak RSS, the
+ratios to the bare loop, and the stand-in's CPU per request measured during that program's
+runs. Every run's result is checked (pet counts; for petsync the snapshot's exact ids), and
+a wrong one is not counted.
 
-    python benchmarks/bench_export.py                       # 100k and 1M pets, then latency
-    python benchmarks/bench_export.py --pets 100000 --rounds 1 --no-latency
+Latency scenario: ``petsync serve --latency-ms 20`` (a real server, 20 ms per request),
+where concurrency is what matters: the export with its statuses concurrently against
+``--concurrency 1``, with and without the sweep, beside the (sequential) bare loop.
 
-The numbers include the server's share of the machine: server and client run on the same
-host, so on a 2-core machine they compete with each other and with anything else running.
+    python benchmarks/bench_export.py                     # 100k and 1M pets, 3 rounds, latency
+    python benchmarks/bench_export.py --quick             # a small smoke run, about a minute
+    python benchmarks/bench_export.py --pets 1000000,3000000,5000000 --only export --no-latency
+                                                          # memory (issue 13): RSS, wall per pet
+
+Server and clients share the machine: on 2 cores the stand-in takes a few per cent of one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import secrets
-import shutil
-import statistics
+import subprocess
 import sys
 import tempfile
-import textwrap
-import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
-from harness import measure, start_server
-
-FLOOR_SCRIPT = textwrap.dedent(
-    """
-    import os
-    import httpx
-
-    base, key = os.environ["PETSYNC_BASE_URL"], os.environ["PETSYNC_API_KEY"]
-    pets = 0
-    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
-        for status in ("available", "pending", "sold"):
-            url = f"{base}/pets?status={status}&limit=100"
-            while url:
-                response = client.get(url)
-                response.raise_for_status()
-                pets += len(response.json())
-                nxt = response.links.get("next")
-                url = str(response.url.join(nxt["url"])) if nxt else None
-    print(pets)
-    """
+from harness import (
+    BENCHMARKS,
+    Run,
+    Summary,
+    Variant,
+    new_key,
+    print_footer,
+    print_header,
+    print_table,
+    reference_server,
+    run_rounds,
+    standin,
+    standin_condition,
+    summarise,
 )
 
+STATUSES = ("available", "pending", "sold")
+NO_STATUS_EVERY = 10  # the seed: pets 3, 13, 23, ... have no status (standin.seed_row)
 
-@dataclass
-class Run:
-    name: str
-    wall: float
-    cpu: float
-    rss_mib: float
-    exit_code: int
-
-
-def run_child(name: str, args: list[str], env: dict[str, str]) -> Run:
-    m = measure(name, args, env)
-    return Run(name, m.wall, m.cpu, m.rss_mib, m.exit_code)
+BARE = "bare loop"
+PANDAS = "naive pandas"
+NO_SWEEP = "export --no-sweep"
+EXPORT = "export"
+Check = Callable[[Run, Path], "str | None"]
+CHOICES = {"bare": BARE, "pandas": PANDAS, "no-sweep": NO_SWEEP, "export": EXPORT}
 
 
-def export_args(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "petsync", "export", "--out", str(out), *extra]
+def with_status(pets: int) -> int:
+    """How many of pets 1..N have a status: all but 3, 13, 23, ..."""
+    return pets - (pets + NO_STATUS_EVERY - 3) // NO_STATUS_EVERY
 
 
-def scenario(pets: int, rounds: int, workdir: Path) -> None:
-    key = "bench-" + secrets.token_hex(8)
-    t0 = time.monotonic()
-    server, base_url = start_server(key, seed_pets=pets)
-    print(f"\n== {pets:,} pets (server seeded in {time.monotonic() - t0:.1f} s) ==")
-    env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
-    floor_file = workdir / "floor.py"
-    floor_file.write_text(FLOOR_SCRIPT)
-    runs: dict[str, list[Run]] = {"floor": [], "export --no-sweep": [], "export": []}
-    try:
-        for round_no in range(rounds):
-            order = list(runs)
-            if round_no % 2:
-                order.reverse()
-            for name in order:
-                out = workdir / f"out-{round_no}-{name.replace(' ', '')}"
-                if name == "floor":
-                    args = [sys.executable, str(floor_file)]
-                elif name == "export":
-                    args = export_args(out)
-                else:
-                    args = export_args(out, "--no-sweep")
-                run = run_child(name, args, env)
-                runs[name].append(run)
+def check_count(expected: int) -> Check:
+    def check(run: Run, run_dir: Path) -> str | None:
+        got = run.stdout.strip().splitlines()[-1:] or ["nothing"]
+        return None if got == [str(expected)] else f"printed {got[0]!r}, expected {expected}"
+
+    return check
+
+
+def check_snapshot(pets: int, *, sweep: bool) -> Check:
+    """The published snapshot holds exactly the expected pets (checked in another process)."""
+
+    def check(run: Run, run_dir: Path) -> str | None:
+        args = [sys.executable, str(BENCHMARKS / "check_snapshot.py"), str(run_dir / "out")]
+        args += [str(pets)] + ([] if sweep else ["--with-status-only"])
+        done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        return None if done.returncode == 0 else done.stderr.strip()[-300:]
+
+    return check
+
+
+def export_args(*extra: str) -> Callable[[Path], list[str]]:
+    def args(run_dir: Path) -> list[str]:
+        return [sys.executable, "-m", "petsync", "export", "--out", str(run_dir / "out"), *extra]
+
+    return args
+
+
+def variants(pets: int, only: list[str]) -> list[Variant]:
+    every = [
+        Variant(
+            BARE,
+            lambda run_dir: [sys.executable, str(BENCHMARKS / "baseline_list_loop.py")],
+            check_count(with_status(pets)),
+        ),
+        Variant(
+            PANDAS,
+            lambda run_dir: [sys.executable, str(BENCHMARKS / "baseline_pandas.py"), str(run_dir)],
+            check_count(with_status(pets)),
+        ),
+        Variant(
+            NO_SWEEP,
+            export_args("--no-sweep"),
+            check_snapshot(pets, sweep=False),
+        ),
+        Variant(
+            EXPORT,
+            export_args(),
+            check_snapshot(pets, sweep=True),
+        ),
+    ]
+    return [v for v in every if v.name in only]
+
+
+def cpu_bound(pets: int, rounds: int, only: list[str], workdir: Path) -> dict[str, Summary]:
+    print(f"\n## {pets:,} pets on the stand-in (Link paging, limit=100), {rounds} round(s)\n")
+    with standin(pets, workdir) as server:
+        print(f"  {server.describe()}", flush=True)
+        env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+        comparison = run_rounds(variants(pets, only), rounds, env, workdir, server)
+    summaries = summarise(comparison)
+    print_table(summaries, BARE, count=pets, unit="pet")
+    standin_condition(summaries, BARE)
+    targets(summaries, pets)
+    return summaries
+
+
+def across_sizes(results: dict[int, dict[str, Summary]]) -> None:
+    """One table over every size: how peak RSS and wall per pet grow (issue 13)."""
+    print("\n## Across sizes (medians; peak RSS the largest of the rounds)\n")
+    print("| program | pets | wall s | wall us per pet | CPU s | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    names = dict.fromkeys(name for summaries in results.values() for name in summaries)
+    for name in names:
+        for pets, summaries in results.items():
+            s = summaries.get(name)
+            if s is not None:
                 print(
-                    f"  round {round_no + 1} {name:<18} wall {run.wall:7.2f} s  "
-                    f"cpu {run.cpu:7.2f} s  peak RSS {run.rss_mib:6.1f} MiB  exit {run.exit_code}"
+                    f"| {name} | {pets:,} | {s.wall:.2f} | {s.wall / pets * 1e6:.1f} | "
+                    f"{s.cpu:.2f} | {s.rss_mib:.0f} |"
                 )
-                shutil.rmtree(out, ignore_errors=True)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-    floor = statistics.median(r.wall for r in runs["floor"])
-    print(f"  -- medians over {rounds} round(s) --")
-    for name, items in runs.items():
-        wall = statistics.median(r.wall for r in items)
-        cpu = statistics.median(r.cpu for r in items)
-        rss = max(r.rss_mib for r in items)
-        print(
-            f"  {name:<18} wall {wall:7.2f} s ({wall / floor:4.2f}x floor)  "
-            f"cpu {cpu:7.2f} s  peak RSS {rss:6.1f} MiB  {pets / wall:9.0f} pets/s"
-        )
 
 
-def latency_scenario(pets: int, latency_ms: float, workdir: Path) -> None:
-    key = "bench-" + secrets.token_hex(8)
-    server, base_url = start_server(key, seed_pets=pets, latency_ms=latency_ms)
-    print(f"\n== {latency_ms:g} ms latency per request, {pets:,} pets ==")
-    env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
+def targets(summaries: dict[str, Summary], pets: int) -> None:
+    """Issue 10's targets (stated for 1,000,000 pets), met or not, at this size."""
+    bare, pandas = summaries.get(BARE), summaries.get(PANDAS)
+    no_sweep, export = summaries.get(NO_SWEEP), summaries.get(EXPORT)
+    if bare is None:
+        return
+    lines = []
+    if no_sweep is not None:
+        lines += [
+            _target("export --no-sweep wall", no_sweep.wall / bare.wall, 1.0, "x bare"),
+            _target("export --no-sweep CPU", no_sweep.cpu / bare.cpu, 1.2, "x bare"),
+            _target("export --no-sweep peak RSS", no_sweep.rss_mib, 200, "MiB"),
+        ]
+        if pandas is not None:
+            lines.append(
+                _target("export --no-sweep vs naive pandas", no_sweep.wall / pandas.wall, 1.0, "x")
+            )
+    if export is not None:
+        lines += [
+            _target("export wall", export.wall / bare.wall, 1.8, "x bare"),
+            _target("export peak RSS", export.rss_mib, 220, "MiB"),
+        ]
+    if lines:
+        print(f"issue 10 targets (stated for 1,000,000 pets; here {pets:,}):")
+        for line in lines:
+            print(f"  {line}")
+
+
+def _target(what: str, value: float, limit: float, unit: str) -> str:
+    verdict = "met" if value <= limit else "not met"
+    return f"{what}: {value:.2f} {unit} (target <= {limit:g}): {verdict}"
+
+
+def latency(pets: int, latency_ms: float, rounds: int, workdir: Path) -> None:
+    print(
+        f"\n## {latency_ms:g} ms latency per request: petsync serve --latency-ms {latency_ms:g}, "
+        f"{pets:,} pets, {rounds} round(s)\n"
+    )
+    chosen = [
+        Variant(
+            BARE,
+            lambda run_dir: [sys.executable, str(BENCHMARKS / "baseline_list_loop.py")],
+            check_count(with_status(pets)),
+        ),
+        Variant("no sweep, one after another", export_args("--no-sweep", "--concurrency", "1")),
+        Variant("no sweep, concurrently", export_args("--no-sweep")),
+        Variant("sweep, one after another", export_args("--concurrency", "1")),
+        Variant("sweep, concurrently", export_args()),
+    ]
+    key = new_key()
+    with reference_server(key, workdir, seed_pets=pets, latency_ms=latency_ms) as base_url:
+        env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
+        comparison = run_rounds(chosen, rounds, env, workdir)
+    summaries = summarise(comparison)
+    print_table(summaries, BARE, count=pets, unit="pet")
+    for concurrent, sequential, limit in (
+        ("no sweep, concurrently", "no sweep, one after another", 0.40),
+        ("sweep, concurrently", "sweep, one after another", 0.55),
+    ):
+        if concurrent in summaries and sequential in summaries:
+            ratio = summaries[concurrent].wall / summaries[sequential].wall
+            print(_target(f"{concurrent} / one after another", ratio, limit, "x"))
+
+
+def parse_sizes(text: str) -> list[int]:
     try:
-        results: dict[str, Run] = {}
-        for name, extra in (
-            ("statuses one after another", ["--no-sweep", "--concurrency", "1"]),
-            ("statuses concurrently", ["--no-sweep"]),
-            ("with sweep, one after another", ["--concurrency", "1"]),
-            ("with sweep, concurrently", []),
-        ):
-            out = workdir / f"lat-{len(results)}"
-            results[name] = run = run_child(name, export_args(out, *extra), env)
-            shutil.rmtree(out, ignore_errors=True)
-            print(f"  {name:<30} wall {run.wall:6.2f} s  exit {run.exit_code}")
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-    no_sweep = results["statuses concurrently"].wall / results["statuses one after another"].wall
-    sweep = results["with sweep, concurrently"].wall / results["with sweep, one after another"].wall
-    print(f"  concurrent / sequential, three statuses: {no_sweep:.2f}x (target <= 0.45x)")
-    print(f"  concurrent / sequential, with the sweep: {sweep:.2f}x")
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"not a comma-separated list of pet counts: {text!r}"
+        ) from exc
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("pet counts must be 1 or more")
+    return sizes
+
+
+def parse_only(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in CHOICES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown program {', '.join(unknown) or text!r}; choose from {', '.join(CHOICES)}"
+        )
+    return [CHOICES[n] for n in names]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pets", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per size")
+    parser.add_argument(
+        "--pets",
+        type=parse_sizes,
+        default=[100_000, 1_000_000],
+        help="catalogue sizes, comma-separated (default 100000,1000000)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument(
+        "--only",
+        type=parse_only,
+        default=list(CHOICES.values()),
+        help=f"programs to run, comma-separated, from {','.join(CHOICES)} (default all)",
+    )
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--latency-pets", type=int, default=60_000)
-    parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes for a smoke run (not for publishing)"
+    )
     options = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    with tempfile.TemporaryDirectory(prefix="petsync-bench-") as tmp:
+    if options.rounds < 1:
+        parser.error("--rounds must be 1 or more")
+    if options.quick:
+        options.pets, options.latency_pets = [20_000], 3_000
+    print_header("# petsync export benchmark (benchmarks/bench_export.py)")
+    with tempfile.TemporaryDirectory(prefix="petsync-bench-export-") as tmp:
         workdir = Path(tmp)
-        for pets in options.pets:
-            scenario(pets, options.rounds, workdir)
+        results = {
+            pets: cpu_bound(pets, options.rounds, options.only, workdir) for pets in options.pets
+        }
+        if len(results) > 1:
+            across_sizes(results)
         if not options.no_latency:
-            latency_scenario(options.latency_pets, options.latency_ms, workdir)
+            latency(options.latency_pets, options.latency_ms, options.rounds, workdir)
+    print_footer()
 
 
 if __name__ == "__main__":

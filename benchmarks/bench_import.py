@@ -1,194 +1,176 @@
-"""Benchmark `petsync import` against the floor: a bare sequential httpx POST loop.
+"""Benchmark `petsync import` against a sequential httpx POST loop of the same rows.
 
-Starts ``petsync serve`` as a subprocess, writes a CSV of N valid rows, then runs whole
-processes side by side, alternating their order each round:
+CPU-bound scenario (issue 10): the stand-in Petstore (``standin.py``) answers each POST in a
+few tens of microseconds of its own CPU (measured and printed), so the client is what is
+measured. Whole processes, side by side, the order reversed every other round, medians:
 
-* ``floor``: reads the CSV with the csv module and POSTs each row with one httpx client,
-  one after another, checking for 201, nothing else;
-* ``import``: ``petsync import`` of the same rows at the default concurrency (8), with its
-  journal (each batch of rows synced to disk before its POSTs), validation and output files;
-* ``import -c1``: the same with ``--concurrency 1``, to show what concurrency adds or costs;
-* ``import shm``: diagnostic only, the journal on tmpfs (``/dev/shm``) where a sync is
-  free: the difference to ``import`` is what the disk's syncs cost (not a durable setup).
+* ``POST loop`` (``baseline_post_loop.py``): the CSV read with the csv module, one POST per
+  row with one httpx client, one after another, 201 required. The floor.
+* ``import``: ``python -m petsync import ROWS.csv --out-dir DIR`` at its defaults: row
+  validation, the journal (synced to disk), the output files, concurrent POSTs. Each run gets
+  a fresh output directory, so a fresh journal (a journal makes a re-run create nothing).
 
-For each it reports wall time, rows/s, the child's CPU time (user + system, from
-``os.wait4``) and its peak RSS (``ru_maxrss``), and for the imports the journal's fsync
-count and time from ``--report``. A second scenario adds server latency per request (20 ms
-by default) and compares the concurrent import with the sequential floor.
+Each run is checked: the stand-in must have received exactly one POST per row.
 
-    python benchmarks/bench_import.py                        # 10,000 rows, then 2,000 at 20 ms
-    python benchmarks/bench_import.py --rows 2000 --rounds 1 --no-latency
+Latency scenario: ``petsync serve --latency-ms 20`` (a real server, 20 ms per request),
+where the import's concurrency is what matters, against the same sequential loop.
 
-Server and client share the machine: on 2 cores they compete with each other.
+    python benchmarks/bench_import.py                    # 10,000 rows, then 2,000 at 20 ms
+    python benchmarks/bench_import.py --quick            # a small smoke run
+    python benchmarks/bench_import.py --rows 5000 --rounds 5 --no-latency
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import csv
 import os
-import secrets
-import statistics
 import sys
 import tempfile
-import textwrap
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
-from harness import measure, start_server
-
-FLOOR_SCRIPT = textwrap.dedent(
-    """
-    import csv, os, sys
-    import httpx
-
-    base, key = os.environ["PETSYNC_BASE_URL"], os.environ["PETSYNC_API_KEY"]
-    with open(sys.argv[1], newline="", encoding="utf-8") as handle:
-        rows = csv.DictReader(handle)
-        with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
-            for row in rows:
-                body = {"name": row["name"], "categoryId": int(row["categoryId"])}
-                if row["status"]:
-                    body["status"] = row["status"]
-                response = client.post(f"{base}/pets", json=body)
-                if response.status_code != 201:
-                    sys.exit(f"POST answered {response.status_code}")
-    """
+from harness import (
+    BENCHMARKS,
+    Run,
+    Summary,
+    Variant,
+    new_key,
+    print_footer,
+    print_header,
+    print_table,
+    reference_server,
+    run_rounds,
+    standin,
+    standin_condition,
+    summarise,
 )
 
-
-@dataclass
-class Run:
-    name: str
-    wall: float
-    cpu: float
-    rss_mib: float
-    exit_code: int
-    report: dict[str, object] = field(default_factory=dict)
+LOOP = "POST loop"
+IMPORT = "import"
+NAMES = ("Rex", "Bella", "Zoë Müller", 'Bella "Boo" Smith', "Rex, the Brave", "猫咪", "Milo")
+STATUSES = ("available", "pending", "sold", "")  # blank: no status sent
 
 
 def write_rows(path: Path, rows: int) -> None:
-    statuses = ("available", "pending", "sold", "")
+    """``rows`` valid NewPet rows: awkward names (commas, quotes, non-ASCII), blank statuses."""
     with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write("name,categoryId,status\n")
+        writer = csv.writer(handle)
+        writer.writerow(["name", "categoryId", "status"])
         for i in range(rows):
-            handle.write(f"Pet {i:06},{i % 97},{statuses[i % 4]}\n")
+            category = 2**53 + i if i % 50 == 17 else 1 + i % 12
+            writer.writerow([f"{NAMES[i % len(NAMES)]} {i}", category, STATUSES[i % 4]])
 
 
-def run_child(name: str, args: list[str], env: dict[str, str], report: Path | None) -> Run:
-    m = measure(name, args, env)
-    data = json.loads(report.read_text()) if report is not None and report.exists() else {}
-    return Run(name, m.wall, m.cpu, m.rss_mib, m.exit_code, data)
+def check_loop(rows: int) -> Callable[[Run, Path], str | None]:
+    def check(run: Run, run_dir: Path) -> str | None:
+        printed = run.stdout.strip().splitlines()[-1:] or ["nothing"]
+        if printed != [str(rows)]:
+            return f"printed {printed[0]!r}, expected {rows}"
+        return check_posts(rows)(run, run_dir)
+
+    return check
 
 
-def import_args(source: Path, out: Path, report: Path, *extra: str) -> list[str]:
+def check_posts(rows: int) -> Callable[[Run, Path], str | None]:
+    """On the stand-in: exactly one POST per row reached it."""
+
+    def check(run: Run, run_dir: Path) -> str | None:
+        if run.server is not None and run.server.posts != rows:
+            return f"the stand-in received {run.server.posts} POSTs for {rows} rows"
+        return None
+
+    return check
+
+
+def variants(source: Path, rows: int) -> list[Variant]:
     return [
-        sys.executable,
-        "-m",
-        "petsync",
-        "import",
-        str(source),
-        "--out-dir",
-        str(out),
-        "--report",
-        str(report),
-        *extra,
+        Variant(
+            LOOP,
+            lambda run_dir: [
+                sys.executable,
+                str(BENCHMARKS / "baseline_post_loop.py"),
+                str(source),
+            ],
+            check_loop(rows),
+        ),
+        Variant(
+            IMPORT,
+            lambda run_dir: [
+                sys.executable,
+                "-m",
+                "petsync",
+                "import",
+                str(source),
+                "--out-dir",
+                str(run_dir / "out"),
+            ],
+            check_posts(rows),
+        ),
     ]
 
 
-def describe(run: Run, rows: int) -> str:
-    text = (
-        f"wall {run.wall:7.2f} s  {rows / run.wall:7.0f} rows/s  cpu {run.cpu:6.2f} s  "
-        f"peak RSS {run.rss_mib:6.1f} MiB  exit {run.exit_code}"
-    )
-    if run.report:
-        text += (
-            f"  journal fsyncs {run.report['journal_fsyncs']} "
-            f"({run.report['journal_fsync_seconds']} s)"
-        )
-    return text
-
-
-def scenario(
-    rows: int, rounds: int, latency_ms: float, workdir: Path, variants: list[str]
-) -> dict[str, float]:
-    key = "bench-" + secrets.token_hex(8)
-    server, base_url = start_server(key, latency_ms=latency_ms, timeout=120)
-    print(f"\n== {rows:,} rows, {latency_ms:g} ms server latency ==")
-    env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
-    floor_file = workdir / "floor.py"
-    floor_file.write_text(FLOOR_SCRIPT)
+def on_standin(rows: int, rounds: int, workdir: Path) -> None:
+    print(f"\n## {rows:,} rows on the stand-in, {rounds} round(s)\n")
     source = workdir / f"rows-{rows}.csv"
     write_rows(source, rows)
-    runs: dict[str, list[Run]] = {name: [] for name in variants}
-    try:
-        for round_no in range(rounds):
-            order = list(runs)
-            if round_no % 2:
-                order.reverse()
-            for name in order:
-                tag = f"{rows}-{latency_ms:g}-{round_no}-{name.replace(' ', '')}"
-                out, report = workdir / f"out-{tag}", workdir / f"report-{tag}.json"
-                if name == "floor":
-                    args, report_path = [sys.executable, str(floor_file), str(source)], None
-                elif name == "import":
-                    args, report_path = import_args(source, out, report), report
-                elif name == "import -c1":
-                    args = import_args(source, out, report, "--concurrency", "1")
-                    report_path = report
-                else:  # diagnostic: a journal on tmpfs, where a sync costs nothing
-                    journal = Path("/dev/shm") / f"petsync-bench-{tag}.jsonl"
-                    args = import_args(source, out, report, "--journal", str(journal))
-                    report_path = report
-                run = run_child(name, args, env, report_path)
-                runs[name].append(run)
-                print(f"  round {round_no + 1} {name:<11} {describe(run, rows)}", flush=True)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-    floor = statistics.median(r.wall for r in runs["floor"])
-    medians: dict[str, float] = {}
-    print(f"  -- medians over {rounds} round(s) --")
-    for name, items in runs.items():
-        wall = statistics.median(r.wall for r in items)
-        cpu = statistics.median(r.cpu for r in items)
-        rss = max(r.rss_mib for r in items)
-        medians[name] = wall / floor
-        print(
-            f"  {name:<11} wall {wall:7.2f} s ({wall / floor:4.2f}x floor)  "
-            f"{rows / wall:7.0f} rows/s  cpu {cpu:6.2f} s  peak RSS {rss:6.1f} MiB"
-        )
-    return medians
+    with standin(0, workdir) as server:
+        print(f"  {server.describe()}", flush=True)
+        env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+        comparison = run_rounds(variants(source, rows), rounds, env, workdir, server)
+    summaries = summarise(comparison)
+    print_table(summaries, LOOP, count=rows, unit="row")
+    standin_condition(summaries, LOOP)
+    target(summaries, 1.0)
+
+
+def with_latency(rows: int, latency_ms: float, rounds: int, workdir: Path) -> None:
+    print(
+        f"\n## {latency_ms:g} ms latency per request: petsync serve --latency-ms {latency_ms:g}, "
+        f"{rows:,} rows, {rounds} round(s)\n"
+    )
+    source = workdir / f"rows-{rows}.csv"
+    write_rows(source, rows)
+    key = new_key()
+    with reference_server(key, workdir, latency_ms=latency_ms) as base_url:
+        env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
+        comparison = run_rounds(variants(source, rows), rounds, env, workdir)
+    summaries = summarise(comparison)
+    print_table(summaries, LOOP, count=rows, unit="row")
+    target(summaries, 0.15)
+
+
+def target(summaries: dict[str, Summary], limit: float) -> None:
+    loop, imported = summaries.get(LOOP), summaries.get(IMPORT)
+    if loop is None or imported is None:
+        return
+    ratio = imported.wall / loop.wall
+    verdict = "met" if ratio <= limit else "not met"
+    print(f"issue 10 target: import wall {ratio:.2f}x the POST loop (<= {limit:g}x): {verdict}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
+    parser.add_argument("--rows", type=int, default=10_000, help="rows on the stand-in")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--latency-rows", type=int, default=2_000)
-    parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes for a smoke run (not for publishing)"
+    )
     options = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    if options.rounds < 1 or options.rows < 1 or options.latency_rows < 1:
+        parser.error("--rounds, --rows and --latency-rows must be 1 or more")
+    if options.quick:
+        options.rows, options.latency_rows = 1_000, 200
+    print_header("# petsync import benchmark (benchmarks/bench_import.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-import-") as tmp:
         workdir = Path(tmp)
-        variants = ["floor", "import", "import -c1"]
-        if Path("/dev/shm").is_dir():
-            variants.append("import shm")
-        try:
-            plain = scenario(options.rows, options.rounds, 0.0, workdir, variants)
-        finally:
-            for leftover in Path("/dev/shm").glob("petsync-bench-*.jsonl"):
-                leftover.unlink()
-        print(f"  import / floor, no latency: {plain['import']:.2f}x (target <= 1.1x)")
+        on_standin(options.rows, options.rounds, workdir)
         if not options.no_latency:
-            slow = scenario(
-                options.latency_rows, 1, options.latency_ms, workdir, ["floor", "import"]
-            )
-            print(
-                f"  import / floor, {options.latency_ms:g} ms latency: "
-                f"{slow['import']:.2f}x (target <= 0.2x)"
-            )
+            with_latency(options.latency_rows, options.latency_ms, options.rounds, workdir)
+    print_footer()
 
 
 if __name__ == "__main__":
