@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import metrics_file_option, target_options
+from petsync.cli.options import grace_option, metrics_file_option, target_options
 from petsync.cli.progress import progress_display
 from petsync.cli.render import export_summary
+from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
@@ -79,6 +80,7 @@ from petsync.ops.metrics import record_run
     show_default=True,
     help="How the API pages (auto detects it and proves the end).",
 )
+@grace_option
 @metrics_file_option
 @target_options
 @pass_state
@@ -93,6 +95,7 @@ def export_command(
     max_drop: str,
     concurrency: int,
     pagination: PaginationStyle,
+    grace: float,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -125,8 +128,11 @@ def export_command(
         )
         from petsync.export.run import run_export
 
-        with progress_display(sys.stderr, json_logs=state.json_logs) as display:
-            report = run_export(config, progress=display)
+        with (
+            stop_on_signals(grace) as stop,
+            progress_display(sys.stderr, json_logs=state.json_logs) as display,
+        ):
+            report = run_export(config, progress=display, stop=stop)
         run.report(report, complete=report.complete)
         for line in export_summary(report):
             click.echo(line)

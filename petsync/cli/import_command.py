@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import metrics_file_option, target_options
+from petsync.cli.options import grace_option, metrics_file_option, target_options
 from petsync.cli.render import import_summary
+from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.importer.config import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ImportConfig
 from petsync.ops.metrics import record_run
@@ -71,6 +72,7 @@ from petsync.ops.metrics import record_run
     is_flag=True,
     help="Send the uncertain rows again (only after checking that those pets do not exist).",
 )
+@grace_option
 @metrics_file_option
 @target_options
 @pass_state
@@ -88,6 +90,7 @@ def import_command(
     journal_path: Path | None,
     report_path: Path | None,
     resend_uncertain: bool,
+    grace: float,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -122,11 +125,12 @@ def import_command(
             journal_path=journal_path,
             resend_uncertain=resend_uncertain,
         )
-        if dry_run:  # a dry run sends nothing, so it needs no key
-            report = run_import(config)
-        else:
-            with state.client(target) as client:
-                report = run_import(config, client)
+        with stop_on_signals(grace) as stop:
+            if dry_run:  # a dry run sends nothing, so it needs no key
+                report = run_import(config, stop=stop)
+            else:
+                with state.client(target) as client:
+                    report = run_import(config, client, stop=stop)
         run.report(report)
         for line in import_summary(report):
             click.echo(line)

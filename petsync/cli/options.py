@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from petsync.cli.state import CliState, TargetOptions
+from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 
 Command = Callable[..., None]
@@ -82,6 +83,16 @@ metrics_file_option = click.option(
     "--metrics-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write Prometheus metrics here after the run (node_exporter textfile, *.prom).",
+)
+
+grace_option = click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_GRACE_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="After SIGTERM or Ctrl-C: how long requests already sent may take to finish "
+    "(a second signal stops at once).",
 )
 
 log_format_option = click.option(

@@ -38,6 +38,7 @@ from typing import Any
 
 from petsync.core.errors import InputError, LockedError, PetsyncError
 from petsync.core.files import fsync_dir, try_lock
+from petsync.importer.baseline import Baseline
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class RowRecord:
     field: str | None = None
     message: str | None = None
     http_status: int | None = None
+    candidates: tuple[int, ...] | None = None  # settle could not tell: pets that may be it
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"row": self.row, "state": self.state.value}
@@ -72,6 +74,8 @@ class RowRecord:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.candidates is not None:
+            out["candidates"] = list(self.candidates)
         return out
 
     @classmethod
@@ -84,6 +88,7 @@ class RowRecord:
             field=obj.get("field"),
             message=obj.get("message"),
             http_status=obj.get("http_status"),
+            candidates=tuple(obj["candidates"]) if obj.get("candidates") is not None else None,
         )
 
 
@@ -94,10 +99,18 @@ class Journal:
     ``fsyncs`` and ``fsync_seconds`` measure what durability costs.
     """
 
-    def __init__(self, path: Path, fd: int, states: dict[int, RowRecord], resumed: bool):
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        states: dict[int, RowRecord],
+        resumed: bool,
+        baseline: Baseline | None = None,
+    ):
         self.path = path
         self.states = states
         self.resumed = resumed
+        self.baseline = baseline
         self.fsyncs = 0
         self.fsync_seconds = 0.0
         self._fd = fd
@@ -132,7 +145,7 @@ class Journal:
                 os.fsync(fd)
                 fsync_dir(path.parent)  # the new file's name survives a power cut
                 return cls(path, fd, {}, resumed=False)
-            states, good_length = _parse(data, path, source, sha256, settings)
+            states, baseline, good_length = _parse(data, path, source, sha256, settings)
             if good_length < len(data):
                 # A crash tore the last line; cut it so the next line starts clean.
                 logger.warning("journal_torn_line_dropped", extra={"fields": {"path": str(path)}})
@@ -142,7 +155,7 @@ class Journal:
                 # The last line is whole but lost its newline: end it before appending.
                 os.write(fd, b"\n")
                 os.fsync(fd)
-            return cls(path, fd, states, resumed=True)
+            return cls(path, fd, states, resumed=True, baseline=baseline)
         except BaseException:
             os.close(fd)
             raise
@@ -160,6 +173,20 @@ class Journal:
                     continue
                 self._sync_locked()
 
+    def record_baseline(self, baseline: Baseline) -> None:
+        """Record the catalogue before the first POST (one line), synced before returning."""
+        line = json.dumps({"baseline": baseline.to_json()}, ensure_ascii=False) + "\n"
+        with self._cond:
+            if self._fd < 0:
+                raise PetsyncError(f"journal {self.path} is closed; nothing more is recorded")
+            try:
+                os.write(self._fd, line.encode())
+            except OSError as exc:
+                raise PetsyncError(f"cannot write journal {self.path}: {exc.strerror}") from exc
+            self._written += 1
+            self.baseline = baseline
+        self.sync()
+
     def record(self, record: RowRecord) -> None:
         """Record an outcome; on disk at the next :meth:`mark_sending`, :meth:`sync` or close."""
         with self._cond:
@@ -175,13 +202,17 @@ class Journal:
                 self._sync_locked()
 
     def close(self) -> None:
+        """Sync and close. Later writes (a sender left behind after a stop) raise."""
         if self._fd < 0:
             return
         try:
             self.sync()
         finally:
-            os.close(self._fd)
-            self._fd = -1
+            with self._cond:
+                while self._syncing:  # never close the descriptor under a running sync
+                    self._cond.wait()
+                fd, self._fd = self._fd, -1
+            os.close(fd)
 
     def __enter__(self) -> Journal:
         return self
@@ -190,6 +221,8 @@ class Journal:
         self.close()
 
     def _write(self, records: Sequence[RowRecord]) -> int:
+        if self._fd < 0:  # closed: a descriptor number may since name another file
+            raise PetsyncError(f"journal {self.path} is closed; nothing more is recorded")
         data = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
         try:
             os.write(self._fd, data.encode())  # one write: O_APPEND keeps lines whole
@@ -207,10 +240,11 @@ class Journal:
         # Called with the condition held; releases it during fsync so others can append.
         self._syncing = True
         target = self._written
+        fd = self._fd
         self._cond.release()
         started = time.perf_counter()
         try:
-            _datasync(self._fd)
+            _datasync(fd)
         except OSError as exc:
             raise PetsyncError(f"cannot write journal {self.path}: {exc.strerror or exc}") from exc
         finally:
@@ -242,7 +276,7 @@ def _read_all(fd: int) -> bytes:
 
 def _parse(
     data: bytes, path: Path, source: Path, sha256: str, settings: Mapping[str, Any]
-) -> tuple[dict[int, RowRecord], int]:
+) -> tuple[dict[int, RowRecord], Baseline | None, int]:
     lines = data.split(b"\n")
     try:
         header = json.loads(lines[0])
@@ -271,6 +305,7 @@ def _parse(
             "to start over (rows already created would be created again)"
         )
     states: dict[int, RowRecord] = {}
+    baseline: Baseline | None = None
     good_length = len(lines[0]) + 1
     body = lines[1:]
     for index, raw in enumerate(body):
@@ -278,7 +313,12 @@ def _parse(
         if is_last and not raw:
             break  # the file ends with a newline, as it should
         try:
-            record = RowRecord.from_json(json.loads(raw))
+            obj = json.loads(raw)
+            if isinstance(obj, dict) and "baseline" in obj:
+                baseline = Baseline.from_json(obj["baseline"])
+                good_length += len(raw) + 1
+                continue
+            record = RowRecord.from_json(obj)
         except (ValueError, KeyError, TypeError) as exc:
             if is_last:
                 break  # a line torn by a crash mid-write
@@ -288,7 +328,7 @@ def _parse(
             ) from exc
         states[record.row] = record
         good_length += len(raw) + 1
-    return states, good_length
+    return states, baseline, good_length
 
 
 def _describe(settings: object) -> str:
