@@ -68,6 +68,12 @@ XLSX_SUFFIXES = frozenset({".xlsx", ".xlsm"})
 # carry the Excel-safe prefix (see petsync.importer.excel_safe).
 PETSYNC_MARKER_COLUMN = "petsync_row"
 _CHUNK = 1 << 20
+# Characters one cell may hold (Python's csv default field limit, 128 Ki). A longer cell
+# rejects its row (cell_too_long); the reader keeps only its first CUT_KEEP characters.
+CELL_LIMIT = 131_072
+CUT_KEEP = 1_000
+# Put after the start of a cut cell; a petsync-written file holding it is rejected again.
+CUT_NOTE = " [petsync: cell cut, it was too long]"
 _MAX_EXACT_FLOAT = 2**53
 _UTF8_BOM = codecs.BOM_UTF8
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -83,11 +89,26 @@ class ReadOptions:
 
 
 @dataclass(frozen=True)
+class CutCell:
+    """A cell too long to keep (over :data:`CELL_LIMIT` characters): where, and how long.
+
+    The row keeps the start of the cell and :data:`CUT_NOTE` in its place.
+    """
+
+    column: int  # 0-based
+    length: int  # characters in the file; -1 when only known to be over the limit
+
+
+@dataclass(frozen=True)
 class SheetRow:
-    """One non-blank row: its number as a person sees it (header = 1) and its cells."""
+    """One non-blank row: its number as a person sees it (header = 1) and its cells.
+
+    ``cut`` lists the cells that were over :data:`CELL_LIMIT` characters and were cut.
+    """
 
     number: int
     cells: tuple[str, ...]
+    cut: tuple[CutCell, ...] = ()
 
 
 class Spreadsheet:
