@@ -127,16 +127,32 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert result.exit_code == 0, result.output
     # Rows go out concurrently, so ids follow arrival order, not row order.
     assert sorted(pet.name for pet in srv.store.all()) == ["Bo", "Mia", "Rex"]
-    assert (workdir / "imports" / "new-animals.accepted.csv").is_file()
-    report = json.loads((workdir / "imports" / "new-animals.report.json").read_text())
-    assert report["created"] == 3
+    # Every row created: the file and its outputs moved to archive/YYYY-MM-DD/, inbox empty.
+    (archived,) = (workdir / "archive").iterdir()
+    assert sorted(p.name for p in archived.iterdir()) == [
+        "new-animals.accepted.csv",
+        "new-animals.csv",
+    ]
+    assert list((workdir / "inbox").iterdir()) == []
+    report = json.loads((workdir / "imports" / "bulk-import.report.json").read_text())
+    assert report["imports"][0]["created"] == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
     assert (samples["petsync_rows_created"], samples["petsync_rows_rejected"]) == (3, 0)
     assert samples["petsync_rows_uncertain"] == 0
-    # Running the saved job again creates nothing: the journal remembers.
+    # The next day: an empty inbox is nothing to do; the same bytes again create nothing.
+    empty = invoke(["run", "jobs/bulk-import.toml"], env)
+    assert (empty.exit_code, empty.stdout) == (0, "no file matches inbox/*.csv: nothing to import\n")
+    (workdir / "inbox" / "new-animals.csv").write_text(IMPORT_CSV, encoding="utf-8")
     again = invoke(["run", "jobs/bulk-import.toml"], env)
     assert again.exit_code == 0, again.output
+    assert "created 0, already done 3 (earlier runs)" in again.stdout
     assert srv.store.count() == 3
+    # A new file under the same name is a new import.
+    (workdir / "inbox" / "new-animals.csv").write_text("name,categoryId\nKit,4\n")
+    third = invoke(["run", "jobs/bulk-import.toml"], env)
+    assert third.exit_code == 0, third.output
+    assert srv.store.count() == 4
+    assert len(list((workdir / "archive").iterdir())) == 3  # one folder per same-day archive
 
 
 def test_failed_run_keeps_the_last_success_in_the_metrics(
@@ -385,9 +401,10 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     result = invoke(["run", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()})
     assert result.exit_code == 4, result.output
     assert result.stderr == ""  # the summary says what is left; no error line
+    (archived,) = (workdir / "archive").iterdir()  # rejected rows are final: archived too
+    rejects = f"archive/{archived.name}/new-animals.rejects.csv"
     assert (
-        "rejects:   imports/new-animals.rejects.csv  (fix them, then: petsync import "
-        "imports/new-animals.rejects.csv)"
+        f"rejects:   {rejects}  (fix them, then: petsync import {rejects})"
     ) in result.stdout.splitlines()
     assert srv.store.count() == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
@@ -456,7 +473,7 @@ SPEC_CASES = [
     ("export", "keep", "integer", False, False, ()),
     ("export", "max_drop", "string", False, False, ()),
     ("export", "metrics_file", "path", False, False, ()),
-    ("import", "file", "path", False, True, ()),
+    ("import", "file", "string", True, True, ()),  # FILE... or a glob
     ("import", "map", "string", True, False, ()),
     ("import", "concurrency", "integer", False, False, ()),
 ]

@@ -130,7 +130,7 @@ def test_bulk_import_line_creates_the_rows(host: Host) -> None:
     log = (host.work / "logs" / "bulk-import.log").read_text()
     assert "created 3, already done 0" in log
     assert sorted(pet.name for pet in host.srv.store.all()[-3:]) == ["Bo", "Mia", "Rex"]
-    assert (host.work / "imports" / "new-animals.accepted.csv").is_file()
+    assert len(list(host.work.glob("archive/*/new-animals.accepted.csv"))) == 1
 
 
 def test_refused_key_is_mailed_with_the_exit_code_and_the_log_tail(host: Host) -> None:
