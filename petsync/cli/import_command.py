@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from petsync.cli.import_progress import ImportProgressLine, shows_progress
 from petsync.cli.options import grace_option, metrics_file_option, target_options
 from petsync.cli.render import import_summary
-from petsync.cli.import_progress import ImportProgressLine, shows_progress
 from petsync.cli.signals import stop_on_signals
+from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import (
     ConfigError,
     ExitCode,
@@ -25,7 +26,6 @@ from petsync.core.errors import (
     UsageError,
 )
 from petsync.core.stop import StopRequest
-from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.importer.config import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ImportConfig
 from petsync.ops.metrics import record_run
 

@@ -70,6 +70,15 @@ def import_summary(report: ImportReport) -> list[str]:
             f"{report.rejected_local}, api {report.rejected_api}), uncertain "
             f"{report.uncertain}, pending {report.pending}"
         )
+    if report.already_imported:
+        lines.append("already imported: these bytes were imported to the end before; nothing sent")
+    settled = report.settled_created + report.settled_not_created + report.settled_undecided
+    if settled:
+        lines.append(
+            f"settled {settled} uncertain: {report.settled_created} found created, "
+            f"{report.settled_not_created} not created (sent now), {report.settled_undecided} "
+            "still uncertain"
+        )
     if report.normalisations:
         done = ", ".join(f"{name} {count}" for name, count in report.normalisations.items())
         lines.append(f"normalised: {done}")
@@ -84,8 +93,8 @@ def import_summary(report: ImportReport) -> list[str]:
     uncertain = report.files.get("uncertain")
     if uncertain and report.uncertain:
         lines.append(
-            f"uncertain: {uncertain}  (check which pets exist; delete those rows, then: "
-            f"petsync import {uncertain})"
+            f"uncertain: {uncertain}  (ask the API which exist: petsync import {report.source} "
+            "--settle)"
         )
     if report.pending and not report.dry_run:
         lines.append("pending rows were not sent: re-run the same command to resume")

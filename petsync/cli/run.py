@@ -19,7 +19,7 @@ import click
 from petsync.cli.options import TARGET_PARAMS, target_options
 from petsync.cli.render import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
-from petsync.core.errors import ConfigError, ExitCode, PetsyncError, StoppedError
+from petsync.core.errors import ConfigError, PetsyncError, StoppedError
 from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionSpec, load_job
 
 
@@ -72,21 +72,14 @@ def run(
         except PetsyncError as exc:
             errors.append(exc)
             if isinstance(exc, StoppedError):
-                break
-            state.echo_error(exc)
+                break  # a signal stops the jobs not yet started too
     if errors:
+        # Each job's error is shown; the worst last, by the one boundary, with its exit code.
         worst = max(errors, key=lambda e: _rank(int(e.exit_code)))
-        if isinstance(worst, StoppedError):
-            raise worst
-        raise _Shown(f"{len(errors)} of {len(jobfiles)} jobs did not succeed", worst.exit_code)
-
-
-class _Shown(PetsyncError):
-    """The worst outcome of several jobs, each already shown: nothing more to print."""
-
-    def __init__(self, message: str, exit_code: ExitCode) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+        for error in errors:
+            if error is not worst:
+                state.echo_error(error)
+        raise worst
 
 
 def _rank(code: int) -> int:

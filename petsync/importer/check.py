@@ -21,6 +21,7 @@ from petsync.importer.config import ImportConfig
 from petsync.importer.spreadsheet import (
     PETSYNC_MARKER_COLUMN,
     ReadOptions,
+    Record,
     SheetRow,
     Spreadsheet,
     open_spreadsheet,
@@ -66,6 +67,7 @@ class CheckedInput:
     original_rows: frozenset[int] = frozenset()
     contents: frozenset[PetContent] = frozenset()
     valid_rows: int = 0
+    workbook_records: list[Record] | None = None  # a workbook's rows, read once
 
     @property
     def width(self) -> int:
@@ -122,7 +124,15 @@ class CheckedInput:
 
     @contextmanager
     def reopen(self) -> Iterator[Spreadsheet]:
-        """Open the file again for a later pass; stop if its bytes changed since the check."""
+        """Open the file again for a later pass; stop if its bytes changed since the check.
+
+        A workbook is not read again: its rows, read once by the check, are served again.
+        """
+        if self.workbook_records is not None:
+            from petsync.importer.workbook import reopen_workbook
+
+            yield reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
+            return
         with open_spreadsheet(self.path, self.options) as sheet:
             if sheet.sha256 != self.sha256:
                 raise InputError(
@@ -142,14 +152,16 @@ def check_input(config: ImportConfig) -> CheckedInput:
         contents: set[PetContent] = set()
         for row in sheet.rows():
             rows += 1
-            result = validate_row(row.cells, columns, len(sheet.header), row.cut)
-            if result.pet is not None:
-                valid += 1
-                contents.add(content_of(result.pet))
             if row_column is not None and row_column < len(row.cells):
                 text = row.cells[row_column].strip()
                 if text.isdigit():
                     originals.add(int(text))
+            if config.dry_run:  # the write pass validates; only a real run needs contents
+                continue
+            result = validate_row(row.cells, columns, len(sheet.header), row.cut)
+            if result.pet is not None:
+                valid += 1
+                contents.add(content_of(result.pet))
         return CheckedInput(
             path=config.path,
             options=config.read_options,
@@ -167,6 +179,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
             original_rows=frozenset(originals),
             contents=frozenset(contents),
             valid_rows=valid,
+            workbook_records=sheet.cached_records,
         )
 
 

@@ -52,10 +52,7 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
 def fully_processed(report: ImportReport) -> bool:
     """True when no row of the file is left to do: none pending, none uncertain, no stop."""
     return (
-        not report.dry_run
-        and report.stop is None
-        and report.pending == 0
-        and report.uncertain == 0
+        not report.dry_run and report.stop is None and report.pending == 0 and report.uncertain == 0
     )
 
 

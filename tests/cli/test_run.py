@@ -141,7 +141,10 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert samples["petsync_rows_uncertain"] == 0
     # The next day: an empty inbox is nothing to do; the same bytes again create nothing.
     empty = invoke(["run", "jobs/bulk-import.toml"], env)
-    assert (empty.exit_code, empty.stdout) == (0, "no file matches inbox/*.csv: nothing to import\n")
+    assert (empty.exit_code, empty.stdout) == (
+        0,
+        "no file matches inbox/*.csv: nothing to import\n",
+    )
     (workdir / "inbox" / "new-animals.csv").write_text(IMPORT_CSV, encoding="utf-8")
     again = invoke(["run", "jobs/bulk-import.toml"], env)
     assert again.exit_code == 0, again.output
