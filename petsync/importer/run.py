@@ -4,8 +4,11 @@
 
 1. **check** (:mod:`~petsync.importer.check`): read and validate every row before anything
    is sent, so a malformed file stops with nothing created;
-2. **send** (:mod:`~petsync.importer.sender`): worker threads POST the valid rows not yet
-   done, each journaled ``sending`` (durably) before it leaves;
+2. **send** (:mod:`~petsync.importer.sender`): before a journal's first POST, the matching
+   pets that exist already are recorded (:mod:`~petsync.importer.baseline`); ``settle``
+   decides uncertain rows from the API (:mod:`~petsync.importer.settle`); then worker
+   threads POST the valid rows not yet done, each journaled ``sending`` (durably) before it
+   leaves;
 3. **write** (:mod:`~petsync.importer.outputs`): the reject, accepted and uncertain files
    are rebuilt from the input and the journal, so they are complete after a resumed run too.
 
@@ -137,7 +140,13 @@ def _list_before_sending(
     """The listings before the send pass: a new journal's baseline, then ``--settle``."""
     if journal.baseline is None and not journal.states:
         # Before the first POST: the pets of these contents that exist already.
-        journal.record_baseline(take_baseline(client, checked.contents, stop))
+        baseline = take_baseline(client, checked.contents, stop)
+        if stop is not None and stop.requested:  # cut short: never record it, send nothing
+            raise stop.error(
+                f"the import of {checked.path} was stopped by {stop.description} before "
+                "sending; nothing was sent"
+            )
+        journal.record_baseline(baseline)
     if config.settle:
         settled = settle_uncertain(journal, checked, client, stop)
         report.settled_created = settled.created

@@ -168,3 +168,26 @@ def test_the_baseline_is_recorded_before_the_first_post(
     assert 0 < baseline_at < first_sending
     assert lines[baseline_at]["baseline"]["matches"] == [["Rex", 1, None, [1]]]
     assert lines[baseline_at]["baseline"]["complete"] is True
+
+
+def test_a_stop_during_the_baseline_records_nothing_and_sends_nothing(tmp_path: Path) -> None:
+    from petsync.core.errors import StoppedError
+    from petsync.core.stop import StopRequest
+    from tests.importer.doubles import EmptyListing, InstantClient
+
+    stop = StopRequest()
+
+    class StoppedWhileListing(InstantClient):
+        def list_pets(self, status: PetStatus | None = None, *, limit: int = 20) -> EmptyListing:
+            stop.request("SIGTERM received", signal_number=15)
+            listing = EmptyListing()
+            listing.complete = None  # cut short: its end never proven
+            return listing
+
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\n")
+    client = StoppedWhileListing()
+    report = run_import(ImportConfig(path), client, stop=stop)
+    assert isinstance(report.stop, StoppedError) and report.exit_code == 143
+    assert (client.calls, report.pending) == (0, 1)
+    assert journal_of(path).read_text().count("\n") == 1  # the header only: no baseline
