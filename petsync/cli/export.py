@@ -114,7 +114,11 @@ def export_command(
       python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
     """
     _prefer_system_allocator()
-    with record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run:
+    # Signals are handled from the start: a SIGTERM while pandas loads still records metrics.
+    with (
+        stop_on_signals(grace) as stop,
+        record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run,
+    ):
         config = ExportConfig(
             client=state.resolve_target(target).client_config(pagination=pagination),
             out_dir=out_dir,
@@ -128,10 +132,7 @@ def export_command(
         )
         from petsync.export.run import run_export
 
-        with (
-            stop_on_signals(grace) as stop,
-            progress_display(sys.stderr, json_logs=state.json_logs) as display,
-        ):
+        with progress_display(sys.stderr, json_logs=state.json_logs) as display:
             report = run_export(config, progress=display, stop=stop)
         run.report(report, complete=report.complete)
         for line in export_summary(report):

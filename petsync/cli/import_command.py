@@ -158,19 +158,21 @@ def import_command(
     if journal_path is not None and (len(paths) > 1 or len(file) > 1):
         raise ConfigError("--journal names one journal: give one FILE, or leave --journal out")
     batch = Batch(single=len(file) == 1 and paths == [Path(file[0])])
-    with record_run(metrics_file, state.job_name("import"), on_write_error=state.echo_error) as run:
+    with (
+        stop_on_signals(grace) as stop,
+        record_run(metrics_file, state.job_name("import"), on_write_error=state.echo_error) as run,
+    ):
         options = _Options(
             sheet, encoding, delimiter, mappings, dry_run, concurrency, max_errors, out_dir,
             journal_path, settle, resend_uncertain,
         )  # fmt: skip
-        with stop_on_signals(grace) as stop:
-            if not paths:
-                click.echo(f"no file matches {' '.join(file)}: nothing to import")
-            elif dry_run:  # a dry run sends nothing, so it needs no key
-                _import_all(state, batch, paths, options, None, stop, archive_dir)
-            else:
-                with state.client(target) as client:
-                    _import_all(state, batch, paths, options, client, stop, archive_dir)
+        if not paths:
+            click.echo(f"no file matches {' '.join(file)}: nothing to import")
+        elif dry_run:  # a dry run sends nothing, so it needs no key
+            _import_all(state, batch, paths, options, None, stop, archive_dir)
+        else:
+            with state.client(target) as client:
+                _import_all(state, batch, paths, options, client, stop, archive_dir)
         run.report(batch)
         if not batch.single and paths:
             click.echo(batch.total_line())
@@ -224,8 +226,9 @@ def _import_all(
     from petsync.importer.run import run_import
 
     for path in paths:
-        if stop.requested:
-            break
+        if stop.requested:  # the files not started are left for the next run, said so
+            batch.failed(path, stop.error(f"stopped by {stop.description} before this file"))
+            continue
         live = shows_progress(sys.stderr, state.environ) and not options.dry_run
         progress = ImportProgressLine(sys.stderr, path.name) if live else None
         try:
