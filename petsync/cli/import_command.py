@@ -233,7 +233,7 @@ def _import_all(
         progress = ImportProgressLine(sys.stderr, path.name) if live else None
         try:
             report = run_import(options.config(path), client, stop=stop, progress=progress)
-        except UsageError as exc:
+        except (UsageError, StoppedError) as exc:
             if batch.single:
                 raise
             batch.failed(path, exc)  # a bad file does not keep the others from importing
@@ -325,4 +325,4 @@ def _rank(code: int) -> int:
     return _SEVERITY.index(ExitCode(code)) if code in set(_SEVERITY) else len(_SEVERITY)
 
 
-__all__ = ["Batch", "StoppedError", "import_command"]
+__all__ = ["Batch", "import_command"]

@@ -244,3 +244,32 @@ def test_the_progress_line_follows_the_send_pass(tmp_path: Path) -> None:
     last = stream.getvalue().rsplit("\r", 1)[-1]
     assert last.startswith("pets.csv: read 51, sent 50, created 50, rejected 1, uncertain 0, ")
     assert last.endswith(" rows/s\n")
+
+
+def test_a_signal_leaves_the_files_not_started_for_the_next_run(
+    petstore_server: Any, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    import petsync.importer.run as run_module
+
+    srv = petstore_server()
+    for name in ("a.csv", "b.csv"):
+        Path(name).write_text("name,categoryId\nRex,1\n")
+    real = run_module.check_input
+
+    def check_then_sigterm(config: Any) -> Any:
+        checked = real(config)
+        os.kill(os.getpid(), signal.SIGTERM)  # as systemd would, while a.csv is checked
+        return checked
+
+    monkeypatch.setattr(run_module, "check_input", check_then_sigterm)
+    result = run(srv, "import", "a.csv", "b.csv")
+    assert result.exit_code == 143, result.output
+    assert result.stdout.splitlines() == [
+        "a.csv: not imported: the import of a.csv was stopped by SIGTERM; nothing was sent",
+        "b.csv: not imported: stopped by SIGTERM before this file",
+        "2 files (2 not imported): created 0, rejected 0, uncertain 0, pending 0; exit 143",
+    ]
+    assert srv.store.count() == 0
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
