@@ -257,6 +257,10 @@ class _Lines:
             match = _LINE_END.search(self._carry)
             if match is not None and (match.group() != "\r" or match.end() < len(self._carry)):
                 line, self._carry = self._carry[: match.end()], self._carry[match.end() :]
+            elif match is not None:  # a CR last: a CRLF split across reads, or a bare CR
+                after = self._handle.read(1)
+                line = self._carry + ("\n" if after == "\n" else "")
+                self._carry = "" if after == "\n" else after
             else:
                 line, self._carry = self._carry + self._handle.readline(LINE_CAP), ""
         else:
@@ -366,6 +370,7 @@ def _long_record(
     cut: list[CutCell] = []
     cell = _Cell()
     buffer, i = start, 0
+    counted = True  # the lines of ``start`` were counted as they were read
     state = "start"  # start | plain | quoted | quote (a quote inside a quoted cell)
     stops = re.compile(f"[{re.escape(delimiter)}\r\n]")
 
@@ -381,8 +386,9 @@ def _long_record(
 
     while True:
         if i >= len(buffer):
-            lines.lines += buffer.count("\n")
-            buffer, i = lines.read(), 0
+            if not counted:
+                lines.lines += buffer.count("\n")
+            buffer, i, counted = lines.read(), 0, False
             if not buffer:  # end of file
                 if state == "quoted":
                     raise InputError(
@@ -405,7 +411,7 @@ def _long_record(
                     end_cell()
                     state = "start"
                 else:
-                    return _end(cells, cut, end_cell, lines, buffer, i, found.group())
+                    return _end(cells, cut, end_cell, lines, buffer, i, found.group(), counted)
         elif state == "quoted":
             end = buffer.find('"', i)
             cell.add(buffer[i : end if end >= 0 else len(buffer)])
@@ -421,7 +427,7 @@ def _long_record(
                 end_cell()
                 state, i = "start", i + 1
             elif char in "\r\n":
-                return _end(cells, cut, end_cell, lines, buffer, i + 1, char)
+                return _end(cells, cut, end_cell, lines, buffer, i + 1, char, counted)
             else:
                 raise InputError(
                     f"{path}, row {row} (line {lines.lines}): the CSV is malformed ('"
@@ -438,6 +444,7 @@ def _end(
     buffer: str,
     i: int,
     line_end: str,
+    counted: bool,
 ) -> tuple[list[str], tuple[CutCell, ...]]:
     """Close the last cell at a line end; put back what follows (a CRLF's LF included)."""
     end_cell()
@@ -447,6 +454,7 @@ def _end(
             rest = lines.read()
         if rest.startswith("\n"):
             rest = rest[1:]
-    lines.lines += buffer[:i].count("\n") + (line_end == "\r")
+    if not counted:
+        lines.lines += buffer[:i].count("\n") + (line_end == "\r")
     lines.unread(rest)
     return cells, tuple(cut)

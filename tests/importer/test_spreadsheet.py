@@ -457,3 +457,22 @@ def test_ods_is_read_like_xlsx(tmp_path: Path) -> None:
         [SheetRow(2, ("Rex", "1"))],
         "Pets",
     )
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\n"], ids=["crlf", "cr", "lf"])
+def test_rows_after_a_long_record_read_whatever_the_line_ends(tmp_path: Path, newline: str) -> None:
+    long = "w" * (CELL_LIMIT + 10)
+    text = newline.join(["name,categoryId", f"{long},1", "Rex,2", "Tom,3", ""])
+    _, rows, _ = read(write(tmp_path, text.encode()))
+    assert [(r.number, r.cells[0][:3], bool(r.cut)) for r in rows] == [
+        (2, "www", True),
+        (3, "Rex", False),
+        (4, "Tom", False),
+    ]
+
+
+def test_an_error_after_a_long_record_names_its_line(tmp_path: Path) -> None:
+    long = "w" * (CELL_LIMIT + 10)
+    path = write(tmp_path, f'name,categoryId\n{long},1\nRex,2\n"Open,3\n'.encode())
+    with pytest.raises(InputError, match=r"row 4 \(line 4\): the CSV is malformed"):
+        read(path)
