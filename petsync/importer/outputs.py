@@ -61,13 +61,21 @@ JOURNAL_DIR = Path(".petsync") / "journals"
 ROUND_SUFFIXES: tuple[str, ...] = (".rejects", ".uncertain", ".accepted")
 
 
-def output_stem(source: Path) -> str:
+def output_stem(source: Path, *, fed_back: bool = True) -> str:
     """The stem the outputs of ``source`` are named after: the first file's, in every round.
+
+    ``fed_back`` says the file is one petsync wrote (it has ``petsync_row``): only then is a
+    ``.rejects`` or ``.uncertain`` suffix taken off, since only then can the earlier rounds'
+    rows be kept in the outputs it shares with them.
 
     >>> output_stem(Path("inbox/new-pets.rejects.csv")), output_stem(Path("pets.csv"))
     ('new-pets', 'pets')
+    >>> output_stem(Path("new-pets.rejects.csv"), fed_back=False)
+    'new-pets.rejects'
     """
     stem = source.stem
+    if not fed_back:
+        return stem
     for suffix in ROUND_SUFFIXES:
         if stem.endswith(suffix) and len(stem) > len(suffix):
             return stem[: -len(suffix)]
@@ -98,7 +106,13 @@ class OutputPaths:
 
     @classmethod
     def for_input(
-        cls, source: Path, out_dir: Path | None, *, sha256: str, journal: Path | None = None
+        cls,
+        source: Path,
+        out_dir: Path | None,
+        *,
+        sha256: str,
+        journal: Path | None = None,
+        fed_back: bool = True,
     ) -> OutputPaths:
         """The files of ``source``: beside it, or in ``out_dir``; ``journal`` overrides one.
 
@@ -106,7 +120,7 @@ class OutputPaths:
         under an old name is a new import, the same bytes again are the same import.
         """
         directory = out_dir if out_dir is not None else source.parent
-        stem = output_stem(source)
+        stem = output_stem(source, fed_back=fed_back)
         return cls(
             rejects=directory / f"{stem}.rejects.csv",
             accepted=directory / f"{stem}.accepted.csv",

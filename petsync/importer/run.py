@@ -75,7 +75,11 @@ def run_import(
             f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
         )
     paths = OutputPaths.for_input(
-        config.path, config.out_dir, sha256=checked.sha256, journal=config.journal_path
+        config.path,
+        config.out_dir,
+        sha256=checked.sha256,
+        journal=config.journal_path,
+        fed_back=checked.petsync_written,
     )
     check_writable(paths.directory, "output files")
     report = _checked_report(config, checked)
