@@ -48,6 +48,26 @@ def second_signal_line(name: str) -> str:
     return f"petsync: {name} received again: stopping now"
 
 
+def _say(out: TextIO, line: str) -> None:
+    """Write one line from a signal handler, never raising.
+
+    The handler may interrupt a write to the same stream (the first signal's own line, or
+    the import's progress): a buffered write would then fail as a reentrant call, so a
+    real file is written through its descriptor, in one ``os.write``.
+    """
+    data = line + "\n"
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    with contextlib.suppress(Exception):
+        if fd >= 0:
+            os.write(fd, data.encode(errors="replace"))
+        else:
+            out.write(data)
+            out.flush()
+
+
 @contextlib.contextmanager
 def stop_on_signals(
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
@@ -68,15 +88,13 @@ def stop_on_signals(
     def handle(signal_number: int, frame: FrameType | None) -> None:
         name = signal.Signals(signal_number).name
         if stop.requested:
-            with contextlib.suppress(OSError, ValueError):
-                out.write(second_signal_line(name) + "\n")
-                out.flush()
-            exit_now(128 + signal_number)
+            try:
+                _say(out, second_signal_line(name))
+            finally:
+                exit_now(128 + signal_number)
             return
         stop.request(f"{name} received", signal_number=signal_number)
-        with contextlib.suppress(OSError, ValueError):
-            out.write(first_signal_line(name, grace_seconds) + "\n")
-            out.flush()
+        _say(out, first_signal_line(name, grace_seconds))
 
     previous: dict[signal.Signals, Any] = {}
     try:

@@ -183,9 +183,10 @@ def test_a_second_signal_stops_at_once_leaving_rows_in_flight_uncertain(
         proc.proc.send_signal(signal.SIGTERM)
         proc.wait_for(lambda: proc.stderr_has("SIGTERM received: stopping"), "the first line")
         proc.proc.send_signal(signal.SIGTERM)
-        assert proc.finish() == 143
+        code = proc.finish()
     finally:
         proc.kill()
+    assert code == 143, "\n".join(proc.stderr[-12:])
     assert proc.stderr[-1] == "petsync: SIGTERM received again: stopping now"
     # It did not wait for the answers: no summary, and the rows in flight are still
     # `sending` in the journal, which the next run counts as uncertain.
