@@ -58,6 +58,7 @@ def import_summary(report: ImportReport) -> list[str]:
     lines = [read]
     if report.encoding_notice:
         lines.append(f"  note: {report.encoding_notice}")
+    lines.extend(f"  note: {notice}" for notice in report.notices)
     if report.dry_run:
         lines.append(
             f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "

@@ -30,6 +30,7 @@ off one journal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -180,7 +181,15 @@ class Journal:
 
     def record_baseline(self, baseline: Baseline) -> None:
         """Record the catalogue before the first POST (one line), synced before returning."""
-        line = json.dumps({"baseline": baseline.to_json()}, ensure_ascii=False) + "\n"
+        self._record_line({"baseline": baseline.to_json()})
+        self.baseline = baseline
+
+    def record_summary(self, *, pending: int, uncertain: int) -> None:
+        """Record how a run left the file (one line): what a later file of its name checks."""
+        self._record_line({"summary": {"pending": pending, "uncertain": uncertain}})
+
+    def _record_line(self, obj: Mapping[str, Any]) -> None:
+        line = json.dumps(obj, ensure_ascii=False) + "\n"
         with self._cond:
             if self._fd < 0:
                 raise PetsyncError(f"journal {self.path} is closed; nothing more is recorded")
@@ -189,7 +198,6 @@ class Journal:
             except OSError as exc:
                 raise PetsyncError(f"cannot write journal {self.path}: {exc.strerror}") from exc
             self._written += 1
-            self.baseline = baseline
         self.sync()
 
     def record(self, record: RowRecord) -> None:
@@ -323,6 +331,9 @@ def _parse(
                 baseline = Baseline.from_json(obj["baseline"])
                 good_length += len(raw) + 1
                 continue
+            if isinstance(obj, dict) and "summary" in obj:
+                good_length += len(raw) + 1
+                continue
             record = RowRecord.from_json(obj)
         except (ValueError, KeyError, TypeError) as exc:
             if is_last:
@@ -340,3 +351,55 @@ def _describe(settings: object) -> str:
     if not isinstance(settings, Mapping):
         return repr(settings)
     return ", ".join(f"{key}={value!r}" for key, value in settings.items())
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A journal of an earlier file of the same name that still has rows to do.
+
+    ``pending`` and ``uncertain`` are as its last run left them; None when that run was
+    killed before it could say (its rows in flight are uncertain).
+    """
+
+    path: Path
+    pending: int | None
+    uncertain: int | None
+
+
+TAIL_BYTES = 64 * 1024  # where a journal's last summary line is looked for
+
+
+def unfinished_journals(directory: Path, source_name: str, current: Path) -> list[Unfinished]:
+    """Other journals in ``directory`` of files named ``source_name`` not finished.
+
+    A new file under an old name is a new import; this finds what the old one left (rows
+    pending or uncertain), so the summary can say so rather than let it be forgotten. Reads
+    each journal's first line and its tail only.
+    """
+    found: list[Unfinished] = []
+    for path in sorted(directory.glob("*.jsonl")):
+        if path == current:
+            continue
+        try:
+            with path.open("rb") as handle:
+                header = json.loads(handle.readline())
+                if not isinstance(header, dict) or header.get("source") != source_name:
+                    continue
+                size = path.stat().st_size
+                handle.seek(max(0, size - TAIL_BYTES))
+                tail = handle.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            continue
+        summary = None
+        for line in reversed(tail.splitlines()):
+            if '"summary"' in line:
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    summary = json.loads(line)["summary"]
+                break
+            if '"state"' in line:  # rows changed after the last summary: a killed run
+                break
+        if summary is None:
+            found.append(Unfinished(path, None, None))
+        elif summary.get("pending") or summary.get("uncertain"):
+            found.append(Unfinished(path, summary.get("pending"), summary.get("uncertain")))
+    return found

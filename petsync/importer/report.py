@@ -56,6 +56,7 @@ class ImportReport:
     settled_not_created: int = 0
     settled_undecided: int = 0
     archived_to: str | None = None
+    notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
 
@@ -139,6 +140,7 @@ class ImportReport:
                 "undecided": self.settled_undecided,
             },
             "archived_to": self.archived_to,
+            "notices": self.notices,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),
             "exit_code": int(self.exit_code),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from petsync.client.api import PetCreator, PetLister
@@ -30,7 +31,7 @@ from petsync.core.stop import StopRequest
 from petsync.importer.baseline import take_baseline
 from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
-from petsync.importer.journal import Journal, RowState
+from petsync.importer.journal import Journal, RowState, unfinished_journals
 from petsync.importer.outputs import (
     Outcome,
     OutputPaths,
@@ -117,6 +118,9 @@ def run_import(
         report.files = dict(written.files)
         if journal is not None:
             report.files["journal"] = str(paths.journal)
+            journal.record_summary(pending=report.pending, uncertain=report.uncertain)
+            if not journal.resumed and config.journal_path is None:
+                report.notices.extend(_earlier_unfinished(paths.journal, config.path))
     finally:
         if journal is not None:
             report.journal_fsyncs = journal.fsyncs
@@ -156,6 +160,27 @@ def _list_before_sending(
         report.settled_created = settled.created
         report.settled_not_created = settled.not_created
         report.settled_undecided = settled.undecided
+
+
+def _earlier_unfinished(journal: Path, source: Path) -> list[str]:
+    """Notes on earlier files of this name whose rows are not all done (a new file replaced
+    one that was not finished: its pending and uncertain rows would be forgotten)."""
+    notes = []
+    for old in unfinished_journals(journal.parent, source.name, journal):
+        left = (
+            "was stopped mid-run"
+            if old.pending is None
+            else f"still has {old.pending} pending and {old.uncertain} uncertain rows"
+        )
+        notes.append(
+            f"an earlier {source.name} (journal {old.path}) {left}: put that file back and "
+            "import it (with --settle) to finish it"
+        )
+        logger.warning(
+            "import_earlier_file_unfinished",
+            extra={"fields": {"source": source.name, "journal": str(old.path)}},
+        )
+    return notes
 
 
 class ImportClient(PetCreator, PetLister, Protocol):

@@ -273,3 +273,23 @@ def test_a_signal_leaves_the_files_not_started_for_the_next_run(
     ]
     assert srv.store.count() == 0
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+
+
+def test_a_new_file_over_an_unfinished_one_says_what_the_old_one_left(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nBad,x\nRex,1\nTom,2\n")
+    first = run(srv, "import", "pets.csv", "--max-errors", "1")  # Rex and Tom left pending
+    assert "pending 2" in first.stdout
+    Path("pets.csv").write_text("name,categoryId\nMia,3\n")  # staff drop the next day's file
+    second = run(srv, "import", "pets.csv")
+    assert second.exit_code == 0, second.output
+    (note,) = [line for line in second.stdout.splitlines() if line.startswith("  note: ")]
+    assert note.startswith("  note: an earlier pets.csv (journal .petsync/journals/")
+    assert note.endswith(
+        "still has 2 pending and 0 uncertain rows: put that file back and import it (with "
+        "--settle) to finish it"
+    )
+    third = run(srv, "import", "pets.csv")  # said once, when the new file is first seen
+    assert "  note: " not in third.stdout
