@@ -8,10 +8,17 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import LOCATION, json_option, metrics_file_option, target_options
+from petsync.cli.options import (
+    LOCATION,
+    grace_option,
+    json_option,
+    metrics_file_option,
+    target_options,
+)
 from petsync.cli.output import echo_json
 from petsync.cli.progress import progress_display
 from petsync.cli.render import export_document, export_summary
+from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
@@ -95,6 +102,7 @@ from petsync.ops.metrics import record_run
     help="How the API pages (auto detects it and proves the end).",
 )
 @json_option
+@grace_option
 @metrics_file_option
 @target_options
 @pass_state
@@ -111,6 +119,7 @@ def export_command(
     concurrency: int,
     pagination: PaginationStyle,
     as_json: bool,
+    grace: float,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -130,7 +139,11 @@ def export_command(
       python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
     """
     _prefer_system_allocator()
-    with record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run:
+    # Signals are handled from the start: a SIGTERM while pandas loads still records metrics.
+    with (
+        stop_on_signals(grace) as stop,
+        record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run,
+    ):
         config = ExportConfig(
             client=state.resolve_target(target).client_config(pagination=pagination),
             out_dir=out_dir,
@@ -148,7 +161,7 @@ def export_command(
         with progress_display(
             sys.stderr, json_logs=state.json_logs, environ=state.environ
         ) as display:
-            report = run_export(config, progress=display)
+            report = run_export(config, progress=display, stop=stop)
         run.report(report, complete=report.complete)
         if as_json:
             echo_json(export_document(report))

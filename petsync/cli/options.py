@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from petsync.cli.state import CliState, TargetOptions
+from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.ops.limits import SIZE_EXAMPLE, ClientLimits, format_size, parse_size
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 
@@ -161,6 +162,16 @@ json_option = click.option(
     is_flag=True,
     help="Print the result as one JSON document on one line of stdout, instead of the text "
     "summary (with --log-format json, the whole output is JSON lines).",
+)
+
+grace_option = click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_GRACE_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="After SIGTERM or Ctrl-C: how long requests already sent may take to finish "
+    "(a second signal stops at once).",
 )
 
 log_format_option = click.option(

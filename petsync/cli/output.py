@@ -12,14 +12,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import click
 
 from petsync.core.files import check_writable_file
 
-if TYPE_CHECKING:
-    from petsync.importer.report import ImportReport
+
+class _JsonReport(Protocol):
+    def write_json(self, path: Path) -> None: ...
+
 
 STDOUT = "-"
 
@@ -51,7 +53,7 @@ class ReportTo:
             check_writable_file(path, "report file (--report)", parent_made=True)
         return report_to
 
-    def write_file(self, report: ImportReport) -> None:
+    def write_file(self, report: _JsonReport) -> None:
         """Write the report to the ``--report`` file, if one was named (stdout is the
         command's to print, in place of its summary)."""
         if self.path is not None and not self.stdout:

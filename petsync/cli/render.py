@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from petsync.client.client import CheckReport
     from petsync.export.diff import SnapshotDiff
     from petsync.export.report import ExportReport
+    from petsync.importer.batch import BatchReport
     from petsync.importer.report import ImportReport
     from petsync.ops.limits import ClientLimits
     from petsync.ops.settings import Target
@@ -84,6 +85,7 @@ def import_summary(report: ImportReport) -> list[str]:
     lines = [read]
     if report.encoding_notice:
         lines.append(f"  note: {report.encoding_notice}")
+    lines.extend(f"  note: {notice}" for notice in report.notices)
     if report.dry_run:
         lines.append(
             f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
@@ -95,6 +97,15 @@ def import_summary(report: ImportReport) -> list[str]:
             f"rejected {report.rejected_local + report.rejected_api} (local "
             f"{report.rejected_local}, api {report.rejected_api}), uncertain "
             f"{report.uncertain}, pending {report.pending}"
+        )
+    if report.already_imported:
+        lines.append("already imported: these bytes were imported to the end before; nothing sent")
+    settled = report.settled_created + report.settled_not_created + report.settled_undecided
+    if settled:
+        lines.append(
+            f"settled {settled} uncertain: {report.settled_created} found created, "
+            f"{report.settled_not_created} not created (sent now), {report.settled_undecided} "
+            "still uncertain"
         )
     if report.normalisations:
         done = ", ".join(f"{name} {count}" for name, count in report.normalisations.items())
@@ -110,12 +121,23 @@ def import_summary(report: ImportReport) -> list[str]:
     uncertain = report.files.get("uncertain")
     if uncertain and report.uncertain:
         lines.append(
-            f"uncertain: {uncertain}  (check which pets exist; delete those rows, then: "
-            f"petsync import {uncertain})"
+            f"uncertain: {uncertain}  (ask the API which exist: petsync import {report.source} "
+            "--settle)"
         )
     if report.pending and not report.dry_run:
         lines.append("pending rows were not sent: re-run the same command to resume")
     return lines
+
+
+def import_total_line(batch: BatchReport) -> str:
+    """One line over every file of a run that imported several."""
+    total = batch.metric_counts()
+    files = len(batch.reports) + len(batch.failures)
+    return (
+        f"{files} files ({len(batch.failures)} not imported): created "
+        f"{total.get('rows_created', 0)}, rejected {total.get('rows_rejected', 0)}, uncertain "
+        f"{total.get('rows_uncertain', 0)}, pending {batch.pending}; exit {batch.exit_code}"
+    )
 
 
 def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from petsync.client.api import PetLister
 from petsync.client.client import PetstoreClient
 from petsync.core.errors import ExitCode, PetsyncError
+from petsync.core.stop import StopRequest
 from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
 from petsync.export.config import ExportConfig
 from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
@@ -54,6 +55,7 @@ def run_export(
     now: Callable[[], dt.datetime] | None = None,
     monotonic: Callable[[], float] = time.monotonic,
     progress: ExportProgress | None = None,
+    stop: StopRequest | None = None,
 ) -> ExportReport:
     """Export the catalogue into a new snapshot under ``config.out_dir``; return the report.
 
@@ -63,6 +65,8 @@ def run_export(
     :class:`~petsync.core.errors.LockedError` when another run holds the directory, any client
     error when a listing fails outright (nothing is published then), and
     :class:`~petsync.core.errors.PetsyncError` (exit 1) when ``strict`` refuses to publish.
+    ``stop`` (a signal) is polled between pages: a stopped run publishes nothing and raises
+    :class:`~petsync.core.errors.StoppedError` once its staging is cleaned.
 
     >>> report = run_export(ExportConfig(client=cfg, out_dir=Path("out")))  # doctest: +SKIP
     >>> report.complete, report.pets, report.snapshot_path                  # doctest: +SKIP
@@ -94,7 +98,7 @@ def run_export(
                 start=clock.monotonic(),  # the duration counts from here, the lock taken
             )
         try:
-            return _export_into(run, client, progress)
+            return _export_into(run, client, progress, stop)
         except BaseException:
             run.staged.discard()
             raise
@@ -148,14 +152,22 @@ class _Run:
 
 
 def _export_into(
-    run: _Run, client: PetLister | None, progress: ExportProgress | None
+    run: _Run,
+    client: PetLister | None,
+    progress: ExportProgress | None,
+    stop: StopRequest | None = None,
 ) -> ExportReport:
     # Fetched rows wait in a scratch file beside the staged snapshot (never published).
     spill = run.staged.scratch(".rows.arrow")
     try:
         collector = PetCollector(spill)
         try:
-            fetched = _fetch(run, client, collector, progress)
+            fetched = _fetch(run, client, collector, progress, stop)
+            if stop is not None and stop.requested:
+                raise stop.error(
+                    f"the export was stopped by {stop.description} before publishing; nothing "
+                    "was published, the previous snapshot stays the latest"
+                )
         except BaseException:
             collector.close()
             raise
@@ -169,6 +181,7 @@ def _fetch(
     client: PetLister | None,
     collector: PetCollector,
     progress: ExportProgress | None,
+    stop: StopRequest | None = None,
 ) -> FetchResult:
     quarantine_path = run.staged.file(QUARANTINE_NAME)
     with (
@@ -182,6 +195,7 @@ def _fetch(
             quarantine,
             monotonic=run.clock.monotonic,
             progress=progress,
+            stop=stop,
         )
 
 

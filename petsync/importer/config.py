@@ -35,6 +35,7 @@ class ImportConfig:
     out_dir: Path | None = None
     journal_path: Path | None = None
     resend_uncertain: bool = False
+    settle: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

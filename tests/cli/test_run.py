@@ -129,16 +129,34 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert result.exit_code == 0, result.output
     # Rows go out concurrently, so ids follow arrival order, not row order.
     assert sorted(pet.name for pet in srv.store.all()) == ["Bo", "Mia", "Rex"]
-    assert (workdir / "imports" / "new-animals.accepted.csv").is_file()
-    report = json.loads((workdir / "imports" / "new-animals.report.json").read_text())
-    assert report["created"] == 3
+    # Every row created: the file and its outputs moved to archive/YYYY-MM-DD/, inbox empty.
+    (archived,) = (workdir / "archive").iterdir()
+    assert sorted(p.name for p in archived.iterdir()) == [
+        "new-animals.accepted.csv",
+        "new-animals.csv",
+    ]
+    assert list((workdir / "inbox").iterdir()) == []
+    report = json.loads((workdir / "imports" / "bulk-import.report.json").read_text())
+    assert report["imports"][0]["created"] == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
     assert (samples["petsync_rows_created"], samples["petsync_rows_rejected"]) == (3, 0)
     assert samples["petsync_rows_uncertain"] == 0
-    # Running the saved job again creates nothing: the journal remembers.
+    # The next day: an empty inbox is nothing to do; the same bytes again create nothing.
+    empty = invoke(["run", "jobs/bulk-import.toml"], env)
+    assert empty.exit_code == 0  # stdout holds the one JSON document: no file, nothing done
+    assert json.loads(empty.stdout) == {"imports": [], "not_imported": [], "exit_code": 0}
+    (workdir / "inbox" / "new-animals.csv").write_text(IMPORT_CSV, encoding="utf-8")
     again = invoke(["run", "jobs/bulk-import.toml"], env)
     assert again.exit_code == 0, again.output
+    (same,) = json.loads(again.stdout)["imports"]
+    assert (same["created"], same["already_created"]) == (0, 3)  # the same bytes: nothing new
     assert srv.store.count() == 3
+    # A new file under the same name is a new import.
+    (workdir / "inbox" / "new-animals.csv").write_text("name,categoryId\nKit,4\n")
+    third = invoke(["run", "jobs/bulk-import.toml"], env)
+    assert third.exit_code == 0, third.output
+    assert srv.store.count() == 4
+    assert len(list((workdir / "archive").iterdir())) == 3  # one folder per same-day archive
 
 
 def test_failed_run_keeps_the_last_success_in_the_metrics(
@@ -413,9 +431,11 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     result = invoke(["run", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()})
     assert result.exit_code == 4, result.output
     assert result.stderr == ""  # the summary says what is left; no error line
-    summary = json.loads(result.stdout)  # the job file says json = true
-    assert summary["files"]["rejects"] == "imports/new-animals.rejects.csv"
-    assert (summary["rejected_local"], summary["exit_code"]) == (1, 4)
+    (archived,) = (workdir / "archive").iterdir()  # rejected rows are final: archived too
+    summary = json.loads(result.stdout)  # the job file says json = true; its FILE is a glob
+    (only,) = summary["imports"]
+    assert only["files"]["rejects"] == f"archive/{archived.name}/new-animals.rejects.csv"
+    assert (only["rejected_local"], summary["exit_code"]) == (1, 4)
     assert srv.store.count() == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
     assert samples["petsync_rows_created"] == 3
@@ -488,7 +508,7 @@ SPEC_CASES = [
     ("export", "keep", "integer", False, False, ()),
     ("export", "max_drop", "string", False, False, ()),
     ("export", "metrics_file", "path", False, False, ()),
-    ("import", "file", "path", False, True, ()),
+    ("import", "file", "string", True, True, ()),  # FILE... or a glob
     ("import", "map", "string", True, False, ()),
     ("import", "concurrency", "integer", False, False, ()),
 ]
