@@ -86,6 +86,13 @@ if TYPE_CHECKING:
     "not created are sent once, others stay uncertain with the candidate ids.",
 )
 @click.option(
+    "--baseline/--no-baseline",
+    default=True,
+    show_default=True,
+    help="Before the first POST, list the pets that exist already, so --settle can decide "
+    "uncertain rows later (one listing of the statuses the rows use).",
+)
+@click.option(
     "--archive",
     "archive_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -115,6 +122,7 @@ def import_command(
     journal_path: Path | None,
     report_path: Path | None,
     settle: bool,
+    baseline: bool,
     archive_dir: Path | None,
     resend_uncertain: bool,
     as_json: bool,
@@ -170,6 +178,7 @@ def import_command(
                 journal_path=journal_path,
                 resend_uncertain=resend_uncertain,
                 settle=settle,
+                baseline=baseline,
             )
 
         if not paths and text:

@@ -28,7 +28,7 @@ from typing import Protocol
 from petsync.client.api import PetCreator, PetLister
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.stop import StopRequest
-from petsync.importer.baseline import take_baseline
+from petsync.importer.baseline import Baseline, take_baseline
 from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal, RowState, unfinished_journals
@@ -137,6 +137,12 @@ def run_import(
     return report
 
 
+NO_BASELINE = (
+    "the import ran with --no-baseline, so there is no record of the pets that existed "
+    "before its first POST"
+)
+
+
 def _list_before_sending(
     config: ImportConfig,
     client: ImportClient,
@@ -146,7 +152,9 @@ def _list_before_sending(
     stop: StopRequest | None,
 ) -> None:
     """The listings before the send pass: a new journal's baseline, then ``--settle``."""
-    if journal.baseline is None and not journal.states:
+    if journal.baseline is None and not journal.states and not config.baseline:
+        journal.record_baseline(Baseline(complete=False, reason=NO_BASELINE))
+    elif journal.baseline is None and not journal.states:
         # Before the first POST: the pets of these contents that exist already.
         baseline = take_baseline(client, checked.contents, stop)
         if stop is not None and stop.requested:  # cut short: never record it, send nothing

@@ -192,3 +192,19 @@ def test_a_stop_during_the_baseline_records_nothing_and_sends_nothing(tmp_path: 
     assert (client.calls, report.pending) == (0, 1)
     text = journal_of(path).read_text()
     assert '"baseline"' not in text and '"row"' not in text  # the next run lists again
+
+
+def test_no_baseline_lists_nothing_and_settle_then_says_why(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\n")
+    with LosingClient(srv, {"Rex": ["lost"]}) as client:
+        run_import(ImportConfig(path, baseline=False), client)
+        assert client.requests == 1  # the POST only: no listing before it
+    settled = run(ImportConfig(path, settle=True), srv)
+    assert (settled.settled_undecided, settled.uncertain) == (1, 1)
+    (row,) = uncertain_rows(tmp_path / "pets.uncertain.csv")
+    assert "ran with --no-baseline" in row["petsync_uncertain_reason"]
+    assert names(srv) == Counter({"Rex": 1})  # never sent twice
