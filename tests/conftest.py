@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import secrets
+import tempfile
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,12 @@ from petsync.server.runner import RunningServer, start_server
 
 if TYPE_CHECKING:
     from tests.client.loopback import Harness
+
+
+# Hypothesis (under schemathesis) keeps caches in ./.hypothesis: keep the checkout clean.
+os.environ.setdefault(
+    "HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "petsync-hypothesis")
+)
 
 
 class FakeClock:
