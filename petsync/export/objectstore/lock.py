@@ -179,7 +179,7 @@ class ObjectLock:
             pass
         for _ in range(3):  # bounded: the holder may release it while we look
             try:
-                current = self._call("get_object", "reading the lock")
+                current = self._call("get_object", "reading the lock", before_fetch=True)
             except _Missing:
                 try:
                     self._etag = self._put(IfNoneMatch="*")
@@ -208,7 +208,9 @@ class ObjectLock:
         if self._etag is None:
             raise LockedError(f"this run does not hold the lock {self.uri}; nothing published")
         try:
-            self._etag = self._put(IfMatch=self._etag)
+            self._etag = self._put(
+                IfMatch=self._etag, doing="confirming the lock", before_fetch=False
+            )
         except (_Conflict, _Missing) as exc:
             self._etag = None
             raise LockedError(
@@ -256,17 +258,24 @@ class ObjectLock:
             }
         ).encode()
 
-    def _put(self, **condition: str) -> str:
+    def _put(
+        self, *, doing: str = "taking the lock", before_fetch: bool = True, **condition: str
+    ) -> str:
         answer = self._call(
             "put_object",
-            "taking the lock",
+            doing,
+            before_fetch=before_fetch,
             Body=self._body(),
             ContentType="application/json",
             **condition,
         )
         return str(answer["ETag"])
 
-    def _call(self, method: str, doing: str, **kwargs: Any) -> dict[str, Any]:
+    def _call(
+        self, method: str, doing: str, *, before_fetch: bool, **kwargs: Any
+    ) -> dict[str, Any]:
+        """One S3 call on the lock object; a refusal or an unreachable store is translated
+        (exit 2 with "nothing was fetched" before the first request, else exit 1)."""
         import botocore.exceptions
 
         try:
@@ -280,9 +289,9 @@ class ObjectLock:
                 raise _Conflict from exc
             if status == 404 and _code(exc) in ("NoSuchKey", "404"):
                 raise _Missing from exc
-            raise store_error(self.location, exc, doing=doing, before_fetch=True) from exc
+            raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
         except botocore.exceptions.BotoCoreError as exc:
-            raise store_error(self.location, exc, doing=doing, before_fetch=True) from exc
+            raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
 
     def _held(self, holder: Holder) -> LockedError:
         until = (
