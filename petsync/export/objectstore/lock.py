@@ -26,6 +26,7 @@ takes no lock and says so (see :class:`UnlockedStore`).
 
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
 import gc
 import json
@@ -166,10 +167,11 @@ class ObjectLock:
         try:
             self._take()
         finally:
-            # botocore's S3 client holds ~15 MiB of service model; the export needs that
-            # memory while it fetches. A new client confirms and releases the lock later.
+            # botocore's S3 client holds ~12 MiB of service model; the export needs that
+            # memory while it fetches. A new client confirms and releases the lock later,
+            # after the export's peak.
             self._client = None
-            gc.collect()
+            _give_back_memory()
 
     def _take(self) -> None:
         try:
@@ -384,6 +386,21 @@ class _Conflict(Exception):
 
 class _Missing(Exception):
     """The lock object is not there."""
+
+
+def _give_back_memory() -> None:
+    """Free what the dropped client held and hand glibc's free pages back to the system.
+
+    Without ``malloc_trim`` the freed pages stay in the process, counted in its resident
+    size, until the allocator happens to reuse them (about 3 MiB of the client's 23).
+    """
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        return
+    trim(0)
 
 
 def _status(exc: Any) -> int:
