@@ -35,3 +35,17 @@ def memory_s3(monkeypatch: pytest.MonkeyPatch) -> MemoryBucket:
     monkeypatch.setattr(objectstore_filesystem, "open_filesystem", open_filesystem)
     monkeypatch.setattr(objectstore_lock, "s3_client", lambda environ=None: MemoryS3Api(store))
     return bucket
+
+
+@pytest.fixture(autouse=True)
+def _one_lock_client_per_session(request: pytest.FixtureRequest) -> None:
+    """On moto, the run lock uses the session's botocore client instead of a new one per
+    call: the same requests reach the same server, without loading botocore's S3 model
+    twice per export (about a second per test on a loaded machine). The CLI tests keep the
+    lock's own client, made from the environment.
+    """
+    if "s3" not in request.fixturenames:
+        return
+    client = request.getfixturevalue("s3_client")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(objectstore_lock, "s3_client", lambda environ=None: client)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import datetime as dt
-import gc
 import json
 import logging
 import os
@@ -167,9 +166,8 @@ class ObjectLock:
         try:
             self._take()
         finally:
-            # botocore's S3 client holds ~12 MiB of service model; the export needs that
-            # memory while it fetches. A new client confirms and releases the lock later,
-            # after the export's peak.
+            # botocore's S3 client holds ~12 MiB of service model; drop it before the
+            # fetch. A new client confirms and releases the lock later, after the peak.
             self._client = None
             _give_back_memory()
 
@@ -389,15 +387,16 @@ class _Missing(Exception):
 
 
 def _give_back_memory() -> None:
-    """Free what the dropped client held and hand glibc's free pages back to the system.
+    """Hand glibc's free pages back to the system once the client is dropped.
 
-    Without ``malloc_trim`` the freed pages stay in the process, counted in its resident
-    size, until the allocator happens to reuse them (about 3 MiB of the client's 23).
+    Measured at 1,000,000 pets: the client and botocore's modules cost about 23 MiB of
+    resident memory, and dropping the client gives back only about 2 MiB of it, through
+    ``malloc_trim`` (a ``gc.collect`` here gave back nothing more by the export's peak, and
+    costs a full collection). The rest is botocore's modules and the fragments the client's
+    freed objects leave.
     """
-    gc.collect()
     try:
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
         return
     trim(0)
