@@ -139,13 +139,14 @@ def s3_endpoint() -> Iterator[str]:
         process.kill()
 
 
-@dataclass(frozen=True)
+@dataclass
 class S3Bucket:
     """A fresh bucket on the loopback S3 server; ``uri(prefix)`` names a location in it."""
 
     name: str
     endpoint: str
     client: Any  # a botocore S3 client with the test credentials
+    enforcing: bool = False  # the server checks signatures (enforce_credentials)
 
     def uri(self, prefix: str = "petsync") -> str:
         return f"s3://{self.name}/{prefix}" if prefix else f"s3://{self.name}"
@@ -157,6 +158,7 @@ class S3Bucket:
 
     def enforce_credentials(self, enforce: bool) -> None:
         """Make the server check signatures against its IAM users (none: every key refused)."""
+        self.enforcing = enforce
         count = b"0" if enforce else b"inf"
         request = urllib.request.Request(
             f"{self.endpoint}/moto-api/reset-auth",
@@ -179,22 +181,35 @@ S3_TEST_ENVIRONMENT = {
 
 
 @pytest.fixture
-def s3(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Bucket]:
+def s3(s3_endpoint: str, s3_client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Bucket]:
     """A new bucket, with the environment pointing every AWS client at the loopback server.
 
     Fake credentials and the loopback endpoint are always set, the shared AWS files and
-    the metadata endpoint are off, so nothing in a test can reach AWS.
+    the metadata endpoint are off, so nothing in a test can reach AWS. One server for the
+    session, a bucket per test.
     """
-    import botocore.session
-
     for name in list(os.environ):
         if name.startswith("AWS_"):
             monkeypatch.delenv(name)
     for name, value in S3_TEST_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
-    client = botocore.session.get_session().create_client("s3", endpoint_url=s3_endpoint)
-    bucket = S3Bucket(f"petsync-{secrets.token_hex(6)}", s3_endpoint, client)
-    client.create_bucket(Bucket=bucket.name)
+    bucket = S3Bucket(f"petsync-{secrets.token_hex(6)}", s3_endpoint, s3_client)
+    s3_client.create_bucket(Bucket=bucket.name)
     yield bucket
-    bucket.enforce_credentials(False)
+    if bucket.enforcing:
+        bucket.enforce_credentials(False)
+
+
+@pytest.fixture(scope="session")
+def s3_client(s3_endpoint: str) -> Any:
+    """One botocore client on the loopback server for the session (its model loads once)."""
+    import botocore.session
+
+    return botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name=S3_TEST_ENVIRONMENT["AWS_REGION"],
+        aws_access_key_id=S3_TEST_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=S3_TEST_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+    )

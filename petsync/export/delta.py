@@ -11,10 +11,12 @@ rules are the same: an incomplete result is committed with ``complete: false`` (
 ``--strict``. ``--keep N`` deletes older dates in one more commit (their files stay for
 time travel until a ``VACUUM``).
 
-The schema is enforced: a table at ``OUT/pets`` whose schema is not exactly this one is
-refused with a clear error before anything is written (delta-rs itself would cast an int32
-column silently). Ids are int64, exact to 2**63-1. Quarantined records, which have no
-place in a typed table, go to ``OUT/_quarantine/snapshot_date=.../_quarantine.jsonl``.
+The schema is enforced: a table at ``OUT/pets`` whose schema is not exactly this one, or
+that is not partitioned by ``snapshot_date``, is refused with a clear error before the first
+API request (:func:`check_table`, called under the lock) and checked again before the commit
+(delta-rs itself would cast an int32 column silently). Ids are int64, exact to 2**63-1.
+Quarantined records, which have no place in a typed table, go to
+``OUT/_quarantine/snapshot_date=.../_quarantine.jsonl``.
 """
 
 from __future__ import annotations
@@ -106,18 +108,67 @@ def is_delta(location: Location) -> bool:
     return bool(info.type == pafs.FileType.Directory)
 
 
-def check_schema(table: Any, where: str) -> None:
-    """Refuse a table whose schema is not exactly the snapshot schema plus the date."""
-    found = pa.schema(table.schema().to_arrow())
-    expected = [(f.name, str(f.type)) for f in DELTA_SCHEMA]
-    actual = [(f.name, _plain_type(f.type)) for f in found]
-    if actual != expected:
-        shown = ", ".join(f"{name} {kind}" for name, kind in actual)
-        wanted = ", ".join(f"{name} {kind}" for name, kind in expected)
+def check_table(location: Location) -> None:
+    """Before the first API request: a table already at ``OUT/pets`` must be petsync's.
+
+    Its schema must be exactly the snapshot schema plus the date, and it must be partitioned
+    by ``snapshot_date``; otherwise :class:`ConfigError` (exit 2) names the table, what
+    differs and what to do, and nothing is fetched. No table yet is fine: the first commit
+    creates it.
+    """
+    deltalake = _deltalake()
+    try:
+        table = open_table(location)
+    except (OSError, deltalake.exceptions.DeltaError) as exc:
         raise ConfigError(
-            f"the Delta table at {where} has the schema ({shown}), not petsync's ({wanted}); "
-            "petsync never changes or casts a table's schema: export to another --out"
+            f"cannot read the Delta table at {table_uri(location)}: {exc}. Nothing was "
+            "fetched. Fix access to the store, or choose another --out."
+        ) from exc
+    if table is not None:
+        check_schema(table, table_uri(location), before_fetch=True)
+
+
+def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
+    """Refuse a table whose schema is not exactly the snapshot schema plus the date, or that
+    is not partitioned by the date; the message names each difference."""
+    found = pa.schema(table.schema().to_arrow())
+    differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
+    partitions = list(table.metadata().partition_columns)
+    if partitions != [PARTITION_KEY]:
+        shown = ", ".join(partitions) if partitions else "nothing"
+        differences.append(f"it is partitioned by {shown}, petsync's by {PARTITION_KEY}")
+    if differences:
+        raise ConfigError(
+            f"the Delta table at {where} is not a petsync snapshot table: "
+            + "; ".join(differences)
+            + ". petsync never changes or casts a table's schema: export to another --out, "
+            "or move the table away."
+            + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
         )
+
+
+def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
+    """How columns (name, type) differ from petsync's table schema, one phrase each.
+
+    >>> schema_differences([("id", "int32"), ("name", "string"), ("categoryId", "int64"),
+    ...                     ("status", "string"), ("snapshot_date", "date32[day]"), ("x", "int8")])
+    ['column id is int32, petsync writes int64', 'an extra column x (int8)']
+    """
+    expected = [(f.name, str(f.type)) for f in DELTA_SCHEMA]
+    wanted, found = dict(expected), dict(actual)
+    differences: list[str] = []
+    for name, kind in expected:
+        if name not in found:
+            differences.append(f"no column {name} (petsync writes {kind})")
+        elif found[name] != kind:
+            differences.append(f"column {name} is {found[name]}, petsync writes {kind}")
+    differences += [
+        f"an extra column {name} ({kind})" for name, kind in actual if name not in wanted
+    ]
+    if not differences and [n for n, _ in actual] != [n for n, _ in expected]:
+        shown = ", ".join(n for n, _ in actual)
+        differences.append(f"its columns are in another order ({shown})")
+    return differences
 
 
 def _plain_type(arrow_type: pa.DataType) -> str:

@@ -81,6 +81,10 @@ def run_export(
     lock = store.prepare()
     try:
         with before_fetch(location):
+            if config.table_format == "delta":
+                from petsync.export.delta import check_table
+
+                check_table(location)  # an existing table of another schema: exit 2 now
             stale = store.clean_staging()
             if stale:
                 logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})

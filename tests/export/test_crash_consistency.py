@@ -42,9 +42,10 @@ from petsync.export.config import ExportConfig
 from petsync.export.location import parse_location
 from petsync.export.objectstore import publish as object_publish
 from petsync.export.run import run_export
-from petsync.export.snapshot import STAGING_DIR, load_snapshot
+from petsync.export.snapshot import MANIFEST_NAME, STAGING_DIR, load_snapshot
 from petsync.export.store import ObjectStore
 from tests.conftest import S3Bucket
+from tests.export.memstore import MemoryBucket
 from tests.export.scripted import BASE, ScriptedClient
 
 DAY1, DAY2 = dt.date(2026, 11, 21), dt.date(2026, 11, 22)
@@ -161,19 +162,24 @@ def assert_exactly(readers: Readers, snapshots: dict[dt.date, list[Pet]], where:
 
 
 class Steps:
-    """Counts the publish path's steps; makes the ``crash_at``-th one crash, after it ran."""
+    """Counts the publish path's steps; makes one crash, after it ran: the ``crash_at``-th,
+    or the first whose name matches ``crash_on`` (``prefix ... suffix``)."""
 
     def __init__(
         self,
         crash_at: int | None,
         crash: type[BaseException],
         observe: Callable[[str], None] | None = None,
+        *,
+        crash_on: tuple[str, str] | None = None,
     ) -> None:
         self.crash_at = crash_at
+        self.crash_on = crash_on
         self.crash = crash
         self.observe = observe
         self.count = 0
         self.names: list[str] = []
+        self.crashed = False
 
     def step(self, name: str, action: Callable[[], Any]) -> Any:
         result = action()
@@ -182,9 +188,15 @@ class Steps:
         if self.observe is not None:
             # What a kill right here leaves is what the store holds now: read it in place.
             self.observe(f"killed after step {self.count}: {name}")
-        if self.count == self.crash_at:
+        named = self.crash_on is not None and _matches(name, *self.crash_on)
+        if not self.crashed and (self.count == self.crash_at or named):
+            self.crashed = True
             raise self.crash(f"crash after step {self.count}: {name}")
         return result
+
+
+def _matches(name: str, prefix: str, suffix: str) -> bool:
+    return name.startswith(prefix) and name.endswith(suffix)
 
 
 class CountingFileSystem:
@@ -279,12 +291,13 @@ def test_local_publication_killed_after_any_step_leaves_a_whole_snapshot(
 def test_local_publication_failing_at_any_step_then_the_next_run_publishes_whole(
     tmp_path: Path, scenario: Scenario
 ) -> None:
+    before = prepare_local(tmp_path / "before", scenario)  # exported once, copied per point
     counted = Steps(None, Failed)
     with pytest.MonkeyPatch.context() as patch:
         local_steps(patch, counted, killed=False)
-        export(str(prepare_local(tmp_path / "count", scenario)), NEW, scenario.today)
+        export(str(copy_local(before, tmp_path / "count")), NEW, scenario.today)
     for crash_at in range(1, counted.count + 1):
-        out = prepare_local(tmp_path / f"crash-{crash_at}", scenario)
+        out = copy_local(before, tmp_path / f"crash-{crash_at}")
         readers = Readers(str(out))
         steps = Steps(crash_at, Failed)
         with pytest.MonkeyPatch.context() as patch:
@@ -298,42 +311,55 @@ def test_local_publication_failing_at_any_step_then_the_next_run_publishes_whole
         assert list((out / STAGING_DIR).iterdir()) == []
 
 
-# -- S3 ------------------------------------------------------------------------------------
+def copy_local(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target, symlinks=True)
+    return target
+
+
+# -- object stores -------------------------------------------------------------------------
+#
+# The whole matrix (every step, killed and failed, both scenarios) runs on the in-memory
+# S3 of tests/export/memstore.py: its subject is the order of petsync's own steps. A few
+# runs repeat the decisive points on moto's S3 server, end to end.
 
 
 @dataclass(frozen=True)
-class S3Readers(Readers):
-    """The same readers on S3: pandas through pyarrow's S3 file system, the glob as DuckDB
-    expands it (``pets/*/*.parquet``: one folder level, names ending in ``.parquet``).
+class ObjectReaders(Readers):
+    """The same readers on an object store: pandas through a pyarrow file system, the glob
+    as DuckDB expands it (``pets/*/*.parquet``: one folder level, names ending in
+    ``.parquet``).
 
     (DuckDB itself reads the glob on S3 in test_objectstore; here every step is read, so
-    the cheaper equivalent keeps the matrix fast.)
+    the cheaper equivalent keeps the matrix fast.) ``filesystem`` is never the counting one.
     """
 
-    bucket: S3Bucket | None = None
-
-    def filesystem(self) -> pafs.FileSystem:
-        return OPEN_FILESYSTEM(parse_location(self.out))  # never the counting one
+    bucket: Any = None
+    filesystem: pafs.FileSystem | None = None
 
     def pandas(self) -> View:
         location = parse_location(self.out)
-        frame = pd.read_parquet(f"{location.store_path}/pets", filesystem=self.filesystem())
+        frame = pd.read_parquet(f"{location.store_path}/pets", filesystem=self.filesystem)
         return _view(zip(frame["snapshot_date"].astype(str), frame["id"], strict=True))
 
     def duckdb(self) -> View:
         import pyarrow.parquet as pq
 
         location = parse_location(self.out)
-        assert self.bucket is not None
         keys = self.bucket.object_keys(f"{location.prefix}/pets/")
         rows: list[tuple[str, int]] = []
         for key in keys:
             relative = key.removeprefix(f"{location.prefix}/pets/").split("/")
             if len(relative) == 2 and fnmatch.fnmatchcase(relative[1], "*.parquet"):
-                table = pq.read_table(f"{location.bucket}/{key}", filesystem=self.filesystem())
+                table = pq.read_table(f"{location.bucket}/{key}", filesystem=self.filesystem)
                 date = relative[0].removeprefix("snapshot_date=")
                 rows += [(date, pet_id) for pet_id in table.column("id").to_pylist()]
         return _view(rows)
+
+
+def readers_on(bucket: Any, out: str) -> ObjectReaders:
+    if isinstance(bucket, MemoryBucket):
+        return ObjectReaders(out, bucket=bucket, filesystem=bucket.filesystem)
+    return ObjectReaders(out, bucket=bucket, filesystem=OPEN_FILESYSTEM(parse_location(out)))
 
 
 def s3_steps(monkeypatch: pytest.MonkeyPatch, steps: Steps, *, killed: bool) -> None:
@@ -363,12 +389,27 @@ def prepare_s3(out: str, scenario: Scenario) -> str:
     return out
 
 
+def copy_prefix(bucket: MemoryBucket, source: str, target: str) -> str:
+    """A copy of everything under the location ``source`` at ``target`` (memory store only)."""
+    old, new = f"{bucket.name}/{parse_location(source).prefix}/", parse_location(target)
+    with bucket.store.lock:
+        for key, value in list(bucket.store.objects.items()):
+            if key.startswith(old):
+                bucket.store.objects[f"{bucket.name}/{new.prefix}/{key[len(old) :]}"] = value
+    return target
+
+
+def recover(out: str) -> None:
+    """What the next run does first, under the lock: roll back what a killed run left."""
+    ObjectStore(parse_location(out), now=lambda: dt.datetime.now(dt.UTC)).clean_staging()
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-def test_s3_publication_killed_after_any_object_leaves_a_whole_snapshot(
-    s3: S3Bucket, scenario: Scenario
+def test_object_publication_killed_after_any_object_leaves_a_whole_snapshot(
+    memory_s3: MemoryBucket, scenario: Scenario
 ) -> None:
-    out = prepare_s3(s3.uri(), scenario)
-    readers = S3Readers(out, bucket=s3)
+    out = prepare_s3(memory_s3.uri(), scenario)
+    readers = readers_on(memory_s3, out)
     steps = Steps(None, Killed, observe=lambda where: assert_whole(readers, scenario, where))
     with pytest.MonkeyPatch.context() as patch:
         s3_steps(patch, steps, killed=False)
@@ -378,58 +419,105 @@ def test_s3_publication_killed_after_any_object_leaves_a_whole_snapshot(
     assert_exactly(readers, scenario.after, "published")
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_object_publication_failing_at_any_step_leaves_the_previous_snapshots_or_the_new(
+    memory_s3: MemoryBucket, scenario: Scenario
+) -> None:
+    before = prepare_s3(memory_s3.uri("before"), scenario)
+    counted = Steps(None, Failed)
+    with pytest.MonkeyPatch.context() as patch:
+        s3_steps(patch, counted, killed=False)
+        export_s3(copy_prefix(memory_s3, before, memory_s3.uri("count")), NEW, scenario.today)
+    published = step_after(counted.names, "copy_file", manifest_copied(scenario))
+    for crash_at in range(1, counted.count + 1):
+        out = copy_prefix(memory_s3, before, memory_s3.uri(f"crash-{crash_at}"))
+        readers = readers_on(memory_s3, out)
+        with pytest.MonkeyPatch.context() as patch:
+            s3_steps(patch, Steps(crash_at, Failed), killed=False)
+            with contextlib.suppress(PetsyncError):  # after the manifest's copy: published
+                export_s3(out, NEW, scenario.today)
+        where = f"{scenario.name}, failed after {counted.names[crash_at - 1]}"
+        # Before the manifest is in place a failure rolls back at once: exactly as before.
+        expected = scenario.before if crash_at < published else scenario.after
+        assert_exactly(readers, expected, where)
+        export_s3(out, NEW, scenario.today)  # the next run publishes whole
+        assert_exactly(readers, scenario.after, f"{where}, next run")
+        assert memory_s3.object_keys(f"crash-{crash_at}/{STAGING_DIR}/") == []
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_object_publication_killed_at_any_step_is_rolled_back_or_kept_by_the_next_run(
+    memory_s3: MemoryBucket, scenario: Scenario
+) -> None:
+    before = prepare_s3(memory_s3.uri("before"), scenario)
+    counted = Steps(None, Killed)
+    with pytest.MonkeyPatch.context() as patch:
+        s3_steps(patch, counted, killed=True)
+        export_s3(copy_prefix(memory_s3, before, memory_s3.uri("count")), NEW, scenario.today)
+    published = step_after(counted.names, "copy_file", manifest_copied(scenario))
+    for crash_at in range(1, counted.count + 1):
+        out = copy_prefix(memory_s3, before, memory_s3.uri(f"crash-{crash_at}"))
+        readers = readers_on(memory_s3, out)
+        with pytest.MonkeyPatch.context() as patch:
+            s3_steps(patch, Steps(crash_at, Killed), killed=True)
+            with pytest.raises(Killed):
+                export_s3(out, NEW, scenario.today)
+        where = f"{scenario.name}, killed after {counted.names[crash_at - 1]}"
+        assert_whole(readers, scenario, where)
+        recover(out)
+        expected = scenario.before if crash_at < published else scenario.after
+        assert_exactly(readers, expected, f"{where}, recovered")
+        export_s3(out, NEW, scenario.today, hours_later=24)  # the killed run's lock expired
+        assert_exactly(readers, scenario.after, f"{where}, next run")
+        assert memory_s3.object_keys(f"crash-{crash_at}/{STAGING_DIR}/") == []
+
+
+def manifest_copied(scenario: Scenario) -> str:
+    """How the step that copies the manifest into the partition ends (it publishes)."""
+    return f"snapshot_date={scenario.today.isoformat()}/{MANIFEST_NAME}')"
+
+
 def step_after(names: list[str], prefix: str, suffix: str) -> int:
     """The 1-based number of the first step named ``prefix ... suffix``."""
-    return 1 + next(i for i, n in enumerate(names) if n.startswith(prefix) and n.endswith(suffix))
+    return 1 + next(i for i, n in enumerate(names) if _matches(n, prefix, suffix))
+
+
+# -- the decisive points on moto's S3 server, end to end -----------------------------------
+
+SAME_DAY = SCENARIOS[1]  # a same-day re-run: the hard case, the old data is restored
+DATA_COPIED = ("copy_file", f"snapshot_date={SAME_DAY.today.isoformat()}/pets.parquet')")
 
 
 def test_s3_a_failed_publication_leaves_exactly_the_previous_snapshots(s3: S3Bucket) -> None:
-    scenario = SCENARIOS[1]  # a same-day re-run: the hard case, the old data is restored
-    counted = Steps(None, Failed)
-    counting_run = prepare_s3(s3.uri("count"), scenario)
-    with pytest.MonkeyPatch.context() as patch:
-        s3_steps(patch, counted, killed=False)
-        export_s3(counting_run, NEW, scenario.today)
-    partition = f"snapshot_date={scenario.today.isoformat()}"
+    out = prepare_s3(s3.uri(), SAME_DAY)
+    readers = readers_on(s3, out)
     points = {
-        "after the data object was uploaded": step_after(counted.names, "upload", "/pets.parquet"),
-        "after the data was copied into the partition": step_after(
-            counted.names, "copy_file", f"{partition}/pets.parquet')"
-        ),
+        "after the data object was uploaded": ("upload", "/pets.parquet"),
+        "after the data was copied into the partition": DATA_COPIED,
     }
-    for what, crash_at in points.items():
-        out = prepare_s3(s3.uri(f"crash-{crash_at}"), scenario)
-        readers = S3Readers(out, bucket=s3)
+    for what, crash_on in points.items():  # each leaves exactly the state before it
         with pytest.MonkeyPatch.context() as patch:
-            s3_steps(patch, Steps(crash_at, Failed), killed=False)
+            s3_steps(patch, Steps(None, Failed, crash_on=crash_on), killed=False)
             with pytest.raises(PetsyncError, match="Nothing was published"):
-                export_s3(out, NEW, scenario.today)
-        assert_exactly(readers, scenario.before, f"{scenario.name}, failed {what}")
+                export_s3(out, NEW, SAME_DAY.today)
+        assert_exactly(readers, SAME_DAY.before, f"{SAME_DAY.name}, failed {what}")
         assert s3.object_keys(f"{parse_location(out).prefix}/{STAGING_DIR}/") == []
 
 
 def test_s3_the_run_after_a_killed_one_rolls_it_back_and_publishes(s3: S3Bucket) -> None:
-    scenario = SCENARIOS[1]  # a same-day re-run: the hard case, the old data is restored
-    counted = Steps(None, Killed)
-    counting_run = prepare_s3(s3.uri("count"), scenario)
+    out = prepare_s3(s3.uri(), SAME_DAY)
     with pytest.MonkeyPatch.context() as patch:
-        s3_steps(patch, counted, killed=True)
-        export_s3(counting_run, NEW, scenario.today)
-    partition = f"snapshot_date={scenario.today.isoformat()}"
-    data_copied = step_after(counted.names, "copy_file", f"{partition}/pets.parquet')")
-    out = prepare_s3(s3.uri(), scenario)
-    with pytest.MonkeyPatch.context() as patch:
-        s3_steps(patch, Steps(data_copied, Killed), killed=True)
+        s3_steps(patch, Steps(None, Killed, crash_on=DATA_COPIED), killed=True)
         with pytest.raises(Killed):
-            export_s3(out, NEW, scenario.today)
-    readers = S3Readers(out, bucket=s3)
+            export_s3(out, NEW, SAME_DAY.today)
+    readers = readers_on(s3, out)
     # The new data is in place, its manifest still staged: every reader sees the new
     # snapshot (load_snapshot through the staged manifest), none pairs it with the old one.
-    assert readers.latest() == (scenario.today.isoformat(), ids(NEW))
-    assert readers.pandas()[scenario.today.isoformat()] == ids(NEW)
+    assert readers.latest() == (SAME_DAY.today.isoformat(), ids(NEW))
+    assert readers.pandas()[SAME_DAY.today.isoformat()] == ids(NEW)
 
-    ObjectStore(parse_location(out), now=lambda: dt.datetime.now(dt.UTC)).clean_staging()
-    assert_exactly(readers, scenario.before, "recovered: the unfinished run is rolled back")
-    export_s3(out, NEW, scenario.today, hours_later=24)  # its lock has expired by then
-    assert_exactly(readers, scenario.after, "the next run publishes")
+    recover(out)
+    assert_exactly(readers, SAME_DAY.before, "recovered: the unfinished run is rolled back")
+    export_s3(out, NEW, SAME_DAY.today, hours_later=24)  # its lock has expired by then
+    assert_exactly(readers, SAME_DAY.after, "the next run publishes")
     assert s3.object_keys(f"{STAGING_DIR}/") == []

@@ -141,26 +141,60 @@ def test_keep_deletes_older_dates_in_one_commit(tmp_path: Path) -> None:
     assert load_snapshot(out, version=0)["id"].tolist() == ids(NIGHT1)  # still time-travels
 
 
-def test_a_table_of_another_schema_is_refused_not_cast(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+def another_table(out: Path, *, id_type: pa.DataType, partition_by: list[str] | None) -> None:
     other = pa.table(
         {
-            "id": pa.array([1], pa.int32()),
+            "id": pa.array([1], id_type),
             "name": ["x"],
             "categoryId": pa.array([1], pa.int64()),
             "status": ["sold"],
             "snapshot_date": pa.array([DAY1], pa.date32()),
         }
     )
-    write_deltalake(str(out / "pets"), other, partition_by=["snapshot_date"])
+    write_deltalake(str(out / "pets"), other, partition_by=partition_by)
+
+
+def test_a_table_of_another_schema_is_refused_before_any_request_not_cast(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    another_table(out, id_type=pa.int32(), partition_by=["snapshot_date"])
+    client = ScriptedClient(NIGHT1)
+    config = ExportConfig(
+        client=ClientConfig(BASE, ApiKey("k")), out_dir=str(out), table_format="delta"
+    )
 
     with pytest.raises(ConfigError) as caught:
-        export(str(out), NIGHT1, DAY2)
+        run_export(config, client=client, today=DAY2)
 
-    assert str(caught.value).startswith(
-        f"the Delta table at {out / 'pets'} has the schema (id int32, name string, "
+    assert caught.value.exit_code is ExitCode.USAGE
+    assert str(caught.value) == (
+        f"the Delta table at {out / 'pets'} is not a petsync snapshot table: column id is "
+        "int32, petsync writes int64. petsync never changes or casts a table's schema: export "
+        "to another --out, or move the table away. Nothing was fetched."
     )
-    assert str(caught.value).endswith(
-        "petsync never changes or casts a table's schema: export to another --out"
+    assert client.requests == 0 and client.listed == []
+    assert DeltaTable(str(out / "pets")).version() == 0
+
+
+def test_a_table_not_partitioned_by_the_date_is_refused_before_any_request(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    another_table(out, id_type=pa.int64(), partition_by=None)
+    client = ScriptedClient(NIGHT1)
+    config = ExportConfig(
+        client=ClientConfig(BASE, ApiKey("k")), out_dir=str(out), table_format="delta"
     )
+
+    with pytest.raises(ConfigError) as caught:
+        run_export(config, client=client, today=DAY2)
+
+    assert str(caught.value) == (
+        f"the Delta table at {out / 'pets'} is not a petsync snapshot table: it is "
+        "partitioned by nothing, petsync's by snapshot_date. petsync never changes or casts "
+        "a table's schema: export to another --out, or move the table away. Nothing was "
+        "fetched."
+    )
+    assert client.requests == 0
     assert DeltaTable(str(out / "pets")).version() == 0

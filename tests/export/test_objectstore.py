@@ -1,4 +1,9 @@
-"""Snapshots on S3 (moto's server on loopback): written, read back, replaced, pruned, locked."""
+"""Snapshots on S3 (moto's server on loopback): written, read back, replaced, pruned, locked.
+
+Replacing, pruning and diffing are petsync's own logic over objects: they run on the
+in-memory S3 of tests/export/memstore.py; everything that talks to the store's protocol
+(reading back with every reader, credentials, a missing bucket, the lock) runs on moto.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from tests.conftest import S3Bucket
+from tests.export.memstore import MemoryBucket
 from tests.export.scripted import BASE, ScriptedClient
 
 DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
@@ -86,42 +92,42 @@ def test_export_to_s3_reads_back_exactly_with_pyarrow_pandas_and_load_snapshot(
 
 
 def test_same_day_rerun_replaces_the_snapshot_and_drops_files_it_no_longer_has(
-    s3: S3Bucket,
+    memory_s3: MemoryBucket,
 ) -> None:
-    export(s3.uri(), ScriptedClient(CATALOGUE))
+    export(memory_s3.uri(), ScriptedClient(CATALOGUE))
 
-    export(s3.uri(), ScriptedClient(CATALOGUE[:2]), format="parquet", max_drop=1.0)
+    export(memory_s3.uri(), ScriptedClient(CATALOGUE[:2]), format="parquet", max_drop=1.0)
 
-    assert load_snapshot(s3.uri())["id"].tolist() == [1, 2]
-    assert "petsync/pets/snapshot_date=2026-11-21/_pets.csv" not in s3.object_keys()
-    assert s3.object_keys("petsync/.petsync-tmp/") == []
+    assert load_snapshot(memory_s3.uri())["id"].tolist() == [1, 2]
+    assert "petsync/pets/snapshot_date=2026-11-21/_pets.csv" not in memory_s3.object_keys()
+    assert memory_s3.object_keys("petsync/.petsync-tmp/") == []
 
 
-def test_keep_prunes_older_snapshots_only_after_a_clean_run(s3: S3Bucket) -> None:
+def test_keep_prunes_older_snapshots_only_after_a_clean_run(memory_s3: MemoryBucket) -> None:
     for day in (DAY1, DAY2):
-        export(s3.uri(), ScriptedClient(CATALOGUE), today=day)
+        export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=day)
     incomplete = ScriptedClient(CATALOGUE, incomplete={"sold": "the end was not proven"})
 
-    flagged = export(s3.uri(), incomplete, today=DAY3, keep=1)
+    flagged = export(memory_s3.uri(), incomplete, today=DAY3, keep=1)
 
     assert flagged.exit_code is ExitCode.INCOMPLETE and flagged.pruned == []
-    clean = export(s3.uri(), ScriptedClient(CATALOGUE), today=DAY3, keep=1)
+    clean = export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=DAY3, keep=1)
     assert clean.pruned == [
-        f"{s3.uri()}/pets/snapshot_date=2026-11-20",
-        f"{s3.uri()}/pets/snapshot_date=2026-11-21",
+        f"{memory_s3.uri()}/pets/snapshot_date=2026-11-20",
+        f"{memory_s3.uri()}/pets/snapshot_date=2026-11-21",
     ]
-    assert [s.date for s in list_snapshots(s3.uri())] == [DAY3]
-    assert not [k for k in s3.object_keys() if "2026-11-20" in k or "2026-11-21" in k]
+    assert [s.date for s in list_snapshots(memory_s3.uri())] == [DAY3]
+    assert not [k for k in memory_s3.object_keys() if "2026-11-20" in k or "2026-11-21" in k]
 
 
-def test_diff_of_two_snapshots_on_s3(s3: S3Bucket) -> None:
-    export(s3.uri(), ScriptedClient(CATALOGUE[:3]), today=DAY1)
-    export(s3.uri(), ScriptedClient(CATALOGUE), today=DAY2)
+def test_diff_of_two_snapshots_on_an_object_store(memory_s3: MemoryBucket) -> None:
+    export(memory_s3.uri(), ScriptedClient(CATALOGUE[:3]), today=DAY1)
+    export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=DAY2)
 
-    result = diff_snapshots("2026-11-20", "2026-11-21", directory=s3.uri())
+    result = diff_snapshots("2026-11-20", "2026-11-21", directory=memory_s3.uri())
 
     assert (result.added, result.removed) == (2, 0)
-    assert result.new.path == f"{s3.uri()}/pets/snapshot_date=2026-11-21"
+    assert result.new.path == f"{memory_s3.uri()}/pets/snapshot_date=2026-11-21"
 
 
 def duckdb_on(bucket: S3Bucket) -> duckdb.DuckDBPyConnection:

@@ -4,9 +4,11 @@ Two facts carry the design: a single object's write is atomic (a reader gets the
 or the new one, a multipart upload appears only when completed), and readers of the dataset
 only ever read one object per partition, ``pets.parquet``. So:
 
-1. **Stage.** Every file is streamed (multipart) to ``OUT/.petsync-tmp/<run>/``: outside
-   ``OUT/pets/``, so neither the ``pets/*/*.parquet`` glob nor pyarrow's discovery of
-   ``pets/`` can see it. The manifest is staged too.
+1. **Stage.** Every file is written to a local scratch folder, then streamed (multipart)
+   to ``OUT/.petsync-tmp/<run>/``: outside ``OUT/pets/``, so neither the
+   ``pets/*/*.parquet`` glob nor pyarrow's discovery of ``pets/`` can see it. The manifest
+   is staged too. Uploading after the writers closed, one file at a time, keeps the upload's
+   part buffer out of the writers' own peak of memory.
 2. **Back up** (same-day re-run only): the day's current objects are copied (server-side)
    to ``OUT/.petsync-tmp/<run>/previous/``.
 3. **Intent.** ``OUT/.petsync-tmp/<run>/_publishing.json`` records the date, the run id and
@@ -37,7 +39,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 
 from petsync.export.location import Location
@@ -80,12 +81,16 @@ def removal_order(names: list[str]) -> list[str]:
     )
 
 
+UPLOAD_CHUNK_BYTES = 256 * 1024  # the stream keeps one part (a few MiB) whatever this is
+
+
 class ObjectStagedSnapshot:
     """A snapshot being written under the staging prefix, published by server-side copies.
 
-    Working files that are never published (the spilled rows) and files written by plain
-    ``open`` (the quarantine) live in a local scratch folder; the latter are uploaded when
-    the snapshot is published.
+    Every file of the snapshot is first written to a local scratch folder (as a local
+    export writes it) and uploaded to the staging prefix when the snapshot is published,
+    one file after the other; working files that are never published (the spilled rows)
+    live there too. The scratch folder needs about the snapshot's size on local disk.
     """
 
     def __init__(self, location: Location, filesystem: pafs.FileSystem, run_id: str) -> None:
@@ -118,20 +123,22 @@ class ObjectStagedSnapshot:
         return self._uploads[name]
 
     @contextlib.contextmanager
-    def output(self, name: str) -> Iterator[pa.NativeFile]:
-        """A stream into the staged object ``name`` (a multipart upload on S3)."""
-        with self.filesystem.open_output_stream(f"{self.prefix}/{name}") as stream:
-            yield stream
+    def output(self, name: str) -> Iterator[str]:
+        """Where a writer streams the snapshot file ``name``: a local file, uploaded on publish."""
+        yield str(self.file(name))
 
-    def write_text(self, name: str, text: str) -> None:
-        with self.output(name) as stream:
-            stream.write(text.encode("utf-8"))
+    def write_text(self, name: str, text: str) -> Path:
+        """Write a small text file into the snapshot (uploaded on publish)."""
+        target = self.file(name)
+        target.write_text(text, encoding="utf-8", newline="\n")
+        return target
 
     def publish(self, date: dt.date) -> str:
-        """Copy the staged snapshot into the partition of ``date``; return its URI."""
-        for name, local in self._uploads.items():
-            with self.output(name) as stream, local.open("rb") as source:
-                shutil.copyfileobj(source, stream, 8 * 1024 * 1024)
+        """Upload the snapshot's files to the staging prefix, then copy them into the
+        partition of ``date``; return its URI."""
+        for name, local in sorted(self._uploads.items()):
+            self._upload(local, name)
+            local.unlink()
         self._uploads.clear()
         names = _names(self.filesystem, self.prefix)
         partition = self.location.store_child(*partition_name(date))
@@ -143,7 +150,7 @@ class ObjectStagedSnapshot:
             "run_id": self.run_id,
             "replaced": replaced,
         }
-        with self.output(INTENT_NAME) as stream:
+        with self.filesystem.open_output_stream(f"{self.prefix}/{INTENT_NAME}") as stream:
             stream.write(json.dumps(intent).encode())
         try:
             for name in publish_order([n for n in names if n != INTENT_NAME]):
@@ -156,6 +163,14 @@ class ObjectStagedSnapshot:
             self.filesystem.delete_file(f"{partition}/{name}")
         self.discard()
         return self.location.child(*partition_name(date))
+
+    def _upload(self, local: Path, name: str) -> None:
+        """Stream one local file to the staged object ``name`` (a multipart upload on S3)."""
+        with (
+            self.filesystem.open_output_stream(f"{self.prefix}/{name}") as stream,
+            local.open("rb") as source,
+        ):
+            shutil.copyfileobj(source, stream, UPLOAD_CHUNK_BYTES)
 
     def discard(self) -> None:
         """Remove the staged objects and the local scratch folder."""
