@@ -22,6 +22,7 @@ from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
+from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.export.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_FORMAT,
@@ -208,8 +209,11 @@ def demo(state: CliState, pets: int, out_dir: str) -> None:
     _prefer_system_allocator()
     from petsync.demo import run_demo
 
-    with progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display:
-        result = run_demo(Path(out_dir), pets, progress=display)
+    with (
+        stop_on_signals(DEFAULT_GRACE_SECONDS) as stop,
+        progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
+    ):
+        result = run_demo(Path(out_dir), pets, progress=display, stop=stop)
     for line in export_summary(result.export):
         click.echo(line)
     click.echo("")
