@@ -12,6 +12,7 @@ from pathlib import Path
 
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
+from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
 from petsync.export.listings import ExportProgress
 from petsync.export.report import ExportReport
@@ -56,8 +57,12 @@ def run_demo(
     pets: int = DEFAULT_DEMO_PETS,
     *,
     progress: ExportProgress | None = None,
+    stop: StopRequest | None = None,
 ) -> DemoReport:
-    """Start a reference server seeded with ``pets`` pets, export it into ``out_dir``."""
+    """Start a reference server seeded with ``pets`` pets, export it into ``out_dir``.
+
+    ``stop`` (a signal) ends the export as it ends any: nothing published.
+    """
     from petsync.server.app import ServerConfig
     from petsync.server.runner import start_server
 
@@ -70,5 +75,5 @@ def run_demo(
             # outage: only an empty export is worth flagging here.
             max_drop=1.0,
         )
-        report = run_export(config, progress=progress)
+        report = run_export(config, progress=progress, stop=stop)
     return DemoReport(export=report, out_dir=out_dir)

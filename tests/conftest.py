@@ -1,10 +1,15 @@
-"""Shared fixtures: a fake clock for retries and rate limits, and the live reference server."""
+"""Shared fixtures: a fake clock, the live reference server, and an S3 server on loopback."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import secrets
+import tempfile
+import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +21,12 @@ from petsync.server.runner import RunningServer, start_server
 
 if TYPE_CHECKING:
     from tests.client.loopback import Harness
+
+
+# Hypothesis (under schemathesis) keeps caches in ./.hypothesis: keep the checkout clean.
+os.environ.setdefault(
+    "HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "petsync-hypothesis")
+)
 
 
 class FakeClock:
@@ -87,3 +98,118 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith("PETSYNC_"):
             monkeypatch.delenv(name)
     return tmp_path
+
+
+# -- S3 on loopback ------------------------------------------------------------------------
+
+
+def _serve_moto(conn: Connection) -> None:  # pragma: no cover - runs in the child process
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on stderr
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    conn.send(server.get_host_and_port())
+    conn.recv()  # until the parent says stop (or dies: then recv raises EOFError)
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server (``ThreadedMotoServer``) on 127.0.0.1, an ephemeral port, for the session.
+
+    It runs in a child process: deltalake's Rust calls hold the GIL while they wait for the
+    store, so a server thread in this process would stall them.
+    """
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_serve_moto, args=(child,), daemon=True)
+    process.start()
+    if not parent.poll(60):
+        process.kill()
+        raise RuntimeError("moto's S3 server did not start within 60 s")
+    host, port = parent.recv()
+    assert host == "127.0.0.1"
+    yield f"http://{host}:{port}"
+    parent.send("stop")
+    process.join(10)
+    if process.is_alive():
+        process.kill()
+
+
+@dataclass
+class S3Bucket:
+    """A fresh bucket on the loopback S3 server; ``uri(prefix)`` names a location in it."""
+
+    name: str
+    endpoint: str
+    client: Any  # a botocore S3 client with the test credentials
+    enforcing: bool = False  # the server checks signatures (enforce_credentials)
+
+    def uri(self, prefix: str = "petsync") -> str:
+        return f"s3://{self.name}/{prefix}" if prefix else f"s3://{self.name}"
+
+    def object_keys(self, prefix: str = "") -> list[str]:
+        """The object keys under ``prefix``, without folder markers (keys ending in ``/``)."""
+        found = self.client.list_objects_v2(Bucket=self.name, Prefix=prefix).get("Contents", [])
+        return sorted(item["Key"] for item in found if not item["Key"].endswith("/"))
+
+    def enforce_credentials(self, enforce: bool) -> None:
+        """Make the server check signatures against its IAM users (none: every key refused)."""
+        self.enforcing = enforce
+        count = b"0" if enforce else b"inf"
+        request = urllib.request.Request(
+            f"{self.endpoint}/moto-api/reset-auth",
+            data=count,
+            method="POST",
+            headers={"Content-Type": "text/plain"},  # a form body would not reach moto
+        )
+        with urllib.request.urlopen(request, timeout=10):  # loopback only
+            pass
+
+
+S3_TEST_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing-key-id",
+    "AWS_SECRET_ACCESS_KEY": "testing-secret-0123456789",
+    "AWS_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",  # never ask an instance metadata endpoint
+    "AWS_CONFIG_FILE": "/nonexistent/petsync-test-aws-config",
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/petsync-test-aws-credentials",
+}
+
+
+@pytest.fixture
+def s3(s3_endpoint: str, s3_client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Bucket]:
+    """A new bucket, with the environment pointing every AWS client at the loopback server.
+
+    Fake credentials and the loopback endpoint are always set, the shared AWS files and
+    the metadata endpoint are off, so nothing in a test can reach AWS. One server for the
+    session, a bucket per test.
+    """
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    for name, value in S3_TEST_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    bucket = S3Bucket(f"petsync-{secrets.token_hex(6)}", s3_endpoint, s3_client)
+    s3_client.create_bucket(Bucket=bucket.name)
+    yield bucket
+    if bucket.enforcing:
+        bucket.enforce_credentials(False)
+
+
+@pytest.fixture(scope="session")
+def s3_client(s3_endpoint: str) -> Any:
+    """One botocore client on the loopback server for the session (its model loads once)."""
+    import botocore.session
+
+    return botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name=S3_TEST_ENVIRONMENT["AWS_REGION"],
+        aws_access_key_id=S3_TEST_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=S3_TEST_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+    )

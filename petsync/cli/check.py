@@ -7,16 +7,21 @@ import warnings
 
 import click
 
-from petsync.cli.options import target_options
-from petsync.cli.render import check_lines
+from petsync.cli.options import json_option, target_options
+from petsync.cli.output import echo_json
+from petsync.cli.render import check_document, check_lines
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.models import INT64_MAX, INT64_MIN
+from petsync.core.text import shown_text
+
+HEADER_CHARS = 100  # of a header value the server sent
 
 
 @click.command()
+@json_option
 @target_options
 @pass_state
-def check(state: CliState, target: TargetOptions) -> None:
+def check(state: CliState, as_json: bool, target: TargetOptions) -> None:
     """Check the API: reachable, key accepted, how it pages, round-trip time.
 
     Fetches pages of one pet, only as far as needed to name the pagination style
@@ -30,6 +35,9 @@ def check(state: CliState, target: TargetOptions) -> None:
     """
     with state.client(target) as client:
         report = client.check()
+    if as_json:
+        echo_json(check_document(report))
+        return
     for line in check_lines(report):
         click.echo(line)
 
@@ -54,7 +62,7 @@ def get(state: CliState, pet_id: int, target: TargetOptions) -> None:
     for warning in caught:
         click.echo(f"Deprecated: {warning.message}", err=True)
     for header, value in (("Deprecation", fetched.deprecation), ("Sunset", fetched.sunset)):
-        if value is not None:
-            click.echo(f"  the server sent {header}: {value}", err=True)
+        if value is not None:  # the server's text: escaped and cut before the terminal
+            click.echo(f"  the server sent {header}: {shown_text(value, HEADER_CHARS)}", err=True)
     # json.dumps writes Python ints exactly, so int64 ids survive (no float rounding).
     click.echo(json.dumps(fetched.pet.to_json(), ensure_ascii=False))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
+from petsync.cli.options import LOCATION
 from petsync.cli.render import diff_lines
 
 
@@ -16,21 +16,24 @@ from petsync.cli.render import diff_lines
 @click.option(
     "--dir",
     "directory",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
+    type=LOCATION,
+    metavar="LOCATION",
+    default=".",
     show_default=True,
-    help="Snapshot directory that dates refer to (the export's --out).",
+    help="Snapshot location that dates refer to (the export's --out: a directory or "
+    "s3://..., gs://..., abfs://...).",
 )
 @click.option("--details", is_flag=True, help="List the changed pets, not just counts.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
-def diff_command(old: str, new: str, directory: Path, details: bool, as_json: bool) -> None:
+def diff_command(old: str, new: str, directory: str, details: bool, as_json: bool) -> None:
     """Show pets added, removed, renamed and moved between statuses from OLD to NEW.
 
-    OLD and NEW are snapshot dates (YYYY-MM-DD, under --dir) or snapshot paths.
+    OLD and NEW are snapshot dates (YYYY-MM-DD, under --dir) or snapshot paths or URIs.
 
     \b
     Example:
       petsync diff 2026-11-21 2026-11-22 --dir /srv/petsync --details
+      petsync diff 2026-11-21 2026-11-22 --dir s3://archive/petsync
     """
     from petsync.export.diff import diff_snapshots  # pandas: loaded only for this command
 

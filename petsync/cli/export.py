@@ -8,12 +8,21 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.options import metrics_file_option, target_options
+from petsync.cli.options import (
+    LOCATION,
+    grace_option,
+    json_option,
+    metrics_file_option,
+    target_options,
+)
+from petsync.cli.output import echo_json
 from petsync.cli.progress import progress_display
-from petsync.cli.render import export_summary
+from petsync.cli.render import export_document, export_summary
+from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
+from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.export.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_FORMAT,
@@ -21,11 +30,15 @@ from petsync.export.config import (
     DEFAULT_MEMORY_BUDGET,
     DEFAULT_STATUSES,
     DEFAULT_SWEEP,
+    DEFAULT_TABLE_FORMAT,
     EXPORT_FORMATS,
     MEMORY_BUDGET_OPTION,
+    TABLE_FORMATS,
     ExportConfig,
     ExportFormat,
+    TableFormat,
 )
+from petsync.export.location import is_uri
 from petsync.ops.metrics import record_run
 
 
@@ -34,8 +47,10 @@ from petsync.ops.metrics import record_run
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Snapshot directory; each run writes OUT/pets/snapshot_date=YYYY-MM-DD/.",
+    type=LOCATION,
+    metavar="LOCATION",
+    help="Snapshot directory, or an s3://, gs://, abfs:// or az:// URI; each run writes "
+    "OUT/pets/snapshot_date=YYYY-MM-DD/.",
 )
 @click.option(
     "--status",
@@ -57,6 +72,14 @@ from petsync.ops.metrics import record_run
     default=DEFAULT_FORMAT,
     show_default=True,
     help="Write Parquet only, or Parquet and CSV.",
+)
+@click.option(
+    "--table-format",
+    type=click.Choice(TABLE_FORMATS),
+    default=DEFAULT_TABLE_FORMAT,
+    show_default=True,
+    help="hive: a Parquet file (and CSV) per dated folder; delta: one Delta Lake table at "
+    "OUT/pets, one commit per night (needs petsync[delta]).",
 )
 @click.option("--strict", is_flag=True, help="Fail (exit 1) and publish nothing if incomplete.")
 @click.option("--keep", type=click.IntRange(min=1), help="Keep only the newest N snapshots.")
@@ -95,15 +118,18 @@ from petsync.ops.metrics import record_run
     help="Where working files go during the run (removed after it). Default: beside the "
     "snapshot being staged under OUT.",
 )
+@json_option
+@grace_option
 @metrics_file_option
 @target_options
 @pass_state
 def export_command(
     state: CliState,
-    out_dir: Path,
+    out_dir: str,
     statuses: tuple[str, ...],
     sweep: bool,
     file_format: ExportFormat,
+    table_format: TableFormat,
     strict: bool,
     keep: int | None,
     max_drop: str,
@@ -111,6 +137,8 @@ def export_command(
     pagination: PaginationStyle,
     memory_budget: str,
     scratch_dir: Path | None,
+    as_json: bool,
+    grace: float,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
@@ -125,11 +153,16 @@ def export_command(
     \b
     Example (nightly, from cron):
       petsync export --out /srv/petsync --keep 30
+      petsync export --out s3://archive/petsync --keep 30
     Load it:
       python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
     """
     _prefer_system_allocator()
-    with record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run:
+    # Signals are handled from the start: a SIGTERM while pandas loads still records metrics.
+    with (
+        stop_on_signals(grace) as stop,
+        record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run,
+    ):
         config = ExportConfig(
             client=state.resolve_target(target).client_config(pagination=pagination),
             out_dir=out_dir,
@@ -142,14 +175,20 @@ def export_command(
             concurrency=concurrency,
             memory_budget=parse_size(memory_budget, MEMORY_BUDGET_OPTION),
             scratch_dir=scratch_dir,
+            table_format=table_format,
         )
         from petsync.export.run import run_export
 
-        with progress_display(sys.stderr, json_logs=state.json_logs) as display:
-            report = run_export(config, progress=display)
+        with progress_display(
+            sys.stderr, json_logs=state.json_logs, environ=state.environ
+        ) as display:
+            report = run_export(config, progress=display, stop=stop)
         run.report(report, complete=report.complete)
-        for line in export_summary(report):
-            click.echo(line)
+        if as_json:
+            echo_json(export_document(report))
+        else:
+            for line in export_summary(report):
+                click.echo(line)
         report.raise_for_outcome()
 
 
@@ -164,13 +203,13 @@ def export_command(
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("petsync-demo"),
+    type=click.Path(file_okay=False),
+    default="petsync-demo",
     show_default=True,
     help="Snapshot directory.",
 )
 @pass_state
-def demo(state: CliState, pets: int, out_dir: Path) -> None:
+def demo(state: CliState, pets: int, out_dir: str) -> None:
     """Run the nightly export against a seeded reference server, in-process.
 
     Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
@@ -181,11 +220,20 @@ def demo(state: CliState, pets: int, out_dir: Path) -> None:
     Example:
       petsync demo --pets 100000 --out /tmp/petsync-demo
     """
+    if is_uri(out_dir):
+        raise click.BadParameter(
+            f"{out_dir}: the demo writes to a local directory; export to an object store "
+            "with `petsync export --out`",
+            param_hint="'--out'",
+        )
     _prefer_system_allocator()
     from petsync.demo import run_demo
 
-    with progress_display(sys.stderr, json_logs=state.json_logs) as display:
-        result = run_demo(out_dir, pets, progress=display)
+    with (
+        stop_on_signals(DEFAULT_GRACE_SECONDS) as stop,
+        progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
+    ):
+        result = run_demo(Path(out_dir), pets, progress=display, stop=stop)
     for line in export_summary(result.export):
         click.echo(line)
     click.echo("")

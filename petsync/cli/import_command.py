@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 import click
 
-from petsync.cli.options import metrics_file_option, target_options
-from petsync.cli.render import import_summary
+from petsync.cli.import_progress import ImportProgressLine, shows_progress
+from petsync.cli.options import grace_option, json_option, metrics_file_option, target_options
+from petsync.cli.output import ReportTo, echo_json
+from petsync.cli.render import import_summary, import_total_line
+from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
+from petsync.core.errors import ConfigError, PetsyncError
 from petsync.importer.config import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ImportConfig
 from petsync.ops.metrics import record_run
 
+if TYPE_CHECKING:
+    from petsync.importer.report import ImportReport
+
 
 @click.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--sheet", metavar="NAME", help=".xlsx: the sheet to read. Default: the first.")
+@click.argument("file", nargs=-1, required=True, metavar="FILE...")
+@click.option("--sheet", metavar="NAME", help="Workbooks: the sheet to read. Default: the first.")
 @click.option(
     "--encoding",
     metavar="NAME",
@@ -52,31 +63,54 @@ from petsync.ops.metrics import record_run
 @click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where the rejects/accepted/uncertain files and the journal go. Default: beside FILE.",
+    help="Where the rejects/accepted/uncertain files and the journals go. Default: beside FILE.",
 )
 @click.option(
     "--journal",
     "journal_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Journal path. Default: FILE's stem + .journal.jsonl in the output directory.",
+    help="Journal path (one FILE only). Default: .petsync/journals/SHA256.jsonl in the "
+    "output directory, by the file's content.",
 )
 @click.option(
     "--report",
     "report_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the summary as JSON here.",
+    help="Also write the summary as JSON here; '-' writes it to stdout instead of the text "
+    "summary.",
+)
+@click.option(
+    "--settle",
+    is_flag=True,
+    help="First decide each uncertain row from the API: created rows are accepted, rows "
+    "not created are sent once, others stay uncertain with the candidate ids.",
+)
+@click.option(
+    "--baseline/--no-baseline",
+    default=True,
+    show_default=True,
+    help="Before the first POST, list the pets that exist already, so --settle can decide "
+    "uncertain rows later (one listing of the statuses the rows use).",
+)
+@click.option(
+    "--archive",
+    "archive_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Move each fully processed FILE and its outputs into ARCHIVE/YYYY-MM-DD/.",
 )
 @click.option(
     "--resend-uncertain",
     is_flag=True,
     help="Send the uncertain rows again (only after checking that those pets do not exist).",
 )
+@json_option
+@grace_option
 @metrics_file_option
 @target_options
 @pass_state
 def import_command(
     state: CliState,
-    file: Path,
+    file: tuple[str, ...],
     sheet: str | None,
     encoding: str | None,
     delimiter: str | None,
@@ -87,49 +121,131 @@ def import_command(
     out_dir: Path | None,
     journal_path: Path | None,
     report_path: Path | None,
+    settle: bool,
+    baseline: bool,
+    archive_dir: Path | None,
     resend_uncertain: bool,
+    as_json: bool,
+    grace: float,
     metrics_file: Path | None,
     target: TargetOptions,
 ) -> None:
-    """Create one pet per spreadsheet row (CSV or .xlsx) with POST /pets.
+    """Create one pet per spreadsheet row (CSV, .xlsx, .xls, .xlsb, .ods) with POST /pets.
 
     Rows are checked first (name; categoryId an int64 integer; status available, pending
-    or sold, or blank); bad rows go to FILE_STEM.rejects.csv with the reason, created rows
-    to FILE_STEM.accepted.csv with their new id, rows whose outcome is unknown to
-    FILE_STEM.uncertain.csv. A journal makes re-running the same command safe: it resumes
-    and never creates a row twice. Exits 0 when every row was created, 4 when any was
-    rejected, uncertain or left pending, 3 when the API refused the key, 2 for input errors.
+    or sold, or blank); bad rows go to STEM.rejects.csv with the reason, created rows
+    to STEM.accepted.csv with their new id, rows whose outcome is unknown to
+    STEM.uncertain.csv. A journal per file content makes re-running safe: it resumes,
+    never creates a row twice, and the same bytes dropped again create nothing. FILE may
+    be a quoted glob ('inbox/*.csv'): each file gets its own journal and outputs, and the
+    run exits with the worst code. Exits 0 when every row was created, 4 when any was
+    rejected, uncertain or left pending, 3 when the API refused the key, 2 for input
+    errors, 143/130 when SIGTERM/Ctrl-C stopped it.
 
     \b
     Examples:
       petsync import new-pets.csv --dry-run
       petsync import new-pets.xlsx --sheet April
       petsync import new-pets.rejects.csv          # after fixing the rejected rows
+      petsync import 'inbox/*.csv' --archive done --settle
     """
-    from petsync.importer.run import run_import  # the job loads when it runs: --help stays fast
+    from petsync.importer.batch import run_batch  # the job loads when it runs
+    from petsync.importer.inbox import expand_inputs
 
-    with record_run(metrics_file, state.job_name("import"), on_write_error=state.echo_error) as run:
-        config = ImportConfig(
-            path=file,
-            sheet=sheet,
-            encoding=encoding,
-            delimiter=delimiter,
-            mappings=mappings,
-            dry_run=dry_run,
-            concurrency=concurrency,
-            max_errors=max_errors,
-            out_dir=out_dir,
-            journal_path=journal_path,
-            resend_uncertain=resend_uncertain,
-        )
-        if dry_run:  # a dry run sends nothing, so it needs no key
-            report = run_import(config)
-        else:
-            with state.client(target) as client:
-                report = run_import(config, client)
-        run.report(report)
-        for line in import_summary(report):
-            click.echo(line)
-        if report_path is not None:
-            report.write_json(report_path)
-        report.raise_for_outcome()
+    paths = expand_inputs(file)
+    if journal_path is not None and (len(paths) > 1 or len(file) > 1):
+        raise ConfigError("--journal names one journal: give one FILE, or leave --journal out")
+    with (
+        stop_on_signals(grace) as stop,
+        record_run(metrics_file, state.job_name("import"), on_write_error=state.echo_error) as run,
+    ):
+        report_to = ReportTo.parse(report_path)  # checked before anything is sent
+        text = not (as_json or report_to.stdout)
+        live = text and not dry_run and shows_progress(sys.stderr, state.environ)
+        shown = _Shown(text=text, live=live)
+
+        def config_for(path: Path) -> ImportConfig:
+            return ImportConfig(
+                path=path,
+                sheet=sheet,
+                encoding=encoding,
+                delimiter=delimiter,
+                mappings=mappings,
+                dry_run=dry_run,
+                concurrency=concurrency,
+                max_errors=max_errors,
+                out_dir=out_dir,
+                journal_path=journal_path,
+                resend_uncertain=resend_uncertain,
+                settle=settle,
+                baseline=baseline,
+            )
+
+        if not paths and text:
+            click.echo(f"no file matches {' '.join(file)}: nothing to import")
+        with contextlib.ExitStack() as stack:
+            # A dry run sends nothing, so it needs no key.
+            client = stack.enter_context(state.client(target)) if paths and not dry_run else None
+            stack.enter_context(shown)
+            batch = run_batch(
+                paths,
+                config_for,
+                client,
+                single=len(file) == 1 and paths == [Path(file[0])],
+                stop=stop,
+                archive_dir=archive_dir,
+                progress_for=shown.progress,
+                on_report=shown.report,
+                on_failure=shown.failure,
+            )
+        run.report(batch)
+        if not text:
+            echo_json(batch.to_json())
+        elif not batch.single and paths:
+            click.echo(import_total_line(batch))
+        report_to.write_file(batch)
+        batch.raise_for_outcome()
+
+
+class _Shown:
+    """What the command shows while its files import: a live line each, then its summary."""
+
+    def __init__(self, *, text: bool, live: bool) -> None:
+        self._text = text
+        self._live = live
+        self._line: ImportProgressLine | None = None
+
+    def progress(self, path: Path) -> ImportProgressLine | None:
+        self._end_line()
+        if self._live:
+            self._line = ImportProgressLine(sys.stderr, path.name)
+        return self._line
+
+    def report(self, report: ImportReport) -> None:
+        self._end_line()
+        if self._text:
+            for line in import_summary(report):
+                click.echo(line)
+            if report.archived_to:
+                click.echo(f"archived:  {report.archived_to}")
+
+    def failure(self, path: Path, error: PetsyncError) -> None:
+        self._end_line()
+        if self._text:
+            click.echo(f"{path}: not imported: {error}")
+
+    def _end_line(self) -> None:
+        if self._line is not None:
+            self._line.close()
+            self._line = None
+
+    def __enter__(self) -> _Shown:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._end_line()

@@ -24,21 +24,41 @@ from petsync.cli.options import log_format_option, log_level_option
 from petsync.cli.run import run
 from petsync.cli.serve import serve
 from petsync.cli.state import CliState
-from petsync.core.errors import PetsyncError
+from petsync.core.errors import ExitCode, PetsyncError
 from petsync.ops.logs import configure_logging, keys_from_environ
 
 
 class PetsyncGroup(click.Group):
-    """Catches :class:`PetsyncError` once: shown on stderr, exit with the error's code."""
+    """Catches every error once: shown on stderr, exit with the error's code.
+
+    A :class:`PetsyncError` exits with its own code. Any other exception is a bug: one line
+    (a JSON ``error`` event with JSON logs) and exit 1, the traceback only at
+    ``--log-level debug``. With JSON logs a command-line mistake click finds is an ``error``
+    event too, so every line on stderr is JSON.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except PetsyncError as exc:
-            # No state yet only if the group's own start-up failed: show it as plain text.
-            state = ctx.find_object(CliState) or CliState()
-            state.echo_error(exc)
+            _state(ctx).echo_error(exc)
             ctx.exit(int(exc.exit_code))
+        except (click.exceptions.Exit, click.Abort):
+            raise  # click's own ways of ending (RuntimeErrors, but no bugs)
+        except click.ClickException as exc:
+            state = _state(ctx)
+            if not state.json_logs:
+                raise  # click prints the usage line and the error
+            state.echo_usage_error(exc)
+            ctx.exit(exc.exit_code)
+        except Exception as exc:
+            _state(ctx).echo_bug(exc)
+            ctx.exit(int(ExitCode.FAILURE))
+
+
+def _state(ctx: click.Context) -> CliState:
+    # No state yet only if the group's own start-up failed: show it as plain text.
+    return ctx.find_object(CliState) or CliState()
 
 
 @click.group(cls=PetsyncGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,7 +71,9 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
 
     \b
     Exit codes: 0 success, 1 failure, 2 usage or configuration error,
-    3 authentication refused (401), 4 finished but incomplete.
+    3 authentication refused (401), 4 finished but incomplete,
+    75 skipped: another run holds the lock, 130 stopped by Ctrl-C,
+    143 stopped by SIGTERM.
     """
     environ = dict(os.environ)
     json_logs = log_format == "json"
@@ -62,7 +84,7 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
         keys=keys_from_environ(environ),
     )
     ctx.call_on_close(handle.close)
-    ctx.obj = CliState(log=handle, json_logs=json_logs, environ=environ)
+    ctx.obj = CliState(log=handle, json_logs=json_logs, environ=environ, debug=log_level == "debug")
 
 
 for command in (check, get, serve, export_command, demo, diff_command, import_command, run, config):

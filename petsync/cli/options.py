@@ -17,9 +17,23 @@ from typing import Any
 import click
 
 from petsync.cli.state import CliState, TargetOptions
+from petsync.core.stop import DEFAULT_GRACE_SECONDS
+from petsync.ops.limits import SIZE_EXAMPLE, ClientLimits, format_size, parse_size
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 
 Command = Callable[..., None]
+_DEFAULT_LIMITS = ClientLimits()
+
+
+def _byte_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option's value in bytes: ``32MiB``, ``500kB``, ``1048576`` (:func:`parse_size`)."""
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from exc
+
 
 # The target options, in the order --help lists them; each one's parameter name is the
 # TargetOptions field it fills (and the job-file key).
@@ -39,22 +53,52 @@ _TARGET_OPTIONS: tuple[Callable[[Command], Command], ...] = (
     click.option(
         "--env",
         metavar="NAME",
-        help="Environment of the config file to use. Default: production.",
+        help="Environment of the config file to use. Default: PETSYNC_ENV, then production.",
     ),
     click.option(
         "--config",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Config file to read instead of ./petsync.toml or ~/.config/petsync/petsync.toml.",
+        help="Config file to read. Default: PETSYNC_CONFIG, then ./petsync.toml, then "
+        "~/.config/petsync/petsync.toml.",
     ),
     click.option(
         "--allow-insecure-http",
         is_flag=True,
         help="Allow plain http:// to a host that is not loopback (the key crosses in clear).",
     ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Time one request may take in all: connect, send, the whole answer. Default: the "
+        f"environment's timeout, else {_DEFAULT_LIMITS.timeout:g}.",
+    ),
+    click.option(
+        "--retries",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Retries of a request that failed in a way that can recover (connection lost, "
+        f"429, 5xx). Default: the environment's retries, else {_DEFAULT_LIMITS.retries}.",
+    ),
+    click.option(
+        "--retry-budget",
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="Time a request's retries may take in all. Default: the environment's "
+        f"retry_budget, else {_DEFAULT_LIMITS.retry_budget:g}.",
+    ),
+    click.option(
+        "--max-response-size",
+        callback=_byte_size,
+        metavar="SIZE",
+        help=f"Largest answer read, decompressed ({SIZE_EXAMPLE}); a bigger one fails. "
+        "Default: the environment's max_response_size, else "
+        f"{format_size(_DEFAULT_LIMITS.max_response_size).replace(' ', '')}.",
+    ),
 )
-# env_source is no option: it says where env came from.
+# sources is no option: it says where each value came from.
 TARGET_PARAMS: tuple[str, ...] = tuple(
-    field.name for field in dataclasses.fields(TargetOptions) if field.name != "env_source"
+    field.name for field in dataclasses.fields(TargetOptions) if field.name != "sources"
 )
 
 
@@ -78,10 +122,56 @@ def target_options(command: Command) -> Command:
     return decorated
 
 
+class LocationType(click.Path):
+    """A snapshot location: a local directory, or an object-store URI (s3://, gs://, ...).
+
+    Checked when the command line is read (an unsupported scheme or a URI carrying
+    credentials is exit 2, before anything is fetched); the value stays the text given. A
+    kind of path, so a job file's key takes "a path (string)" as before.
+    """
+
+    name = "location"
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from petsync.core.errors import ConfigError
+        from petsync.export.location import parse_location
+
+        text = str(value)
+        what = param.opts[0] if param is not None and param.opts else "location"
+        try:
+            parse_location(text, what=what)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+        return text
+
+
+LOCATION = LocationType()
+
 metrics_file_option = click.option(
     "--metrics-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write Prometheus metrics here after the run (node_exporter textfile, *.prom).",
+)
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as one JSON document on one line of stdout, instead of the text "
+    "summary (with --log-format json, the whole output is JSON lines).",
+)
+
+grace_option = click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_GRACE_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="After SIGTERM or Ctrl-C: how long requests already sent may take to finish "
+    "(a second signal stops at once).",
 )
 
 log_format_option = click.option(

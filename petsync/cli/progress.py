@@ -1,9 +1,11 @@
 """Progress of an export on a stream: a live table on a terminal, plain lines otherwise.
 
 On a terminal (``live=True``) one line per listing shows pages, pets and rate, redrawn in
-place at most every :data:`REDRAW_SECONDS`. Elsewhere (cron, a pipe, a log file) nothing is
-drawn while paging and one line per listing is written when it ends, so logs stay readable.
-The stream and the clock are injected; this module never decides where output goes.
+place at most every :data:`REDRAW_SECONDS`. Elsewhere (cron, a pipe, a log file, or a
+terminal whose ``TERM`` is ``dumb``, which cannot move the cursor: Emacs' shell, some CI
+consoles) nothing is drawn while paging and one line per listing is written when it ends, so
+logs stay readable. The stream, the environment and the clock are injected; this module
+never decides where output goes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import contextlib
 import io
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
@@ -118,14 +120,22 @@ def format_listing_line(result: ListingResult) -> str:
     )
 
 
+def is_live_terminal(stream: TextIO, environ: Mapping[str, str]) -> bool:
+    """True when ``stream`` is a terminal that can redraw lines (``TERM`` is not ``dumb``)."""
+    return stream.isatty() and environ.get("TERM", "") != "dumb"
+
+
 @contextlib.contextmanager
-def progress_display(stream: TextIO, *, json_logs: bool) -> Iterator[ProgressDisplay]:
+def progress_display(
+    stream: TextIO, *, json_logs: bool, environ: Mapping[str, str]
+) -> Iterator[ProgressDisplay]:
     """The display an export shows on ``stream`` (stderr), closed when the block ends.
 
-    Live on a terminal. With JSON logs and no terminal nothing is shown: stderr carries JSON
-    lines only, and the ``export.listing_done`` log event has the same facts.
+    Live on a terminal that can redraw (:func:`is_live_terminal`). With JSON logs and no
+    live terminal nothing is shown: stderr carries JSON lines only, and the
+    ``export.listing_done`` log event has the same facts.
     """
-    live = stream.isatty()
+    live = is_live_terminal(stream, environ)
     display = ProgressDisplay(io.StringIO() if json_logs and not live else stream, live=live)
     try:
         yield display

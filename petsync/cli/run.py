@@ -19,7 +19,7 @@ import click
 from petsync.cli.options import TARGET_PARAMS, target_options
 from petsync.cli.render import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
-from petsync.core.errors import ConfigError
+from petsync.core.errors import ConfigError, PetsyncError, StoppedError
 from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionSpec, load_job
 
 
@@ -30,28 +30,71 @@ from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionS
     is_flag=True,
     help="Check the job file and the settings it would run with; contact nothing, run nothing.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Import jobs: check every row and write the reject file, send nothing.",
+)
 @target_options
-@click.argument("jobfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument(
+    "jobfiles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
 @pass_state
 @click.pass_context
 def run(
     ctx: click.Context,
     state: CliState,
     check_only: bool,
-    jobfile: Path,
+    dry_run: bool,
+    jobfiles: tuple[Path, ...],
     target: TargetOptions,
 ) -> None:
-    """Run a saved job: a TOML file holding one [export] or [import] table.
+    """Run saved jobs: TOML files each holding one [export] or [import] table.
 
     The table's keys are the command's long options in snake_case, plus `env`; options
     given here (--env, --base-url, ...) win over the file's. The metrics job label is the
-    file's name without .toml.
+    file's name without .toml. Several job files run one after another (a signal stops
+    the rest); the exit code is the worst.
 
     \b
     Example:
         petsync run jobs/nightly-export.toml
         petsync run --check jobs/bulk-import.toml
+        petsync run --dry-run jobs/bulk-import.toml
     """
+    if len(jobfiles) == 1:
+        _run_one(ctx, state, check_only, dry_run, jobfiles[0], target)
+        return
+    errors: list[PetsyncError] = []
+    for jobfile in jobfiles:
+        try:
+            _run_one(ctx, state, check_only, dry_run, jobfile, target)
+        except PetsyncError as exc:
+            errors.append(exc)
+            if isinstance(exc, StoppedError):
+                break  # a signal stops the jobs not yet started too
+    if errors:
+        # Each job's error is shown; the worst last, by the one boundary, with its exit code.
+        worst = max(errors, key=lambda e: _rank(int(e.exit_code)))
+        for error in errors:
+            if error is not worst:
+                state.echo_error(error)
+        raise worst
+
+
+def _rank(code: int) -> int:
+    order = (0, 4, 1, 2, 3)
+    return order.index(code) if code in order else len(order) + code
+
+
+def _run_one(
+    ctx: click.Context,
+    state: CliState,
+    check_only: bool,
+    dry_run: bool,
+    jobfile: Path,
+    target: TargetOptions,
+) -> None:
     job = load_job(jobfile, {kind: job_specs(ctx, kind) for kind in JOB_KINDS})
     command = _job_command(ctx, job.kind)
     arguments, job_target = job_arguments(ctx, job, command)
@@ -63,6 +106,12 @@ def run(
         for key, value in job.options.items():
             click.echo(f"  {key} = {json.dumps(value)}")
         return
+    if dry_run:
+        if job.kind != "import":
+            raise ConfigError(
+                f"{jobfile}: --dry-run applies to import jobs; check an export job with --check"
+            )
+        arguments["dry_run"] = True
     state.job = running
     try:
         ctx.invoke(command, **arguments)
@@ -134,7 +183,7 @@ def job_arguments(
         if param.name:
             arguments[param.name] = converted
     given = {name: arguments.pop(name) for name in TARGET_PARAMS if name in arguments}
-    return arguments, TargetOptions(**given, env_source=f"job file {job.path}")
+    return arguments, TargetOptions.given_by(f"job file {job.path}", **given)
 
 
 def _job_command(ctx: click.Context, kind: JobKind) -> click.Command:

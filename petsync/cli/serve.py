@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from petsync.cli.state import CliState, pass_state
+from petsync.client.config import is_loopback
 from petsync.core.apikey import ENV_API_KEY
 from petsync.core.interface import SERVER_PAGINATION_STYLES, ServerPagination
 
@@ -16,7 +17,13 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Any other than loopback serves the key over plain HTTP "
+    "to the network (a warning says so).",
+)
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
@@ -124,6 +131,9 @@ def serve(
     from petsync.server.keys import serve_key
     from petsync.server.runner import serve_forever
 
+    warning = exposure_warning(host)
+    if warning is not None:
+        click.echo(warning, err=True)
     key = serve_key(api_key_file, state.environ)
     if key.generated:
         # The one place petsync prints a key, on purpose: the server's own fresh key, which
@@ -154,6 +164,29 @@ def serve(
 
     serve_forever(config, host=host, port=port, on_ready=ready)
     click.echo("Stopped.")
+
+
+def exposure_warning(host: str) -> str | None:
+    """The warning for a listening address other than loopback, else None.
+
+    The reference server speaks plain HTTP: on any other address every client's bearer key
+    crosses the network in clear text.
+
+    >>> exposure_warning("127.0.0.1") is None
+    True
+    """
+    if is_loopback(host):
+        return None
+    where = "every interface of this host" if host in _ANY_ADDRESS else host
+    return (
+        f"Warning: listening on {where} (--host {host}), not loopback: clients send the API key "
+        "over plain HTTP, readable by anyone on the network between them and this server. "
+        "The reference server is for tests; keep it on 127.0.0.1, or put an HTTPS proxy in "
+        "front of it."
+    )
+
+
+_ANY_ADDRESS = frozenset({"0.0.0.0", "::", "[::]", ""})
 
 
 def ready_lines(srv: RunningServer) -> list[str]:

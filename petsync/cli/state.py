@@ -9,16 +9,26 @@ target options (``--base-url``, ``--env``, ...) as a command was given them.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.metadata
 import logging
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from petsync._version import __version__
 from petsync.core.apikey import redact
-from petsync.core.errors import IncompleteError, PetsyncError
+from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
+from petsync.core.text import shown_text
+
+# Where a bug is reported when the package metadata names no Issues URL.
+BUG_REPORT_FALLBACK = "the petsync maintainers (their issue tracker)"
+BUG_MESSAGE_LIMIT = 300  # characters of the exception's own message shown
+TERMINAL_LINE_LIMIT = 2_000  # characters of one error or warning line
 
 if TYPE_CHECKING:
     from petsync.client.client import PetstoreClient
@@ -28,10 +38,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TargetOptions:
-    """The target options of one command: what to resolve the base URL and key from.
+    """The target options of one command: what to resolve the base URL, key and limits from.
 
-    ``env_source`` says where ``env`` came from (``--env``, or a job file) for
-    ``petsync config show`` and ``petsync run --check``.
+    A value left None (False for the flag) was not given. ``sources`` says where each given
+    value came from (its option, or ``job file jobs/x.toml``), for ``petsync config show``
+    and ``petsync run --check``; a value without an entry came from its own option.
     """
 
     base_url: str | None = None
@@ -39,19 +50,52 @@ class TargetOptions:
     env: str | None = None
     config: Path | None = None
     allow_insecure_http: bool = False
-    env_source: str = "--env"
+    timeout: float | None = None
+    retries: int | None = None
+    retry_budget: float | None = None
+    max_response_size: int | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def given_by(cls, origin: str, **values: Any) -> TargetOptions:
+        """Options whose given values all came from ``origin`` (``job file jobs/x.toml``)."""
+        given = tuple((name, origin) for name, value in values.items() if _given(value))
+        return cls(**values, sources=given)
+
+    def source(self, name: str) -> str:
+        """Where the value of field ``name`` came from: its option unless ``sources`` says."""
+        return dict(self.sources).get(name, "--" + name.replace("_", "-"))
+
+    @property
+    def env_source(self) -> str:
+        return self.source("env")
+
+    def given_limits(self) -> dict[str, tuple[float | int, str]]:
+        """The client limits given, each with its source, by job-file key."""
+        from petsync.ops.limits import LIMIT_KEYS
+
+        return {
+            key: (value, self.source(key))
+            for key in LIMIT_KEYS
+            if (value := getattr(self, key)) is not None
+        }
 
     def overridden_by(self, given: TargetOptions) -> TargetOptions:
         """These options with every value ``given`` sets winning (``run``'s own over a job's)."""
-        env_from = given if given.env else self
-        return TargetOptions(
-            base_url=given.base_url or self.base_url,
-            api_key_file=given.api_key_file or self.api_key_file,
-            env=env_from.env,
-            config=given.config or self.config,
-            allow_insecure_http=given.allow_insecure_http or self.allow_insecure_http,
-            env_source=env_from.env_source,
-        )
+        values: dict[str, Any] = {}
+        sources: list[tuple[str, str]] = []
+        for item in dataclasses.fields(self):
+            if item.name == "sources":
+                continue
+            winner = given if _given(getattr(given, item.name)) else self
+            values[item.name] = getattr(winner, item.name)
+            if _given(values[item.name]):
+                sources.append((item.name, winner.source(item.name)))
+        return TargetOptions(**values, sources=tuple(sources))
+
+
+def _given(value: object) -> bool:
+    return value is not None and value is not False
 
 
 @dataclass(frozen=True)
@@ -70,6 +114,7 @@ class CliState:
     json_logs: bool = False
     environ: Mapping[str, str] = field(default_factory=dict)
     job: RunningJob | None = None
+    debug: bool = False  # --log-level debug: an internal error shows its traceback
 
     def job_name(self, command: str) -> str:
         """The metrics label: the job file's name under ``petsync run``, else the command's."""
@@ -88,6 +133,8 @@ class CliState:
             env_source=options.env_source,
             config_path=options.config,
             allow_insecure_http=options.allow_insecure_http,
+            allow_insecure_http_source=options.source("allow_insecure_http"),
+            limits=options.given_limits(),
         )
         if self.log is not None:
             self.log.add_key(target.api_key)
@@ -99,6 +146,10 @@ class CliState:
 
         return PetstoreClient(self.resolve_target(options).client_config())
 
+    def redact(self, text: str) -> str:
+        """``text`` without any key this invocation knows (or any bearer token)."""
+        return self.log.redact(text) if self.log is not None else redact(text)
+
     def echo_error(self, exc: PetsyncError) -> None:
         """Show an error the way this invocation's stderr wants it.
 
@@ -108,16 +159,68 @@ class CliState:
         """
         if isinstance(exc, IncompleteError):
             for warning in [] if self.json_logs else exc.warnings:
-                click.echo(f"Warning: {redact(warning)}", err=True)
+                click.echo(terminal_line(f"Warning: {self.redact(warning)}"), err=True)
             return
-        message = redact(str(exc))
+        self._echo(self.redact(str(exc)), type(exc).__name__, int(exc.exit_code))
+
+    def echo_usage_error(self, exc: click.ClickException) -> None:
+        """A command-line mistake click found, as an ``error`` event (JSON logs only)."""
+        self._echo(exc.format_message(), type(exc).__name__, exc.exit_code)
+
+    def echo_bug(self, exc: Exception) -> None:
+        """An exception petsync did not mean to raise: a bug, exit 1.
+
+        One line (with JSON logs one ``error`` event) saying so and where to report it;
+        the traceback only at ``--log-level debug``.
+        """
+        said = shown_text(self.redact(" ".join(str(exc).split())), BUG_MESSAGE_LIMIT)
+        message = (
+            f"internal error, a bug in petsync {__version__}: {type(exc).__name__}: {said}. "
+            f"Please report it to {bug_report_place()} with the command you ran"
+            + ("" if self.debug else "; --log-level debug shows the traceback")
+        )
+        traceback_text = "".join(traceback.format_exception(exc)) if self.debug else None
         if self.json_logs:
-            fields = {"message": message, "error": type(exc).__name__}
-            logging.getLogger("petsync.cli").error(
-                "error", extra={"fields": {**fields, "exit_code": int(exc.exit_code)}}
-            )
+            fields: dict[str, object] = {"message": message, "error": type(exc).__name__}
+            fields.update(exit_code=int(ExitCode.FAILURE), bug=True)
+            if traceback_text is not None:
+                fields["traceback"] = self.redact(traceback_text)
+            logging.getLogger("petsync.cli").error("error", extra={"fields": fields})
+            return
+        click.echo(terminal_line(f"Error: {message}"), err=True)
+        if traceback_text is not None:
+            click.echo(self.redact(traceback_text).rstrip("\n"), err=True)
+
+    def _echo(self, message: str, error: str, exit_code: int) -> None:
+        if self.json_logs:
+            fields = {"message": terminal_line(message), "error": error, "exit_code": exit_code}
+            logging.getLogger("petsync.cli").error("error", extra={"fields": fields})
         else:
-            click.echo(f"Error: {message}", err=True)
+            click.echo(terminal_line(f"Error: {message}"), err=True)
+
+
+def terminal_line(text: str) -> str:
+    """One line for the terminal: control characters escaped, whatever their origin.
+
+    The client already escapes and cuts what a server sent (:func:`shown_text` in its
+    messages); this is the last barrier before stderr, so a path that forgot cannot clear
+    the screen or retitle the window, and a line past :data:`TERMINAL_LINE_LIMIT`
+    characters (petsync's own are far shorter) is cut, saying so.
+    """
+    return shown_text(text, TERMINAL_LINE_LIMIT)
+
+
+def bug_report_place() -> str:
+    """Where to report a bug: the package's ``Issues`` URL, when its metadata names one."""
+    try:
+        urls: list[str] = importlib.metadata.metadata("petsync").get_all("Project-URL") or []
+    except importlib.metadata.PackageNotFoundError:
+        urls = []
+    for entry in urls:
+        label, _, url = str(entry).partition(",")
+        if label.strip().lower() in {"issues", "bug tracker", "bugs"} and url.strip():
+            return url.strip()
+    return BUG_REPORT_FALLBACK
 
 
 pass_state = click.make_pass_decorator(CliState)

@@ -1,6 +1,15 @@
 """The API key, kept in one object that never prints itself, and the one redaction function.
 
-Everything bound for logs, errors, reports or files passes through :func:`redact`.
+Everything bound for logs, errors, reports or files passes through :func:`redact`, before it
+is serialised (a key with a quote in it would otherwise hide behind JSON's escaping).
+
+The rule: a known key is replaced by ``***`` wherever it stands as a whole word, that is
+where it is not run together with letters, digits or ``_`` on a side where the key itself
+begins or ends with one. Real keys are long and random, so they are found wherever they
+are; a short test key (``PETSYNC_API_KEY=x``) hides only the word ``x``, never the ``x`` of
+``exit_code``. A key right after a percent-escape (``Bearer%20KEY``) counts as a whole word.
+Keys are not refused for being short: the interface says nothing of their form, and the
+reference server's own examples use short ones.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ ENV_API_KEY = "PETSYNC_API_KEY"
 
 # A bearer token in any header dump, and key-looking query parameters in URLs.
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s,;\"']+")
+_WORD = re.compile(r"\w")  # letters, digits and "_", in any script
 _KEY_PARAM = re.compile(r"(?i)((?:api[_-]?key|token|access_token)=)[^&\s#\"']+")
 
 
@@ -85,12 +95,23 @@ def _unsendable(value: str) -> str | None:
 
 
 def redact(text: str, keys: Iterable[ApiKey | None] = ()) -> str:
-    """Remove every known key value, bearer token and key-like query parameter from text."""
+    """Remove every known key value, bearer token and key-like query parameter from text.
+
+    >>> redact("exit_code=1 key=x", [ApiKey("x")])
+    'exit_code=1 key=***'
+    """
     for key in keys:
         if key is not None:
-            text = text.replace(key.reveal(), REDACTED)
+            text = _whole_word(key.reveal()).sub(REDACTED, text)
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
     return _KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _whole_word(value: str) -> re.Pattern[str]:
+    """The pattern of ``value`` as a whole word (see the module's docstring)."""
+    before = r"(?:(?<!\w)|(?<=%[0-9A-Fa-f]{2}))" if _WORD.match(value[0]) else ""
+    after = r"(?!\w)" if _WORD.match(value[-1]) else ""
+    return re.compile(before + re.escape(value) + after)
 
 
 def read_key_file(path: Path) -> ApiKey:

@@ -15,7 +15,7 @@ by a test, so it cannot drift::
     ├── RetriesExhaustedError         exit 1  retrying ran out of attempts or time
     ├── ProtocolError                 exit 1  the server broke the interface
     ├── PaginationError               exit 1  paging cannot go on safely (loop, cap, origin)
-    ├── LockedError                   exit 1  another run holds the output directory or journal
+    ├── LockedError                   exit 75  skipped: another run holds the directory or journal
     ├── ServerStartError              exit 1  the reference server could not start
     ├── StoppedError                  exit 143  a signal stopped the run (130 for Ctrl-C)
     └── IncompleteError               exit 4  finished and written, but the result is not whole
@@ -40,6 +40,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     AUTH = 3
     INCOMPLETE = 4
+    LOCKED = 75  # EX_TEMPFAIL: skipped, another run holds the lock; cron.example's flock says 75
     INTERRUPTED = 130  # 128 + SIGINT (Ctrl-C)
     TERMINATED = 143  # 128 + SIGTERM (systemd, docker stop, Kubernetes, timeout)
 
@@ -146,7 +147,13 @@ class PaginationError(PetsyncError):
 
 
 class LockedError(PetsyncError):
-    """Another petsync run holds the lock on the same output directory or journal."""
+    """Another petsync run holds the lock on the same output directory or journal (exit 75).
+
+    Nothing was done: the run was skipped, as ``flock -n -E 75`` skips it in ``cron.example``,
+    so a scheduler reads one code (sysexits' EX_TEMPFAIL, "try again later") for both.
+    """
+
+    exit_code = ExitCode.LOCKED
 
 
 class ServerStartError(PetsyncError):

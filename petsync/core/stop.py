@@ -15,6 +15,8 @@ from __future__ import annotations
 import signal
 import threading
 
+from petsync.core.errors import ExitCode, StoppedError
+
 # Seconds that requests already sent may take to finish after a stop (``--grace``).
 DEFAULT_GRACE_SECONDS = 10.0
 
@@ -68,3 +70,16 @@ class StopRequest:
             except ValueError:
                 return f"signal {self.signal_number}"
         return self.reason or "a stop request"
+
+    def error(self, message: str) -> StoppedError:
+        """The :class:`StoppedError` a job ends with, exiting 128 + the signal (143, 130).
+
+        >>> stop = StopRequest()
+        >>> stop.request("SIGINT received", signal_number=2)
+        >>> stop.error("import stopped").exit_code
+        <ExitCode.INTERRUPTED: 130>
+        """
+        code = ExitCode.TERMINATED
+        if self.signal_number is not None and 128 + self.signal_number in set(ExitCode):
+            code = ExitCode(128 + self.signal_number)
+        return StoppedError(message, exit_code=code)

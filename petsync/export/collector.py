@@ -23,10 +23,10 @@ from __future__ import annotations
 import itertools
 import threading
 from array import array
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +53,11 @@ ROWS_NAME = "rows.arrow"
 REBUILT_NAME = "rebuilt.arrow"
 SWEEP_PAGES_NAME = "sweep-pages.json"
 KEYS_DIR = "keys"
+Sink: TypeAlias = "Path | str | pa.NativeFile"  # where Deduplicated.write streams a file
+
+
+def _sink(target: Sink) -> str | pa.NativeFile:
+    return str(target) if isinstance(target, Path) else target
 
 
 def source_of(status: PetStatus | None) -> int:
@@ -423,8 +428,18 @@ class Deduplicated:
     def pets(self) -> int:
         return int(np.count_nonzero(self.keep)) + self.rebuilt
 
-    def write(self, parquet_path: Path, csv_path: Path | None) -> CollectedPets:
+    def write(
+        self,
+        parquet_path: Sink,
+        csv_path: Sink | None,
+        *,
+        metadata: Mapping[bytes, bytes] | None = None,
+    ) -> CollectedPets:
         """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
+
+        Each target is a local path or an open pyarrow output stream (an object store's
+        multipart upload: the caller closes it). ``metadata`` goes into the Parquet
+        footer's key-value metadata (the run id readers match with the manifest).
 
         pyarrow's CSV writer quotes every string and writes null as an empty unquoted
         field, so a null status (``,``) and an empty string (``,""``) stay distinct; ints
@@ -434,10 +449,11 @@ class Deduplicated:
         import pyarrow.parquet as pq
 
         counts = StatusCounts()
-        parquet = pq.ParquetWriter(str(parquet_path), PET_SCHEMA, compression="zstd")
+        schema = PET_SCHEMA.with_metadata(dict(metadata)) if metadata else PET_SCHEMA
+        parquet = pq.ParquetWriter(_sink(parquet_path), schema, compression="zstd")
         csv = (
             pa_csv.CSVWriter(
-                str(csv_path),
+                _sink(csv_path),
                 PET_SCHEMA,
                 write_options=pa_csv.WriteOptions(include_header=True, quoting_style="needed"),
             )
@@ -476,6 +492,10 @@ class Deduplicated:
             status_mismatches=self.status_mismatches,
             scratch_bytes=self.scratch_bytes,
         )
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The winning rows as record batches, streamed from the scratch file (for Delta)."""
+        return self._winning_batches()
 
     def _winning_batches(self) -> Iterator[pa.RecordBatch]:
         """The scratch file's batches, read one at a time (no memory map), winners only."""

@@ -14,13 +14,18 @@ from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.core.errors import ConfigError
 from petsync.core.interface import LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import PetStatus
+from petsync.export.location import Location, parse_location
 
 ExportFormat = Literal["parquet", "both"]
 EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
+# hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table.
+TableFormat = Literal["hive", "delta"]
+TABLE_FORMATS: tuple[str, ...] = ("hive", "delta")
 
 DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
 DEFAULT_SWEEP = True
 DEFAULT_FORMAT: ExportFormat = "both"
+DEFAULT_TABLE_FORMAT: TableFormat = "hive"
 DEFAULT_MAX_DROP = 0.20  # a fifth of the catalogue gone overnight is an outage, not a trend
 DEFAULT_CONCURRENCY = 4  # the three statuses and the sweep side by side
 SWEEP_LABEL = "all"  # how reports and the manifest name the unfiltered sweep
@@ -42,7 +47,7 @@ class ExportConfig:
     """
 
     client: ClientConfig
-    out_dir: Path
+    out_dir: Path | str  # a local directory, or an object-store URI (see export.location)
     statuses: tuple[PetStatus, ...] = DEFAULT_STATUSES
     sweep: bool = DEFAULT_SWEEP
     format: ExportFormat = DEFAULT_FORMAT
@@ -53,9 +58,16 @@ class ExportConfig:
     page_limit: int = DEFAULT_PAGE_LIMIT
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     scratch_dir: Path | None = None
+    table_format: TableFormat = DEFAULT_TABLE_FORMAT
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "out_dir", Path(self.out_dir))
+        location = parse_location(self.out_dir)
+        object.__setattr__(self, "out_dir", location.local or location.uri)
+        if self.table_format not in TABLE_FORMATS:
+            raise ConfigError(
+                f"unknown table format {self.table_format!r}; use one of: "
+                f"{', '.join(TABLE_FORMATS)}"
+            )
         object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
         if not self.statuses and not self.sweep:
             raise ConfigError("nothing to export: no status given and the sweep is off")
@@ -92,9 +104,17 @@ class ExportConfig:
         return max(self.memory_budget - FIXED_MEMORY, self.memory_budget // 4)
 
     @property
+    def location(self) -> Location:
+        """Where the snapshots go: a local directory or an object-store prefix."""
+        return parse_location(self.out_dir)
+
+    @property
     def writes_csv(self) -> bool:
-        """True when the snapshot holds the CSV copy beside the Parquet file."""
-        return self.format == "both"
+        """True when the snapshot holds the CSV copy beside the Parquet file.
+
+        A Delta table holds the Parquet data only: its readers go through the table.
+        """
+        return self.format == "both" and self.table_format == "hive"
 
 
 def _statuses(values: tuple[PetStatus | str, ...]) -> list[PetStatus]:

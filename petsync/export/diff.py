@@ -91,9 +91,15 @@ class SnapshotDiff:
 
 
 def diff_snapshots(
-    old: str | Path | dt.date, new: str | Path | dt.date, *, directory: Path | None = None
+    old: str | Path | dt.date,
+    new: str | Path | dt.date,
+    *,
+    directory: Path | str | None = None,
 ) -> SnapshotDiff:
-    """Diff two snapshots given as dates (under ``directory``) or partition paths."""
+    """Diff two snapshots given as dates (under ``directory``, a path or a URI) or partitions.
+
+    >>> diff_snapshots("2026-11-21", "2026-11-22", directory="s3://bkt/p")  # doctest: +SKIP
+    """
 
     from petsync.export.schema import to_dataframe
 

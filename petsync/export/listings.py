@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from petsync.client.api import PetLister
 from petsync.client.seen_ids import SeenBudget
 from petsync.core.models import PetStatus
+from petsync.core.stop import StopRequest
 from petsync.export.collector import PetCollector, source_of
 from petsync.export.config import SWEEP_LABEL, ExportConfig
 from petsync.export.quarantine import Quarantine
@@ -128,8 +129,11 @@ def fetch_listings(
     monotonic: Callable[[], float],
     progress: ExportProgress | None = None,
     scratch: Path | None = None,
+    stop: StopRequest | None = None,
 ) -> FetchResult:
     """Run every listing of ``config`` (up to ``config.concurrency`` at once); fail fast.
+
+    A ``stop`` request (a signal) ends every listing after its current page, incomplete.
 
     The request and retry counts are the client's own, taken before and after, so they
     include whatever the client did for these listings and nothing from earlier use. With
@@ -152,6 +156,7 @@ def fetch_listings(
         progress or _NoProgress(),
         seen_budget,
     )
+    paging.stop_request = stop
     with ThreadPoolExecutor(
         max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
     ) as pool:
@@ -188,6 +193,7 @@ class _Paging:
     progress: ExportProgress
     seen_budget: SeenBudget | None = None
     stop: threading.Event = field(default_factory=threading.Event)  # another listing failed
+    stop_request: StopRequest | None = None  # a signal: stop after the current page
 
     def run(self, status: PetStatus | None) -> ListingResult:
         label = SWEEP_LABEL if status is None else status.value
@@ -199,6 +205,7 @@ class _Paging:
         else:
             listing = self.client.list_pets(status, limit=self.limit, seen_budget=self.seen_budget)
         pets = invalid = 0
+        stopped_by: str | None = None
         for pages, page in enumerate(listing, start=1):
             self.collector.add(source, page.columns, page.body)
             self.quarantine.add(label, page.invalid)
@@ -206,6 +213,9 @@ class _Paging:
             invalid += len(page.invalid)
             self.progress.page_done(label, pages, pets)
             if self.stop.is_set():  # the run is lost: stop paging
+                break
+            if self.stop_request is not None and self.stop_request.requested:
+                stopped_by = f"stopped by {self.stop_request.description}"
                 break
         result = ListingResult(
             label=label,
@@ -216,7 +226,7 @@ class _Paging:
             pets=pets,
             invalid=invalid,
             complete=listing.complete is True,
-            incomplete_reason=listing.incomplete_reason,
+            incomplete_reason=listing.incomplete_reason or stopped_by,
             seconds=self.monotonic() - began,
             # Records the client dropped because this same listing had already sent them.
             duplicates_dropped=listing.duplicates,

@@ -10,11 +10,13 @@ file and one that created a new one could then both think they hold it.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 from types import TracebackType
 
-from petsync.core.errors import LockedError
+from petsync.core.errors import ConfigError, LockedError
 from petsync.core.files import try_lock, unlock
 
 LOCK_NAME = ".petsync.lock"
@@ -37,7 +39,21 @@ class DirectoryLock:
 
     def acquire(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            # Never through a link: it would truncate and overwrite whatever it points to.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(
+                    f"the lock file {self.path} is a symbolic link; petsync writes its pid "
+                    "there and never follows a link. Remove the link and run again."
+                ) from exc
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ConfigError(
+                f"the lock file {self.path} is not a regular file; remove it and run again."
+            )
         try:
             locked = try_lock(fd)
         except BaseException:
@@ -54,6 +70,9 @@ class DirectoryLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+
+    def confirm(self) -> None:
+        """Nothing to prove: a flock cannot be lost while the process lives."""
 
     def release(self) -> None:
         if self._fd is not None:

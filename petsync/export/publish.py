@@ -14,14 +14,18 @@ lock (see :mod:`petsync.export.lock`). The layout itself is :mod:`petsync.export
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import datetime as dt
 import os
 import shutil
+import stat
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+from petsync.core.errors import ConfigError
 from petsync.core.files import fsync_dir, fsync_file
 from petsync.export.snapshot import STAGING_DIR, list_snapshots, partition_path, pets_root
 
@@ -41,8 +45,7 @@ class StagedSnapshot:
     @classmethod
     def create(cls, directory: Path) -> StagedSnapshot:
         """A new, empty staged snapshot under ``directory``'s staging area."""
-        staging = Path(directory) / STAGING_DIR
-        staging.mkdir(parents=True, exist_ok=True)
+        staging = staging_dir(directory, create=True)
         path = staging / uuid.uuid4().hex
         path.mkdir()
         return cls(Path(directory), path)
@@ -57,6 +60,11 @@ class StagedSnapshot:
         It lies in the staging area, so :func:`clean_staging` removes it if the run dies.
         """
         return self.path.with_name(self.path.name + suffix)
+
+    @contextlib.contextmanager
+    def output(self, name: str) -> Iterator[str]:
+        """Where a writer streams the snapshot file ``name`` (here: its staged path)."""
+        yield str(self.file(name))
 
     def write_text(self, name: str, text: str) -> Path:
         """Write a small text file into the snapshot (made durable by :meth:`publish`)."""
@@ -91,9 +99,35 @@ class StagedSnapshot:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def staging_dir(directory: Path, *, create: bool = False) -> Path:
+    """The staging area ``DIR/.petsync-tmp``, refused if it is a symbolic link or no folder.
+
+    Checked with ``lstat``, never followed: a link there would make the clean-up delete
+    the files of whatever folder it points to.
+    """
+    staging = Path(directory) / STAGING_DIR
+    try:
+        mode = os.lstat(staging).st_mode
+    except FileNotFoundError:
+        if create:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            staging.mkdir(exist_ok=True)
+            mode = os.lstat(staging).st_mode
+        else:
+            return staging
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        raise ConfigError(
+            f"{staging} is {what}; petsync stages snapshots there and deletes what it finds, "
+            "so it never follows a link there. Remove it (a run re-creates the folder) and "
+            "run again."
+        )
+    return staging
+
+
 def clean_staging(directory: Path) -> list[Path]:
     """Remove what killed runs left in the staging area; call only while holding the lock."""
-    staging = Path(directory) / STAGING_DIR
+    staging = staging_dir(directory)
     removed: list[Path] = []
     if staging.is_dir():
         for entry in staging.iterdir():
@@ -116,10 +150,11 @@ def prune_snapshots(directory: Path, keep: int) -> list[Path]:
     snapshots = list_snapshots(directory)
     removed: list[Path] = []
     for info in snapshots[: max(0, len(snapshots) - keep)]:
+        path = Path(info.path)
         aside = StagedSnapshot.create(directory).path
-        os.rename(info.path, aside / info.path.name)
+        os.rename(path, aside / path.name)
         shutil.rmtree(aside, ignore_errors=True)
-        removed.append(info.path)
+        removed.append(path)
     if removed:
         fsync_dir(pets_root(directory))
     return removed

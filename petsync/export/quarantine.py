@@ -4,6 +4,11 @@ A record without an id, with a float id, without a name and so on cannot go into
 snapshot table, and dropping it silently would hide a server problem. Each one is written to
 the snapshot's ``_quarantine.jsonl`` as one JSON line naming the listing, the reason and the
 page's URL (redacted), and counted in the manifest.
+
+Every line is strict JSON, which has no ``NaN`` or ``Infinity``. A record holding such a
+number (Python's JSON reader accepts them from a server) is kept as its JSON text instead:
+``"record": null, "record_text": "{\"id\": NaN, ...}"``, so strict parsers read every line
+and nothing the server sent is lost.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from types import TracebackType
 
 from petsync.client.listing import InvalidRecord
 from petsync.core.apikey import ApiKey, redact
+
+
+def _strict_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, default=repr)
 
 
 class Quarantine:
@@ -36,23 +45,23 @@ class Quarantine:
         """Write ``records`` of the listing ``label``; their URLs pass through redaction."""
         if not records:
             return
-        lines = [
-            json.dumps(
-                {
-                    "listing": label,
-                    "reason": r.reason,
-                    "url": redact(r.url, self._keys),
-                    "record": r.record,
-                },
-                ensure_ascii=False,
-                default=repr,
-            )
-            + "\n"
-            for r in records
-        ]
+        lines = [self._line(label, r) + "\n" for r in records]
         with self._lock:
             self._handle.writelines(lines)
             self.count += len(records)
+
+    def _line(self, label: str, invalid: InvalidRecord) -> str:
+        entry: dict[str, object] = {
+            "listing": label,
+            "reason": invalid.reason,
+            "url": redact(invalid.url, self._keys),
+            "record": invalid.record,
+        }
+        try:
+            return _strict_json(entry)
+        except ValueError:  # NaN or Infinity somewhere in the record
+            text = json.dumps(invalid.record, ensure_ascii=False, default=repr)
+            return _strict_json({**entry, "record": None, "record_text": text})
 
     def close(self) -> None:
         self._handle.close()

@@ -128,12 +128,14 @@ class ExportReport:
 
     config: ExportConfig
     snapshot_date: dt.date
-    snapshot_path: Path | None
+    snapshot_path: Path | str | None  # a local path, or a URI on an object store
     fetched: FetchResult
     collected: CollectedPets
     drop: DropCheck
     timing: RunTiming
-    pruned: list[Path] = field(default_factory=list)
+    pruned: list[Path | str] = field(default_factory=list)
+    run_id: str = ""  # also in the Parquet footer (or the Delta commit): readers match them
+    table_version: int | None = None  # the Delta table version committed (--table-format delta)
 
     @property
     def complete(self) -> bool:
@@ -251,6 +253,7 @@ class ExportReport:
             "base_url": redact(self.config.client.base_url, [self.config.client.api_key]),
             "petsync_version": __version__,
             "api_version": API_VERSION,
+            "run_id": self.run_id,
             "files": files,
             "csv_null": CSV_NULL,
         }

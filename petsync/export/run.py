@@ -1,12 +1,16 @@
 """The export job: page every listing of the catalogue into one dated snapshot.
 
-:func:`run_export` is the orchestration only. Under the output directory's lock
-(:mod:`petsync.export.lock`) it runs the listings (:mod:`petsync.export.listings`) into the
-collector (:mod:`petsync.export.collector`) and the quarantine
-(:mod:`petsync.export.quarantine`), judges the result (:mod:`petsync.export.report`), writes
-the snapshot files into a staged directory and publishes it in one rename
-(:mod:`petsync.export.publish`). A run that fails anywhere before that rename publishes
-nothing; with ``strict`` a result that is not to be trusted is not published either.
+:func:`run_export` is the orchestration only. It opens the store of ``--out``
+(:mod:`petsync.export.store`: a local directory or an object-store prefix), checks it and
+takes its lock before the first API request, then runs the listings
+(:mod:`petsync.export.listings`) into the collector (:mod:`petsync.export.collector`) and
+the quarantine (:mod:`petsync.export.quarantine`), judges the result
+(:mod:`petsync.export.report`), writes the snapshot files into a staged snapshot and
+publishes it (:mod:`petsync.export.publish`: one rename; on object stores
+:mod:`petsync.export.objectstore.publish`: copies, the data before the manifest), or commits
+it to a Delta table (:mod:`petsync.export.delta`). A run that fails anywhere before
+publication publishes nothing; with ``strict`` a result that is not to be trusted is not
+published either.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +30,10 @@ from pathlib import Path
 from petsync.client.api import PetLister
 from petsync.client.client import PetstoreClient
 from petsync.core.errors import ExitCode, PetsyncError
-from petsync.export.collector import Deduplicated, PetCollector
+from petsync.core.stop import StopRequest
+from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
 from petsync.export.config import ExportConfig
 from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
-from petsync.export.lock import DirectoryLock
-from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
 from petsync.export.quarantine import Quarantine
 from petsync.export.report import ExportReport, RunTiming, check_drop, outcome_warnings
 from petsync.export.snapshot import (
@@ -37,9 +41,10 @@ from petsync.export.snapshot import (
     MANIFEST_NAME,
     PARQUET_NAME,
     QUARANTINE_NAME,
+    RUN_ID_KEY,
     SnapshotInfo,
-    latest_snapshot,
 )
+from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +57,7 @@ def run_export(
     now: Callable[[], dt.datetime] | None = None,
     monotonic: Callable[[], float] = time.monotonic,
     progress: ExportProgress | None = None,
+    stop: StopRequest | None = None,
 ) -> ExportReport:
     """Export the catalogue into a new snapshot under ``config.out_dir``; return the report.
 
@@ -61,6 +67,8 @@ def run_export(
     :class:`~petsync.core.errors.LockedError` when another run holds the directory, any client
     error when a listing fails outright (nothing is published then), and
     :class:`~petsync.core.errors.PetsyncError` (exit 1) when ``strict`` refuses to publish.
+    ``stop`` (a signal) is polled between pages: a stopped run publishes nothing and raises
+    :class:`~petsync.core.errors.StoppedError` once its staging is cleaned.
 
     >>> report = run_export(ExportConfig(client=cfg, out_dir=Path("out")))  # doctest: +SKIP
     >>> report.complete, report.pets, report.snapshot_path                  # doctest: +SKIP
@@ -69,34 +77,55 @@ def run_export(
     clock = _RunClock(now or (lambda: dt.datetime.now(dt.UTC)), monotonic)
     started_at = clock.now()
     date = today or started_at.astimezone(dt.UTC).date()
+    location = config.location
+    # Before the first API request: the store is reachable, writable, and ours.
+    store = open_store(location, now=clock.now)
+    lock = store.prepare()
     try:
-        with DirectoryLock(config.out_dir):
-            stale = clean_staging(config.out_dir)
+        with before_fetch(location):
+            if config.table_format == "delta":
+                from petsync.export.delta import check_table
+
+                check_table(location)  # an existing table of another schema: exit 2 now
+            stale = store.clean_staging()
             if stale:
                 logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
+            run_id = uuid.uuid4().hex
             run = _Run(
                 config=config,
                 date=date,
-                previous=latest_snapshot(config.out_dir),
-                staged=StagedSnapshot.create(config.out_dir),
+                previous=store.latest(),
+                store=store,
+                lock=lock,
+                staged=store.stage(run_id),
+                run_id=run_id,
                 clock=clock,
                 started_at=started_at,
                 start=clock.monotonic(),  # the duration counts from here, the lock taken
             )
-            try:
-                return _export_into(run, client, progress)
-            except BaseException:
-                run.staged.discard()
-                raise
+        try:
+            return _export_into(run, client, progress, stop)
+        except BaseException:
+            run.staged.discard()
+            raise
     except OSError as exc:
         # The one boundary for file-system failures: disk full, permissions, a read-only
-        # mount. Nothing was published, so earlier snapshots are as they were.
+        # mount, a store that failed mid-upload. Nothing was published, so earlier
+        # snapshots are as they were.
+        if not location.is_local:
+            from petsync.export.objectstore.filesystem import store_error
+
+            raise store_error(
+                location, exc, doing="writing the snapshot", before_fetch=False
+            ) from exc
         where = exc.filename or config.out_dir
         raise PetsyncError(
             f"cannot write the snapshot under {config.out_dir}: {exc.strerror or exc} "
             f"({where}). Nothing was published; earlier snapshots are untouched. Free space "
             "or fix permissions, or choose another --out."
         ) from exc
+    finally:
+        lock.release()
 
 
 @dataclass(frozen=True)
@@ -114,7 +143,10 @@ class _Run:
     config: ExportConfig
     date: dt.date
     previous: SnapshotInfo | None  # the latest complete snapshot, for the drop check
-    staged: StagedSnapshot
+    store: SnapshotStore
+    lock: Lock
+    staged: Staged
+    run_id: str  # in the manifest and the Parquet footer: readers match the two
     clock: _RunClock
     started_at: dt.datetime
     start: float  # monotonic
@@ -126,7 +158,10 @@ class _Run:
 
 
 def _export_into(
-    run: _Run, client: PetLister | None, progress: ExportProgress | None
+    run: _Run,
+    client: PetLister | None,
+    progress: ExportProgress | None,
+    stop: StopRequest | None = None,
 ) -> ExportReport:
     # Fetched rows and what does not fit the memory budget wait in a scratch directory,
     # beside the staged snapshot (never published) or under --scratch-dir; removed at the
@@ -144,7 +179,12 @@ def _export_into(
             listed_statuses=[s.value for s in config.statuses] if config.sweep else (),
         )
         try:
-            fetched = _fetch(run, client, collector, progress, scratch / "seen")
+            fetched = _fetch(run, client, collector, progress, scratch / "seen", stop)
+            if stop is not None and stop.requested:
+                raise stop.error(
+                    f"the export was stopped by {stop.description} before publishing; nothing "
+                    "was published, the previous snapshot stays the latest"
+                )
         except BaseException:
             collector.close()
             raise
@@ -159,6 +199,7 @@ def _fetch(
     collector: PetCollector,
     progress: ExportProgress | None,
     scratch: Path,
+    stop: StopRequest | None = None,
 ) -> FetchResult:
     quarantine_path = run.staged.file(QUARANTINE_NAME)
     with (
@@ -173,6 +214,7 @@ def _fetch(
             monotonic=run.clock.monotonic,
             progress=progress,
             scratch=scratch,
+            stop=stop,
         )
 
 
@@ -187,7 +229,7 @@ def _lister(config: ExportConfig, client: PetLister | None) -> Iterator[PetListe
 
 
 def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> ExportReport:
-    """Judge the collected pets, write the snapshot files and publish them."""
+    """Judge the collected pets, write the snapshot files and publish them (or commit)."""
     config = run.config
     drop = check_drop(collected.pets, run.previous, config.max_drop)
     if config.strict:
@@ -199,9 +241,11 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
                 + " The previous snapshot stays the latest."
             )
 
-    written = collected.write(
-        run.staged.file(PARQUET_NAME), run.staged.file(CSV_NAME) if config.writes_csv else None
-    )
+    if config.table_format == "delta":
+        from petsync.export.delta import commit_snapshot
+
+        return commit_snapshot(run, collected, fetched, drop)
+    written = _write_files(run, collected)
     report = ExportReport(
         config=config,
         snapshot_date=run.date,
@@ -210,12 +254,29 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         collected=written,
         drop=drop,
         timing=run.timing(),
+        run_id=run.run_id,
     )
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())
+    run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)
     path = run.staged.publish(run.date)
-    pruned: list[Path] = []
+    return _published(run, report, path)
+
+
+def _write_files(run: _Run, collected: Deduplicated) -> CollectedPets:
+    """Stream the winning rows into the staged Parquet file (and CSV)."""
+    staged = run.staged
+    with contextlib.ExitStack() as streams:
+        parquet = streams.enter_context(staged.output(PARQUET_NAME))
+        csv = streams.enter_context(staged.output(CSV_NAME)) if run.config.writes_csv else None
+        return collected.write(parquet, csv, metadata={RUN_ID_KEY: run.run_id.encode()})
+
+
+def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportReport:
+    """Prune after a trusted run, log what was published, return the final report."""
+    config, drop = run.config, report.drop
+    pruned: list[Path | str] = []
     if config.keep is not None and report.exit_code is ExitCode.OK:  # only after a trusted run
-        pruned = prune_snapshots(config.out_dir, config.keep)
+        pruned = run.store.prune(config.keep)
     report = dataclasses.replace(report, snapshot_path=path, pruned=pruned)
     logger.info(
         "export.published",

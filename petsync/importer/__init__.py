@@ -1,10 +1,12 @@
 """The import job: spreadsheet rows to POST /pets, each row created at most once.
 
 ``run`` (run_import: the three passes in order), ``config`` (ImportConfig), ``check`` (the
-first pass: every row read before anything is sent), ``sender`` (the worker threads and the
-adaptive ``concurrency_limit``), ``outputs`` (the write pass and its reject, accepted and
-uncertain files), ``report`` (ImportReport), ``journal`` (each row's state, durable before
-its POST), ``spreadsheet`` (CSV and Excel reading), ``columns`` (header matching),
-``validation`` (a row to a NewPet or its errors) and ``excel_safe`` (the reversible
-formula-injection rule).
+first pass: every row read before anything is sent), ``baseline`` (the matching pets that
+existed before the first POST) and ``settle`` (uncertain rows decided from the API),
+``sender`` (the worker threads and the adaptive ``concurrency_limit``), ``outputs`` (the
+write pass and its reject, accepted and uncertain files), ``report`` (ImportReport),
+``journal`` (each row's state, durable before its POST, one per file content), ``inbox``
+(globs, several files, the archive), ``spreadsheet`` (rows of text; ``csv_sheet`` and
+``workbook`` read CSV and workbooks), ``columns`` (header matching), ``validation`` (a row
+to a NewPet or its errors) and ``excel_safe`` (the reversible formula-injection rule).
 """

@@ -15,9 +15,31 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError
+from petsync.core.models import NewPet
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
-from petsync.importer.spreadsheet import ReadOptions, SheetRow, Spreadsheet, open_spreadsheet
+from petsync.importer.spreadsheet import (
+    PETSYNC_MARKER_COLUMN,
+    ReadOptions,
+    Record,
+    SheetRow,
+    Spreadsheet,
+    open_spreadsheet,
+)
+from petsync.importer.validation import validate_row
+
+# What a row asks the API to create: (name, categoryId, status or None). Rows with equal
+# content ask for the same pet; the settle step compares pets by it.
+PetContent = tuple[str, int, str | None]
+
+
+def content_of(pet: NewPet) -> PetContent:
+    """The content key of a pet to create.
+
+    >>> content_of(NewPet(name="Rex", categoryId=1))
+    ('Rex', 1, None)
+    """
+    return (pet.name, pet.categoryId, None if pet.status is None else pet.status.value)
 
 
 @dataclass(frozen=True)
@@ -40,6 +62,12 @@ class CheckedInput:
     encoding_notice: str | None
     delimiter: str | None
     sheet: str | None
+    delimiter_char: str = ","
+    row_column: int | None = None
+    original_rows: frozenset[int] = frozenset()
+    contents: frozenset[PetContent] = frozenset()
+    valid_rows: int = 0
+    workbook_records: list[Record] | None = None  # a workbook's rows, read once
 
     @property
     def width(self) -> int:
@@ -67,8 +95,27 @@ class CheckedInput:
 
     @property
     def carried_header(self) -> list[str]:
-        """The input's own columns that the output files repeat (``petsync_*`` ones dropped)."""
-        return [self.header[i] for i in self.columns.carried]
+        """The input's own columns that the output files repeat (``petsync_*`` ones dropped).
+
+        Columns read through ``--map`` are written under their field's name.
+        """
+        return self.columns.output_header(self.header)
+
+    @property
+    def petsync_written(self) -> bool:
+        """True for a file petsync wrote (a reject or uncertain file fed back)."""
+        return self.row_column is not None
+
+    def original_number(self, row: SheetRow) -> int:
+        """The row's number in the first sheet it came from: its ``petsync_row``, else its own.
+
+        So a rejected row keeps its number through any number of rounds of fixing.
+        """
+        if self.row_column is not None and self.row_column < len(row.cells):
+            text = row.cells[self.row_column].strip()
+            if text.isdigit():
+                return int(text)
+        return row.number
 
     def carried(self, row: SheetRow) -> list[str]:
         """The cells of ``row`` under :attr:`carried_header`, blank where the row is short."""
@@ -77,7 +124,15 @@ class CheckedInput:
 
     @contextmanager
     def reopen(self) -> Iterator[Spreadsheet]:
-        """Open the file again for a later pass; stop if its bytes changed since the check."""
+        """Open the file again for a later pass; stop if its bytes changed since the check.
+
+        A workbook is not read again: its rows, read once by the check, are served again.
+        """
+        if self.workbook_records is not None:
+            from petsync.importer.workbook import reopen_workbook
+
+            yield reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
+            return
         with open_spreadsheet(self.path, self.options) as sheet:
             if sheet.sha256 != self.sha256:
                 raise InputError(
@@ -91,7 +146,22 @@ def check_input(config: ImportConfig) -> CheckedInput:
     """Read and match the header, then read every row once (a malformed file raises here)."""
     with open_spreadsheet(config.path, config.read_options) as sheet:
         columns = resolve_columns(sheet.header, config.mappings, config.path)
-        rows = sum(1 for _ in sheet.rows())
+        row_column = _row_column(sheet)
+        rows = valid = 0
+        originals: set[int] = set()
+        contents: set[PetContent] = set()
+        for row in sheet.rows():
+            rows += 1
+            if row_column is not None and row_column < len(row.cells):
+                text = row.cells[row_column].strip()
+                if text.isdigit():
+                    originals.add(int(text))
+            if config.dry_run:  # the write pass validates; only a real run needs contents
+                continue
+            result = validate_row(row.cells, columns, len(sheet.header), row.cut)
+            if result.pet is not None:
+                valid += 1
+                contents.add(content_of(result.pet))
         return CheckedInput(
             path=config.path,
             options=config.read_options,
@@ -104,4 +174,19 @@ def check_input(config: ImportConfig) -> CheckedInput:
             encoding_notice=sheet.encoding_notice,
             delimiter=sheet.delimiter_name,
             sheet=sheet.sheet,
+            delimiter_char=sheet.delimiter or ",",
+            row_column=row_column,
+            original_rows=frozenset(originals),
+            contents=frozenset(contents),
+            valid_rows=valid,
+            workbook_records=sheet.cached_records,
         )
+
+
+def _row_column(sheet: Spreadsheet) -> int | None:
+    if not sheet.petsync_written:
+        return None
+    for index, title in enumerate(sheet.header):
+        if title.strip() == PETSYNC_MARKER_COLUMN:
+            return index
+    return None

@@ -53,6 +53,37 @@ class ColumnMap:
     categoryId: int  # noqa: N815 - the API's spelling
     status: int | None
     carried: tuple[int, ...]
+    mapped: tuple[str, ...] = ()  # fields named by --map, not by their header
+
+    def field_at(self, index: int) -> str | None:
+        """The field column ``index`` holds, if any."""
+        for field in FIELDS:
+            if getattr(self, field) == index:
+                return field
+        return None
+
+    def output_header(self, header: Sequence[str]) -> list[str]:
+        """The carried columns' headers as output files write them.
+
+        A column read through ``--map`` is written under its field's name, so the reject
+        file reads again with no ``--map``; another column whose header would then match
+        that field too gets `` (unused)`` after its header.
+
+        >>> cols = resolve_columns(["Pet", "Name", "cat"], ["Pet=name", "cat=categoryId"], Path())
+        >>> cols.output_header(["Pet", "Name", "cat"])
+        ['name', 'Name (unused)', 'categoryId']
+        """
+        out: list[str] = []
+        for index in self.carried:
+            field = self.field_at(index)
+            title = header[index] if index < len(header) else ""
+            if field is not None and field in self.mapped:
+                out.append(field)
+            elif field is None and _FIELD_BY_KEY.get(match_key(title)) in self.mapped:
+                out.append(f"{title} (unused)")
+            else:
+                out.append(title)
+        return out
 
     def describe(self, header: Sequence[str]) -> dict[str, str]:
         """``{field: header}`` for the journal and the summary."""
@@ -88,6 +119,7 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
             "file, its reject file or its uncertain file instead"
         )
     chosen: dict[str, int] = {}
+    mapped: set[str] = set()
     for text in mappings:
         column, field = parse_mapping(text)
         if field in chosen:
@@ -96,6 +128,7 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
                 f"Columns found: {found}"
             )
         chosen[field] = _find_mapped_column(header, column, path, found)
+        mapped.add(field)
     by_header: dict[str, list[int]] = {}
     for index, title in enumerate(header):
         if is_petsync_column(title) or index in chosen.values():
@@ -124,6 +157,7 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
         categoryId=chosen["categoryId"],
         status=chosen.get("status"),
         carried=carried,
+        mapped=tuple(field for field in FIELDS if field in mapped),
     )
 
 

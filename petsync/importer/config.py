@@ -35,6 +35,11 @@ class ImportConfig:
     out_dir: Path | None = None
     journal_path: Path | None = None
     resend_uncertain: bool = False
+    settle: bool = False
+    # List the pets that exist already before the first POST, so --settle can decide later.
+    # It costs one listing of the statuses the rows use: against a catalogue of millions,
+    # a user may rather give that up (uncertain rows then stay for a person to check).
+    baseline: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

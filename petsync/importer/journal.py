@@ -10,6 +10,11 @@ change of one row, keyed by its row number::
     {"row": 3, "state": "sending"}
     {"row": 3, "state": "rejected", "code": "invalid_category", ...}
 
+Before the first POST, one ``{"baseline": {...}}`` line records the pets that already had
+the file's contents (see :mod:`petsync.importer.baseline`); settling compares against it.
+The journal of an input lives at ``OUT/.petsync/journals/<sha256>.jsonl``: it belongs to the
+file's content, not its name (:func:`petsync.importer.outputs.journal_path`).
+
 The last line for a row wins. ``sending`` is written and synced to disk *before* the POST
 leaves: a row whose last state is ``sending`` may or may not have been created (the
 process died mid-request) and counts as uncertain, so it is never re-sent on its own.
@@ -25,6 +30,7 @@ off one journal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -38,6 +44,7 @@ from typing import Any
 
 from petsync.core.errors import InputError, LockedError, PetsyncError
 from petsync.core.files import fsync_dir, try_lock
+from petsync.importer.baseline import Baseline
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +72,7 @@ class RowRecord:
     field: str | None = None
     message: str | None = None
     http_status: int | None = None
+    candidates: tuple[int, ...] | None = None  # settle could not tell: pets that may be it
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"row": self.row, "state": self.state.value}
@@ -72,6 +80,8 @@ class RowRecord:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.candidates is not None:
+            out["candidates"] = list(self.candidates)
         return out
 
     @classmethod
@@ -84,6 +94,7 @@ class RowRecord:
             field=obj.get("field"),
             message=obj.get("message"),
             http_status=obj.get("http_status"),
+            candidates=tuple(obj["candidates"]) if obj.get("candidates") is not None else None,
         )
 
 
@@ -94,10 +105,18 @@ class Journal:
     ``fsyncs`` and ``fsync_seconds`` measure what durability costs.
     """
 
-    def __init__(self, path: Path, fd: int, states: dict[int, RowRecord], resumed: bool):
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        states: dict[int, RowRecord],
+        resumed: bool,
+        baseline: Baseline | None = None,
+    ):
         self.path = path
         self.states = states
         self.resumed = resumed
+        self.baseline = baseline
         self.fsyncs = 0
         self.fsync_seconds = 0.0
         self._fd = fd
@@ -132,7 +151,7 @@ class Journal:
                 os.fsync(fd)
                 fsync_dir(path.parent)  # the new file's name survives a power cut
                 return cls(path, fd, {}, resumed=False)
-            states, good_length = _parse(data, path, source, sha256, settings)
+            states, baseline, good_length = _parse(data, path, source, sha256, settings)
             if good_length < len(data):
                 # A crash tore the last line; cut it so the next line starts clean.
                 logger.warning("journal_torn_line_dropped", extra={"fields": {"path": str(path)}})
@@ -142,7 +161,7 @@ class Journal:
                 # The last line is whole but lost its newline: end it before appending.
                 os.write(fd, b"\n")
                 os.fsync(fd)
-            return cls(path, fd, states, resumed=True)
+            return cls(path, fd, states, resumed=True, baseline=baseline)
         except BaseException:
             os.close(fd)
             raise
@@ -160,6 +179,27 @@ class Journal:
                     continue
                 self._sync_locked()
 
+    def record_baseline(self, baseline: Baseline) -> None:
+        """Record the catalogue before the first POST (one line), synced before returning."""
+        self._record_line({"baseline": baseline.to_json()})
+        self.baseline = baseline
+
+    def record_summary(self, *, pending: int, uncertain: int) -> None:
+        """Record how a run left the file (one line): what a later file of its name checks."""
+        self._record_line({"summary": {"pending": pending, "uncertain": uncertain}})
+
+    def _record_line(self, obj: Mapping[str, Any]) -> None:
+        line = json.dumps(obj, ensure_ascii=False) + "\n"
+        with self._cond:
+            if self._fd < 0:
+                raise PetsyncError(f"journal {self.path} is closed; nothing more is recorded")
+            try:
+                os.write(self._fd, line.encode())
+            except OSError as exc:
+                raise PetsyncError(f"cannot write journal {self.path}: {exc.strerror}") from exc
+            self._written += 1
+        self.sync()
+
     def record(self, record: RowRecord) -> None:
         """Record an outcome; on disk at the next :meth:`mark_sending`, :meth:`sync` or close."""
         with self._cond:
@@ -175,13 +215,17 @@ class Journal:
                 self._sync_locked()
 
     def close(self) -> None:
+        """Sync and close. Later writes (a sender left behind after a stop) raise."""
         if self._fd < 0:
             return
         try:
             self.sync()
         finally:
-            os.close(self._fd)
-            self._fd = -1
+            with self._cond:
+                while self._syncing:  # never close the descriptor under a running sync
+                    self._cond.wait()
+                fd, self._fd = self._fd, -1
+            os.close(fd)
 
     def __enter__(self) -> Journal:
         return self
@@ -190,6 +234,8 @@ class Journal:
         self.close()
 
     def _write(self, records: Sequence[RowRecord]) -> int:
+        if self._fd < 0:  # closed: a descriptor number may since name another file
+            raise PetsyncError(f"journal {self.path} is closed; nothing more is recorded")
         data = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
         try:
             os.write(self._fd, data.encode())  # one write: O_APPEND keeps lines whole
@@ -207,10 +253,11 @@ class Journal:
         # Called with the condition held; releases it during fsync so others can append.
         self._syncing = True
         target = self._written
+        fd = self._fd
         self._cond.release()
         started = time.perf_counter()
         try:
-            _datasync(self._fd)
+            _datasync(fd)
         except OSError as exc:
             raise PetsyncError(f"cannot write journal {self.path}: {exc.strerror or exc}") from exc
         finally:
@@ -242,7 +289,7 @@ def _read_all(fd: int) -> bytes:
 
 def _parse(
     data: bytes, path: Path, source: Path, sha256: str, settings: Mapping[str, Any]
-) -> tuple[dict[int, RowRecord], int]:
+) -> tuple[dict[int, RowRecord], Baseline | None, int]:
     lines = data.split(b"\n")
     try:
         header = json.loads(lines[0])
@@ -271,6 +318,7 @@ def _parse(
             "to start over (rows already created would be created again)"
         )
     states: dict[int, RowRecord] = {}
+    baseline: Baseline | None = None
     good_length = len(lines[0]) + 1
     body = lines[1:]
     for index, raw in enumerate(body):
@@ -278,7 +326,15 @@ def _parse(
         if is_last and not raw:
             break  # the file ends with a newline, as it should
         try:
-            record = RowRecord.from_json(json.loads(raw))
+            obj = json.loads(raw)
+            if isinstance(obj, dict) and "baseline" in obj:
+                baseline = Baseline.from_json(obj["baseline"])
+                good_length += len(raw) + 1
+                continue
+            if isinstance(obj, dict) and "summary" in obj:
+                good_length += len(raw) + 1
+                continue
+            record = RowRecord.from_json(obj)
         except (ValueError, KeyError, TypeError) as exc:
             if is_last:
                 break  # a line torn by a crash mid-write
@@ -288,10 +344,62 @@ def _parse(
             ) from exc
         states[record.row] = record
         good_length += len(raw) + 1
-    return states, good_length
+    return states, baseline, good_length
 
 
 def _describe(settings: object) -> str:
     if not isinstance(settings, Mapping):
         return repr(settings)
     return ", ".join(f"{key}={value!r}" for key, value in settings.items())
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A journal of an earlier file of the same name that still has rows to do.
+
+    ``pending`` and ``uncertain`` are as its last run left them; None when that run was
+    killed before it could say (its rows in flight are uncertain).
+    """
+
+    path: Path
+    pending: int | None
+    uncertain: int | None
+
+
+TAIL_BYTES = 64 * 1024  # where a journal's last summary line is looked for
+
+
+def unfinished_journals(directory: Path, source_name: str, current: Path) -> list[Unfinished]:
+    """Other journals in ``directory`` of files named ``source_name`` not finished.
+
+    A new file under an old name is a new import; this finds what the old one left (rows
+    pending or uncertain), so the summary can say so rather than let it be forgotten. Reads
+    each journal's first line and its tail only.
+    """
+    found: list[Unfinished] = []
+    for path in sorted(directory.glob("*.jsonl")):
+        if path == current:
+            continue
+        try:
+            with path.open("rb") as handle:
+                header = json.loads(handle.readline())
+                if not isinstance(header, dict) or header.get("source") != source_name:
+                    continue
+                size = path.stat().st_size
+                handle.seek(max(0, size - TAIL_BYTES))
+                tail = handle.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            continue
+        summary = None
+        for line in reversed(tail.splitlines()):
+            if '"summary"' in line:
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    summary = json.loads(line)["summary"]
+                break
+            if '"state"' in line:  # rows changed after the last summary: a killed run
+                break
+        if summary is None:
+            found.append(Unfinished(path, None, None))
+        elif summary.get("pending") or summary.get("uncertain"):
+            found.append(Unfinished(path, summary.get("pending"), summary.get("uncertain")))
+    return found

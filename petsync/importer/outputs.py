@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 
-from petsync.core.errors import PetsyncError
+from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer
 from petsync.importer.check import CheckedInput
-from petsync.importer.excel_safe import escape_row
+from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.journal import Journal, RowRecord, RowState
 from petsync.importer.validation import FieldError, validate_row
 
@@ -44,6 +45,7 @@ UNCERTAIN_COLUMNS: tuple[str, ...] = (
     "petsync_row",
     "petsync_uncertain_reason",
     "petsync_http_status",
+    "petsync_candidate_ids",
 )
 
 # The reason of a row whose last journal line is `sending`: the run died mid-request.
@@ -52,11 +54,48 @@ SENDING_REASON = (
 )
 
 
+# Where journals live, under the output directory: one per input content, by its sha256.
+JOURNAL_DIR = Path(".petsync") / "journals"
+# Suffixes of the files an import writes, stripped from an input's stem so that a fed-back
+# reject or uncertain file writes under the first file's name (never pets.rejects.rejects).
+ROUND_SUFFIXES: tuple[str, ...] = (".rejects", ".uncertain", ".accepted")
+
+
+def output_stem(source: Path, *, fed_back: bool = True) -> str:
+    """The stem the outputs of ``source`` are named after: the first file's, in every round.
+
+    ``fed_back`` says the file is one petsync wrote (it has ``petsync_row``): only then is a
+    ``.rejects`` or ``.uncertain`` suffix taken off, since only then can the earlier rounds'
+    rows be kept in the outputs it shares with them.
+
+    >>> output_stem(Path("inbox/new-pets.rejects.csv")), output_stem(Path("pets.csv"))
+    ('new-pets', 'pets')
+    >>> output_stem(Path("new-pets.rejects.csv"), fed_back=False)
+    'new-pets.rejects'
+    """
+    stem = source.stem
+    if not fed_back:
+        return stem
+    for suffix in ROUND_SUFFIXES:
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            return stem[: -len(suffix)]
+    return stem
+
+
+def journal_path(directory: Path, sha256: str) -> Path:
+    """The journal of the input whose bytes have ``sha256``, under ``directory``.
+
+    >>> journal_path(Path("imports"), "9f" * 32).as_posix()[:38]
+    'imports/.petsync/journals/9f9f9f9f9f9f'
+    """
+    return directory / JOURNAL_DIR / f"{sha256}.jsonl"
+
+
 @dataclass(frozen=True)
 class OutputPaths:
     """Where the files of one import go.
 
-    >>> OutputPaths.for_input(Path("/d/pets.csv"), None).rejects.name
+    >>> OutputPaths.for_input(Path("/d/pets.csv"), None, sha256="ab").rejects.name
     'pets.rejects.csv'
     """
 
@@ -67,32 +106,48 @@ class OutputPaths:
 
     @classmethod
     def for_input(
-        cls, source: Path, out_dir: Path | None, journal: Path | None = None
+        cls,
+        source: Path,
+        out_dir: Path | None,
+        *,
+        sha256: str,
+        journal: Path | None = None,
+        fed_back: bool = True,
     ) -> OutputPaths:
-        """The files of ``source``: beside it, or in ``out_dir``; ``journal`` overrides one."""
+        """The files of ``source``: beside it, or in ``out_dir``; ``journal`` overrides one.
+
+        The journal is found by the input's content (``sha256``), not its name: a new file
+        under an old name is a new import, the same bytes again are the same import.
+        """
         directory = out_dir if out_dir is not None else source.parent
-        stem = source.stem
+        stem = output_stem(source, fed_back=fed_back)
         return cls(
             rejects=directory / f"{stem}.rejects.csv",
             accepted=directory / f"{stem}.accepted.csv",
             uncertain=directory / f"{stem}.uncertain.csv",
-            journal=journal if journal is not None else directory / f"{stem}.journal.jsonl",
+            journal=journal if journal is not None else journal_path(directory, sha256),
         )
 
-    def written(self, *, dry_run: bool) -> dict[str, str]:
-        """The files a run writes, by name, as ``ImportReport.files`` lists them.
+    @property
+    def directory(self) -> Path:
+        return self.rejects.parent
 
-        >>> OutputPaths.for_input(Path("/d/pets.csv"), None).written(dry_run=True)
-        {'rejects': '/d/pets.rejects.csv'}
-        """
-        if dry_run:
-            return {"rejects": str(self.rejects)}
-        return {
-            "rejects": str(self.rejects),
-            "accepted": str(self.accepted),
-            "uncertain": str(self.uncertain),
-            "journal": str(self.journal),
-        }
+
+def check_writable(directory: Path, what: str) -> None:
+    """Fail before anything is sent when ``directory`` cannot be created or written.
+
+    Creates it (and its parents) if missing, then creates and removes a file in it, which
+    is what the import will do: a read-only mount or missing permission shows here, exit 2.
+    """
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(prefix=".petsync-check-", dir=directory):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the {what} in {directory}: {exc.strerror or exc}; fix its "
+            "permissions or choose another --out-dir (nothing was sent)"
+        ) from exc
 
 
 class Outcome(StrEnum):
@@ -146,15 +201,30 @@ class OutputRow:
 class OutputFiles:
     """The output files of one write pass; one small method per outcome writes a row.
 
-    Use it as a context manager: when the block ends, every file replaces its old version
-    (rejects, then accepted, then uncertain); if the block raises, all are dropped and the
-    old ones stay. A dry run writes the reject file only. ``counts`` tallies the outcomes.
+    Use it as a context manager: when the block ends, every file with rows replaces its old
+    version (rejects, then accepted, then uncertain) and an old file that would now be
+    empty is removed; if the block raises, all are dropped and the old ones stay. A dry run
+    writes the reject file only. ``counts`` tallies the outcomes.
+
+    ``delimiter`` is the input's, so a ``;`` file gets ``;`` outputs. ``replaced_rows``
+    (for a fed-back petsync file: the ``petsync_row`` numbers it holds) keeps the rows of
+    each file's old version whose numbers are not among them: earlier rounds' rows stay.
     """
 
-    def __init__(self, paths: OutputPaths, carried_header: Sequence[str], *, dry_run: bool):
+    def __init__(
+        self,
+        paths: OutputPaths,
+        carried_header: Sequence[str],
+        *,
+        dry_run: bool,
+        delimiter: str = ",",
+        replaced_rows: frozenset[int] | None = None,
+    ):
         self.dry_run = dry_run
         self.counts: Counter[Outcome] = Counter()
         self._files: list[AtomicCsv] = []
+        self._delimiter = delimiter
+        self._replaced = replaced_rows
         try:
             self._rejects = self._open(paths.rejects, [*carried_header, *REJECT_COLUMNS])
             if not dry_run:
@@ -163,6 +233,11 @@ class OutputFiles:
         except BaseException as exc:
             self._abort(exc)
             raise
+
+    def written(self) -> dict[str, str]:
+        """The files this pass left in place, by kind (after the block ended)."""
+        names = ("rejects", "accepted", "uncertain")
+        return {name: str(f.path) for name, f in zip(names, self._files, strict=False) if f.rows}
 
     def write(self, row: OutputRow) -> Outcome:
         """Classify ``row`` once, count it, and write it to the file its outcome belongs in."""
@@ -220,7 +295,8 @@ class OutputFiles:
         """A row that may or may not exist: the uncertain file, with the reason."""
         record = _journaled(row)
         reason = record.message or SENDING_REASON
-        self._uncertain.write([*row.carried, str(row.number), reason, _status(record)])
+        candidates = " ".join(str(i) for i in record.candidates or ())
+        self._uncertain.write([*row.carried, str(row.number), reason, _status(record), candidates])
 
     def __enter__(self) -> OutputFiles:
         return self
@@ -236,19 +312,57 @@ class OutputFiles:
             return
         try:
             for output in self._files:
-                output.commit()
+                if output.rows:
+                    output.commit()
+                else:  # nothing to say: no empty file, and no stale one left behind
+                    output.abort(None)
+                    output.path.unlink(missing_ok=True)
         except BaseException as error:
             self._abort(error)  # the files committed so far stay
             raise
 
     def _open(self, path: Path, header: Sequence[str]) -> AtomicCsv:
-        output = AtomicCsv(path, header)
+        output = AtomicCsv(path, header, delimiter=self._delimiter)
         self._files.append(output)
+        if self._replaced is not None:
+            for cells in earlier_rows(path, header, self._replaced):
+                output.write(cells)
         return output
 
     def _abort(self, exc: BaseException) -> None:
         for output in self._files:
             output.abort(exc)
+
+
+def earlier_rows(
+    path: Path, header: Sequence[str], replaced: frozenset[int]
+) -> Iterator[list[str]]:
+    """The rows of an earlier round's ``path`` to keep: those not in ``replaced``.
+
+    Cells go under ``header`` by column name (blank where the old file had no such column),
+    with the Excel-safe prefix undone (the writer puts it back).
+    """
+    try:
+        handle = path.open(encoding=OUTPUT_ENCODING, newline="")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _cannot_write(path, exc) from exc
+    with handle:
+        first = handle.readline()
+        delimiter = max((",", ";", "\t"), key=first.count)
+        handle.seek(0)
+        try:
+            for record in csv.DictReader(handle, delimiter=delimiter):
+                number = (record.get("petsync_row") or "").strip()
+                if number.isdigit() and int(number) in replaced:
+                    continue
+                yield [unescape_cell(record.get(column) or "") for column in header]
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise PetsyncError(
+                f"cannot read the earlier {path} to keep its rows ({exc}); move it away and "
+                "re-run the same command"
+            ) from exc
 
 
 def _journaled(row: OutputRow) -> RowRecord:
@@ -270,6 +384,7 @@ class WrittenOutputs:
 
     counts: Counter[Outcome]
     normalisations: dict[str, int]
+    files: dict[str, str]
 
 
 def write_outputs(
@@ -286,20 +401,29 @@ def write_outputs(
     normalisations: Counter[str] = Counter()
     with (
         checked.reopen() as sheet,
-        OutputFiles(paths, checked.carried_header, dry_run=dry_run) as outputs,
+        OutputFiles(
+            paths,
+            checked.carried_header,
+            dry_run=dry_run,
+            delimiter=checked.delimiter_char,
+            replaced_rows=checked.original_rows if checked.petsync_written else None,
+        ) as outputs,
     ):
         for sheet_row in sheet.rows():
             record = states.get(sheet_row.number)
             errors: tuple[FieldError, ...] = ()
             # A row in the journal was valid when it was sent: no need to check it again.
             if record is None:
-                result = validate_row(sheet_row.cells, checked.columns, checked.width)
+                result = validate_row(
+                    sheet_row.cells, checked.columns, checked.width, sheet_row.cut
+                )
                 errors = result.errors
                 if dry_run:
                     normalisations.update(n.value for n in result.normalisations)
-            row = OutputRow(sheet_row.number, checked.carried(sheet_row), errors, record)
+            number = checked.original_number(sheet_row)
+            row = OutputRow(number, checked.carried(sheet_row), errors, record)
             outputs.write(row)
-    return WrittenOutputs(outputs.counts, dict(sorted(normalisations.items())))
+    return WrittenOutputs(outputs.counts, dict(sorted(normalisations.items())), outputs.written())
 
 
 class AtomicCsv:
@@ -309,7 +433,7 @@ class AtomicCsv:
     across the rows of a pass and names the file in every error.
     """
 
-    def __init__(self, path: Path, header: Sequence[str]) -> None:
+    def __init__(self, path: Path, header: Sequence[str], *, delimiter: str = ",") -> None:
         self.path = path
         self.rows = 0
         self._file = contextlib.ExitStack()
@@ -319,7 +443,7 @@ class AtomicCsv:
             )
         except OSError as exc:
             raise _cannot_write(path, exc) from exc
-        self._writer = csv.writer(handle)
+        self._writer = csv.writer(handle, delimiter=delimiter)
         self._write(header)
 
     def write(self, cells: Sequence[str]) -> None:
@@ -333,11 +457,12 @@ class AtomicCsv:
         except OSError as exc:
             raise _cannot_write(self.path, exc) from exc
 
-    def abort(self, exc: BaseException) -> None:
-        """Drop the temporary file because ``exc`` ended the pass; the old file stays."""
+    def abort(self, exc: BaseException | None) -> None:
+        """Drop the temporary file (``exc`` ended the pass, or it is not wanted)."""
         # Cleanup must not hide the error that stopped the pass (a Ctrl-C above all).
-        with contextlib.suppress(OSError):
-            self._file.__exit__(type(exc), exc, exc.__traceback__)
+        error = exc if exc is not None else _Unwanted()
+        with contextlib.suppress(OSError, _Unwanted):
+            self._file.__exit__(type(error), error, error.__traceback__)
 
     def _write(self, cells: Sequence[str]) -> None:
         try:
@@ -346,6 +471,10 @@ class AtomicCsv:
             error = _cannot_write(self.path, exc)
             self.abort(error)
             raise error from exc
+
+
+class _Unwanted(Exception):
+    """Passed to the atomic writer to drop a temporary file nobody wants (an empty output)."""
 
 
 def write_text_atomic(path: Path, text: str) -> None:

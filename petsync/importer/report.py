@@ -51,6 +51,12 @@ class ImportReport:
     concurrency_final: int | None = None
     concurrency_lowest: int | None = None
     files: dict[str, str] = field(default_factory=dict)
+    already_imported: bool = False  # the same bytes were imported to the end before
+    settled_created: int = 0
+    settled_not_created: int = 0
+    settled_undecided: int = 0
+    archived_to: str | None = None
+    notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
 
@@ -127,6 +133,14 @@ class ImportReport:
             "concurrency_final": self.concurrency_final,
             "concurrency_lowest": self.concurrency_lowest,
             "files": self.files,
+            "already_imported": self.already_imported,
+            "settled": {
+                "created": self.settled_created,
+                "not_created": self.settled_not_created,
+                "undecided": self.settled_undecided,
+            },
+            "archived_to": self.archived_to,
+            "notices": self.notices,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),
             "exit_code": int(self.exit_code),

@@ -4,8 +4,11 @@
 
 1. **check** (:mod:`~petsync.importer.check`): read and validate every row before anything
    is sent, so a malformed file stops with nothing created;
-2. **send** (:mod:`~petsync.importer.sender`): worker threads POST the valid rows not yet
-   done, each journaled ``sending`` (durably) before it leaves;
+2. **send** (:mod:`~petsync.importer.sender`): before a journal's first POST, the matching
+   pets that exist already are recorded (:mod:`~petsync.importer.baseline`); ``settle``
+   decides uncertain rows from the API (:mod:`~petsync.importer.settle`); then worker
+   threads POST the valid rows not yet done, each journaled ``sending`` (durably) before it
+   leaves;
 3. **write** (:mod:`~petsync.importer.outputs`): the reject, accepted and uncertain files
    are rebuilt from the input and the journal, so they are complete after a resumed run too.
 
@@ -19,30 +22,46 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
 
-from petsync.client.api import PetCreator
-from petsync.core.errors import ConfigError
+from petsync.client.api import PetCreator, PetLister
+from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.stop import StopRequest
+from petsync.importer.baseline import Baseline, take_baseline
 from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
-from petsync.importer.journal import Journal
-from petsync.importer.outputs import Outcome, OutputPaths, WrittenOutputs, write_outputs
+from petsync.importer.journal import Journal, RowState, unfinished_journals
+from petsync.importer.outputs import (
+    Outcome,
+    OutputPaths,
+    WrittenOutputs,
+    check_writable,
+    write_outputs,
+)
 from petsync.importer.report import ImportReport
-from petsync.importer.sender import SendResult, send_rows
+from petsync.importer.sender import SendProgress, SendResult, send_rows
+from petsync.importer.settle import settle_uncertain
 
 logger = logging.getLogger(__name__)
 
 
 def run_import(
     config: ImportConfig,
-    client: PetCreator | None = None,
+    client: ImportClient | None = None,
     *,
     clock: Callable[[], float] = time.monotonic,
+    stop: StopRequest | None = None,
+    progress: SendProgress | None = None,
 ) -> ImportReport:
     """Import ``config.path``; see the module docstring. ``client`` may be None for a dry run.
 
-    Input problems raise :class:`~petsync.core.errors.InputError` before anything is sent. A
-    stop after sending began (401, API unreachable) is returned in ``report.stop`` after
-    the output files are written; call ``report.raise_for_stop()`` to raise it.
+    Input problems, and output or journal folders that cannot be written, raise
+    :class:`~petsync.core.errors.UsageError` before anything is sent. A stop after sending
+    began (401, API unreachable, ``stop`` requested by a signal) is returned in
+    ``report.stop`` after the output files are written; call ``report.raise_for_stop()``
+    to raise it. A ``stop`` requested before sending began raises
+    :class:`~petsync.core.errors.StoppedError` at once, nothing sent.
 
     >>> report = run_import(ImportConfig(Path("pets.csv")), client)   # doctest: +SKIP
     >>> report.created, report.exit_code                               # doctest: +SKIP
@@ -51,34 +70,57 @@ def run_import(
     started = clock()
     if not config.dry_run and client is None:
         raise ConfigError("an import that sends rows needs a client (or pass dry_run=True)")
-    paths = OutputPaths.for_input(config.path, config.out_dir, journal=config.journal_path)
-    if config.out_dir is not None:
-        try:
-            config.out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create --out-dir {config.out_dir}: {exc}") from exc
-
     checked = check_input(config)
+    if stop is not None and stop.requested:
+        raise stop.error(
+            f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
+        )
+    paths = OutputPaths.for_input(
+        config.path,
+        config.out_dir,
+        sha256=checked.sha256,
+        journal=config.journal_path,
+        fed_back=checked.petsync_written,
+    )
+    check_writable(paths.directory, "output files")
     report = _checked_report(config, checked)
     journal: Journal | None = None
     if not config.dry_run:
+        check_writable(paths.journal.parent, "journal")
         journal = Journal.open(
             paths.journal, source=config.path, sha256=checked.sha256, settings=checked.settings
         )
     try:
         if journal is not None and client is not None:
+            report.already_imported = journal.resumed and _all_final(journal, checked)
             try:
-                sent = send_rows(config, client, journal, checked, clock)
-            except KeyboardInterrupt:
-                # Ctrl-C: in-flight rows finished, the rest of their batches journaled unsent;
-                # leave complete output files behind, then let the interrupt go on.
+                _list_before_sending(config, client, journal, checked, report, stop)
+            except PetsyncError as exc:  # 401, API down: a stop with every row still pending
+                report.stop = exc
+                report.stopped_reason = (
+                    f"stopped before sending: {exc}; re-run the same command to resume"
+                )
+            if report.stop is None:
+                try:
+                    sent = send_rows(
+                        config, client, journal, checked, clock, stop=stop, progress=progress
+                    )
+                except KeyboardInterrupt:
+                    # Ctrl-C: in-flight rows finished, the rest of their batches journaled
+                    # unsent; leave complete output files behind, then let the interrupt go on.
+                    journal.sync()
+                    write_outputs(checked, paths, journal)
+                    raise
                 journal.sync()
-                write_outputs(checked, paths, journal)
-                raise
-            journal.sync()
-            _count_sent(report, sent)
-        _count_written(report, write_outputs(checked, paths, journal))
-        report.files = paths.written(dry_run=journal is None)
+                _count_sent(report, sent)
+        written = write_outputs(checked, paths, journal)
+        _count_written(report, written)
+        report.files = dict(written.files)
+        if journal is not None:
+            report.files["journal"] = str(paths.journal)
+            journal.record_summary(pending=report.pending, uncertain=report.uncertain)
+            if not journal.resumed and config.journal_path is None:
+                report.notices.extend(_earlier_unfinished(paths.journal, config.path))
     finally:
         if journal is not None:
             report.journal_fsyncs = journal.fsyncs
@@ -93,6 +135,70 @@ def run_import(
         extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
     )
     return report
+
+
+NO_BASELINE = (
+    "the import ran with --no-baseline, so there is no record of the pets that existed "
+    "before its first POST"
+)
+
+
+def _list_before_sending(
+    config: ImportConfig,
+    client: ImportClient,
+    journal: Journal,
+    checked: CheckedInput,
+    report: ImportReport,
+    stop: StopRequest | None,
+) -> None:
+    """The listings before the send pass: a new journal's baseline, then ``--settle``."""
+    if journal.baseline is None and not journal.states and not config.baseline:
+        journal.record_baseline(Baseline(complete=False, reason=NO_BASELINE))
+    elif journal.baseline is None and not journal.states:
+        # Before the first POST: the pets of these contents that exist already.
+        baseline = take_baseline(client, checked.contents, stop)
+        if stop is not None and stop.requested:  # cut short: never record it, send nothing
+            raise stop.error(
+                f"the import of {checked.path} was stopped by {stop.description} before "
+                "sending; nothing was sent"
+            )
+        journal.record_baseline(baseline)
+    if config.settle:
+        settled = settle_uncertain(journal, checked, client, stop)
+        report.settled_created = settled.created
+        report.settled_not_created = settled.not_created
+        report.settled_undecided = settled.undecided
+
+
+def _earlier_unfinished(journal: Path, source: Path) -> list[str]:
+    """Notes on earlier files of this name whose rows are not all done (a new file replaced
+    one that was not finished: its pending and uncertain rows would be forgotten)."""
+    notes = []
+    for old in unfinished_journals(journal.parent, source.name, journal):
+        left = (
+            "was stopped mid-run"
+            if old.pending is None
+            else f"still has {old.pending} pending and {old.uncertain} uncertain rows"
+        )
+        notes.append(
+            f"an earlier {source.name} (journal {old.path}) {left}: put that file back and "
+            "import it (with --settle) to finish it"
+        )
+        logger.warning(
+            "import_earlier_file_unfinished",
+            extra={"fields": {"source": source.name, "journal": str(old.path)}},
+        )
+    return notes
+
+
+class ImportClient(PetCreator, PetLister, Protocol):
+    """What the import needs of a client: createPet, and listPets for the baseline and settle."""
+
+
+def _all_final(journal: Journal, checked: CheckedInput) -> bool:
+    """True when an earlier run already took every valid row to a final state."""
+    final = (RowState.CREATED, RowState.REJECTED)
+    return sum(1 for r in journal.states.values() if r.state in final) >= checked.valid_rows
 
 
 def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport:

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from petsync.client.api import PetCreator
 from petsync.core.errors import (
@@ -34,6 +36,7 @@ from petsync.core.errors import (
     TransportError,
 )
 from petsync.core.models import NewPet
+from petsync.core.stop import StopRequest
 from petsync.importer.check import CheckedInput
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
@@ -66,14 +69,20 @@ def send_rows(
     journal: Journal,
     checked: CheckedInput,
     clock: Callable[[], float],
+    *,
+    stop: StopRequest | None = None,
+    progress: SendProgress | None = None,
 ) -> SendResult:
     """Send the rows of ``checked`` that ``journal`` does not show as done.
 
     Waits for every worker, also through Ctrl-C (a POST in flight gets its outcome
     journaled), then raises :class:`KeyboardInterrupt` if it was pressed, or the error a
-    worker met while reading the input.
+    worker met while reading the input. When ``stop`` is requested no new row is taken;
+    requests already sent get ``stop.grace_seconds`` to finish, and rows still unanswered
+    then stay ``sending`` in the journal (uncertain); the result's ``stop`` is then a
+    :class:`~petsync.core.errors.StoppedError`.
     """
-    sender = _Sender(config, client, journal, clock)
+    sender = _Sender(config, client, journal, clock, progress)
     with checked.reopen() as sheet:
         source = _RowSource(sheet, checked, sender, journal.states)
         workers = [
@@ -84,7 +93,7 @@ def send_rows(
         ]
         for worker in workers:
             worker.start()
-        interrupted = _join(workers, sender)
+        interrupted = _join(workers, sender, stop, checked)
     if source.error is not None:
         raise source.error
     if interrupted:
@@ -108,11 +117,13 @@ class _Sender:
         client: PetCreator,
         journal: Journal,
         clock: Callable[[], float],
+        progress: SendProgress | None = None,
     ):
         self.config = config
         self.client = client
         self.journal = journal
         self.clock = clock
+        self.progress = progress
         self.limit = ConcurrencyLimit(config.concurrency)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
@@ -165,6 +176,8 @@ class _Sender:
                 if self.stopped.is_set():
                     return
                 started = index + 1  # from here on the row may have left
+                if self.progress is not None:
+                    self.progress.row_sent()
                 self.timed_send(row, pet)
         finally:
             for row, _ in batch[started:]:
@@ -208,6 +221,7 @@ class _Sender:
                     )
                 )
                 self.count_rejection()
+                self._tell("rejected")
                 return True
             elif exc.http_status == 429:
                 self._unsent(row, exc)
@@ -229,10 +243,16 @@ class _Sender:
             self.journal.record(RowRecord(row, RowState.CREATED, id=created.id))
             with self.lock:
                 self.created += 1
+            self._tell("created")
             return True
         return False
 
+    def _tell(self, outcome: str) -> None:
+        if self.progress is not None:
+            self.progress.row_done(outcome)
+
     def _uncertain(self, row: int, exc: PetsyncError, status: int | None) -> None:
+        self._tell("uncertain")
         if status is None:
             status = _status_in(exc)
         self.journal.record(
@@ -303,7 +323,9 @@ class _RowSource:
                     row = next(self.rows, None)
                     if row is None:
                         break
-                    result = validate_row(row.cells, self.columns, self.width)
+                    result = validate_row(row.cells, self.columns, self.width, row.cut)
+                    if sender.progress is not None:
+                        sender.progress.row_read(valid=result.pet is not None)
                     if result.pet is None:
                         sender.count_rejection()
                         continue
@@ -326,19 +348,61 @@ class _RowSource:
                 self.cond.notify()
 
 
-def _join(workers: list[threading.Thread], sender: _Sender) -> bool:
-    """Wait for the workers to finish their POSTs, even through Ctrl-C; True if pressed."""
+# How often the main thread looks at the stop request while the workers send: the wait has
+# a timeout so that signal handlers (which run on the main thread) run promptly.
+POLL_SECONDS = 0.05
+
+
+def _join(
+    workers: list[threading.Thread],
+    sender: _Sender,
+    stop: StopRequest | None,
+    checked: CheckedInput,
+) -> bool:
+    """Wait for the workers to finish their POSTs, even through Ctrl-C; True if pressed.
+
+    A stop request halts the workers (no new row) and gives the POSTs in flight
+    ``stop.grace_seconds``; past that the workers are left behind (daemon threads) and
+    their rows stay ``sending`` in the journal.
+    """
     interrupted = False
+    deadline: float | None = None
     for worker in workers:
         while worker.is_alive():
+            if stop is not None and stop.requested and deadline is None:
+                sender.halt(
+                    f"stopped by {stop.description}; requests already sent were given up to "
+                    f"{stop.grace_seconds:g} s to finish; re-run the same command to resume",
+                    stop.error(
+                        f"the import of {checked.path} was stopped by {stop.description}; the "
+                        "outputs are written; re-run the same command to resume"
+                    ),
+                )
+                deadline = time.monotonic() + stop.grace_seconds
+            if deadline is not None and time.monotonic() >= deadline:
+                logger.warning(
+                    "import_grace_expired",
+                    extra={"fields": {"workers_still_sending": sum(w.is_alive() for w in workers)}},
+                )
+                return interrupted
             try:
-                worker.join(timeout=0.5)
+                worker.join(timeout=POLL_SECONDS)
             except KeyboardInterrupt:
                 # Leaving now would abandon POSTs in flight with no outcome journaled;
                 # each ends within the client's timeouts.
                 interrupted = True
                 sender.halt("interrupted")
     return interrupted
+
+
+class SendProgress(Protocol):
+    """Receives the send pass's events from worker threads (implementations lock)."""
+
+    def row_read(self, *, valid: bool) -> None: ...
+
+    def row_sent(self) -> None: ...
+
+    def row_done(self, outcome: str) -> None: ...
 
 
 def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:

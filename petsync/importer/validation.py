@@ -26,6 +26,7 @@ from enum import StrEnum
 
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
 from petsync.importer.columns import ColumnMap
+from petsync.importer.spreadsheet import CELL_LIMIT, CutCell
 
 
 class ErrorCode(StrEnum):
@@ -37,6 +38,7 @@ class ErrorCode(StrEnum):
     CATEGORY_OUT_OF_RANGE = "category_out_of_range"
     STATUS_INVALID = "status_invalid"
     EXTRA_CELLS = "extra_cells"
+    CELL_TOO_LONG = "cell_too_long"
 
 
 class Normalisation(StrEnum):
@@ -113,9 +115,15 @@ def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
     return value, None, "." in stripped
 
 
-def validate_row(cells: Sequence[str], columns: ColumnMap, width: int) -> Validated:
-    """Validate the cells of one row; ``width`` is the number of header columns."""
-    errors: list[FieldError] = []
+def validate_row(
+    cells: Sequence[str], columns: ColumnMap, width: int, cut: Sequence[CutCell] = ()
+) -> Validated:
+    """Validate the cells of one row; ``width`` is the number of header columns.
+
+    ``cut`` lists cells the reader cut because they were over the cell limit: such a row
+    is rejected (``cell_too_long``) whatever column the cell is in.
+    """
+    errors: list[FieldError] = [_too_long(cell, columns) for cell in cut]
     normalised: list[Normalisation] = []
     trimmed = False
 
@@ -174,3 +182,16 @@ def validate_row(cells: Sequence[str], columns: ColumnMap, width: int) -> Valida
         normalised.insert(0, Normalisation.TRIMMED)
     assert category is not None  # no category error means a value
     return Validated(NewPet(name=name, categoryId=category, status=status), (), tuple(normalised))
+
+
+def _too_long(cell: CutCell, columns: ColumnMap) -> FieldError:
+    field = {columns.name: "name", columns.categoryId: "categoryId"}.get(cell.column)
+    if field is None and cell.column == columns.status:
+        field = "status"
+    size = f"{cell.length} characters, more" if cell.length >= 0 else "more characters"
+    return FieldError(
+        ErrorCode.CELL_TOO_LONG,
+        field,
+        f"column {cell.column + 1} holds {size} than the {CELL_LIMIT} a cell may hold; the "
+        "reject file keeps only its start: replace it with the real (shorter) value",
+    )

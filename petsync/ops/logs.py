@@ -8,20 +8,25 @@ to the ``petsync`` logger, writing to stderr so stdout stays the command's own o
            "event": "export.done", "fields": {"pets": 250}}
     text: 2026-11-22T02:30:00.123Z INFO petsync.export.run export.done pets=250
 
-Every line passes through :func:`petsync.core.apikey.redact` with the keys the handle knows, and
-field values are redacted before they are serialised (a key with a quote in it would otherwise
-hide behind JSON escaping).
+The event, every field value (and key) and any traceback pass through
+:func:`petsync.core.apikey.redact` with the keys the handle knows, before they are
+serialised: a key with a quote in it would otherwise hide behind JSON's escaping, and the
+finished line is never searched again, so JSON stays JSON. Each JSON line is one valid
+object: values JSON cannot hold (NaN, infinities, other objects) are written as strings.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
 from petsync.core.apikey import ApiKey, redact
+from petsync.core.text import shown_text
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[str, ...] = ("text", "json")
@@ -37,16 +42,21 @@ class _Keys:
         self.keys: list[ApiKey] = [key for key in keys if key is not None]
 
     def redact(self, value: object) -> object:
-        """Redact strings inside a field value, keeping its JSON shape."""
+        """Redact strings inside a field value, keeping its JSON shape (strict JSON only)."""
         if isinstance(value, str):
             return redact(value, self.keys)
         if isinstance(value, dict):
-            return {str(k): self.redact(v) for k, v in value.items()}
+            return {redact(str(k), self.keys): self.redact(v) for k, v in value.items()}
         if isinstance(value, list | tuple | set | frozenset):
             return [self.redact(v) for v in value]
+        if isinstance(value, float) and not math.isfinite(value):
+            return repr(value)  # 'nan', 'inf': JSON has no such numbers
         if value is None or isinstance(value, bool | int | float):
             return value
         return redact(str(value), self.keys)
+
+    def text(self, value: str) -> str:
+        return redact(value, self.keys)
 
 
 def _time(record: logging.LogRecord) -> str:
@@ -71,13 +81,12 @@ class JsonFormatter(logging.Formatter):
             "time": _time(record),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "event": self._keys.redact(record.getMessage()),
+            "event": self._keys.text(record.getMessage()),
             "fields": self._keys.redact(_fields(record)),
         }
         if record.exc_info:
-            entry["exc"] = self._keys.redact(self.formatException(record.exc_info))
-        line = json.dumps(entry, ensure_ascii=False, default=str, sort_keys=False)
-        return redact(line, self._keys.keys)
+            entry["exc"] = self._keys.text(self.formatException(record.exc_info))
+        return json.dumps(entry, ensure_ascii=False, allow_nan=False, sort_keys=False)
 
 
 class TextFormatter(logging.Formatter):
@@ -91,18 +100,24 @@ class TextFormatter(logging.Formatter):
         fields = self._keys.redact(_fields(record))
         assert isinstance(fields, dict)
         pairs = " ".join(f"{key}={_text_value(value)}" for key, value in fields.items())
-        line = f"{_time(record)} {record.levelname} {record.name} {record.getMessage()}"
+        event = _escaped(self._keys.text(record.getMessage()))
+        line = f"{_time(record)} {record.levelname} {record.name} {event}"
         if pairs:
             line = f"{line} {pairs}"
         if record.exc_info:
-            line = f"{line}\n{self.formatException(record.exc_info)}"
-        return redact(line, self._keys.keys)
+            line = f"{line}\n{self._keys.text(self.formatException(record.exc_info))}"
+        return line
 
 
 def _text_value(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     # Quote values with spaces so `key=value` pairs stay splittable.
-    return json.dumps(text) if (not text or any(c.isspace() for c in text)) else text
+    return json.dumps(text) if (not text or any(c.isspace() for c in text)) else _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """Control characters escaped (a server's text can hold terminal escapes), never cut."""
+    return shown_text(text, sys.maxsize)
 
 
 class LogHandle:
@@ -112,6 +127,10 @@ class LogHandle:
         self.handler = handler
         self._keys = keys
         self._previous_level = previous_level
+
+    def redact(self, text: str) -> str:
+        """``text`` redacted with every key this handle knows."""
+        return self._keys.text(text)
 
     def add_key(self, key: ApiKey | None) -> None:
         """Redact this key too (called once the command has resolved its key)."""

@@ -5,16 +5,28 @@ directory) :func:`record_run` writes::
 
     # HELP petsync_last_run_timestamp_seconds When the last run of the job ended (Unix time).
     # TYPE petsync_last_run_timestamp_seconds gauge
-    petsync_last_run_timestamp_seconds{job="nightly-export"} 1795833000.0
+    petsync_last_run_timestamp_seconds{petsync_job="nightly-export"} 1795833000.0
     ...
 
+The label is ``petsync_job``, not ``job``: Prometheus sets ``job`` on every scraped sample
+itself (the scrape job, node_exporter's) and, under its default ``honor_labels: false``,
+renames a ``job`` label found in the file to ``exported_job``, so an alert written with
+``job="..."`` would never match.
+
 The file is written to a temporary file in the same directory and renamed over the old one
-(:func:`petsync.core.files.atomic_write_text`), so the collector never reads half a file. A
-failed run keeps the previous ``petsync_last_success_timestamp_seconds`` (read back from the
-old file), so an alert on ``time() - petsync_last_success_timestamp_seconds > 26 * 3600``
-fires after a missed night.
+(:func:`petsync.core.files.atomic_write_text`), so the collector never reads half a file.
+Two timestamps survive a later run that does not earn them (read back from the old file):
+
+- ``petsync_last_completed_timestamp_seconds``: the last run that did its work, exit 0 or 4
+  (an import that rejected some rows, an export flagged incomplete). An alert on
+  ``time() - petsync_last_completed_timestamp_seconds > 26 * 3600`` fires when the job itself
+  is broken or did not run: a missed night, a failure, a refused key, a stuck lock.
+- ``petsync_last_success_timestamp_seconds``: the last run that exited 0, with nothing to
+  look at. Rows to fix show as ``petsync_exit_code == 4`` and the counts.
+
 Samples of other jobs found in the old file are kept, so several jobs may share one file
-(one file per job is still simpler: the collector reads every ``*.prom``).
+(one file per job is still simpler: the collector reads every ``*.prom``). Samples an older
+petsync wrote with a ``job`` label are read as ``petsync_job``, so an upgrade keeps the times.
 """
 
 from __future__ import annotations
@@ -30,21 +42,27 @@ from pathlib import Path
 from typing import Protocol
 
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
-from petsync.core.files import atomic_write_text
+from petsync.core.files import atomic_write_text, check_writable_file
 
 logger = logging.getLogger(__name__)
 
-# (name, help) in the order they are written; all gauges labelled job="<name>".
+# (name, help) in the order they are written; all gauges labelled petsync_job="<name>".
 RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("petsync_last_run_timestamp_seconds", "When the last run of the job ended (Unix time)."),
     (
+        "petsync_last_completed_timestamp_seconds",
+        "When the last run that did its work (exit 0, or 4: rows rejected, result flagged) "
+        "ended (Unix time); kept when a later run fails.",
+    ),
+    (
         "petsync_last_success_timestamp_seconds",
-        "When the last run that exited 0 ended (Unix time); kept when a later run fails.",
+        "When the last run that exited 0 ended (Unix time); kept when a later run does not.",
     ),
     ("petsync_run_duration_seconds", "How long the last run took."),
     (
         "petsync_exit_code",
-        "Exit code of the last run (0 ok, 1 failure, 2 config, 3 key, 4 incomplete).",
+        "Exit code of the last run (0 ok, 1 failure, 2 config, 3 key, 4 incomplete, "
+        "75 skipped: locked, 130/143 stopped by a signal).",
     ),
     ("petsync_complete", "1 when the last run's result is whole, 0 otherwise."),
 )
@@ -57,9 +75,14 @@ COUNT_METRICS: tuple[tuple[str, str], ...] = (
 )
 METRICS: tuple[tuple[str, str], ...] = RUN_METRICS + COUNT_METRICS
 PREFIX = "petsync_"
+LABEL = "petsync_job"  # not "job": Prometheus renames that one to exported_job when scraping
+LEGACY_LABEL = "job"  # what older files hold; read, never written
+COMPLETED_EXIT_CODES = frozenset({ExitCode.OK, ExitCode.INCOMPLETE})
 COUNT_NAMES: tuple[str, ...] = tuple(name.removeprefix(PREFIX) for name, _ in COUNT_METRICS)
 _NAMES = frozenset(name for name, _ in METRICS)
-_SAMPLE = re.compile(r'^(petsync_[a-z_]+)\{job="((?:[^"\\]|\\.)*)"\}\s+(\S+)\s*$')
+_SAMPLE = re.compile(
+    rf'^(petsync_[a-z_]+)\{{(?:{LABEL}|{LEGACY_LABEL})="((?:[^"\\]|\\.)*)"\}}\s+(\S+)\s*$'
+)
 FILE_MODE = 0o644  # node_exporter usually runs as another user and must read the file
 
 
@@ -89,7 +112,13 @@ class RunMetrics:
 
     @property
     def succeeded(self) -> bool:
+        """Exit 0: the run did its work and left nothing to look at."""
         return self.exit_code == 0
+
+    @property
+    def completed(self) -> bool:
+        """Exit 0 or 4: the run did its work (rows may be rejected, a result flagged)."""
+        return self.exit_code in COMPLETED_EXIT_CODES
 
 
 class MeasuredReport(Protocol):
@@ -188,6 +217,7 @@ def check_metrics_path(path: Path) -> None:
         )
     if path.is_dir():
         raise ConfigError(f"metrics file {path} is a directory; name a file like petsync.prom")
+    check_writable_file(path, "metrics file")  # a read-only file system fails here, not after
 
 
 def read_metrics(path: Path) -> dict[tuple[str, str], float]:
@@ -224,7 +254,8 @@ def render_metrics(samples: dict[tuple[str, str], float]) -> str:
         lines.append(f"# HELP {name} {help_text}")
         lines.append(f"# TYPE {name} gauge")
         for job in jobs:
-            lines.append(f'{name}{{job="{_escape(job)}"}} {_number(samples[(name, job)])}')
+            value = _number(samples[(name, job)])
+            lines.append(f'{name}{{{LABEL}="{_escape(job)}"}} {value}')
     return "\n".join(lines) + "\n"
 
 
@@ -235,11 +266,14 @@ def write_metrics(path: Path, run: RunMetrics) -> None:
     samples = {key: value for key, value in previous.items() if key[1] != run.job}
     job = run.job
     samples[("petsync_last_run_timestamp_seconds", job)] = run.finished_at
-    if run.succeeded:
-        samples[("petsync_last_success_timestamp_seconds", job)] = run.finished_at
-    elif ("petsync_last_success_timestamp_seconds", job) in previous:
-        key = ("petsync_last_success_timestamp_seconds", job)
-        samples[key] = previous[key]
+    for name, earned in (
+        ("petsync_last_completed_timestamp_seconds", run.completed),
+        ("petsync_last_success_timestamp_seconds", run.succeeded),
+    ):
+        if earned:
+            samples[(name, job)] = run.finished_at
+        elif (name, job) in previous:  # a run that did not earn it keeps the last one's
+            samples[(name, job)] = previous[(name, job)]
     samples[("petsync_run_duration_seconds", job)] = run.duration_seconds
     samples[("petsync_exit_code", job)] = run.exit_code
     samples[("petsync_complete", job)] = 1 if run.complete else 0

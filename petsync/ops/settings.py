@@ -3,9 +3,10 @@
 Resolution, first found wins; every resolved value records its source (``petsync config
 show`` prints them)::
 
-    environment   --env NAME (or a job file's env), else "production"
-    config file   --config PATH, else ./petsync.toml in the working directory,
-                  else $XDG_CONFIG_HOME/petsync/petsync.toml (~/.config/petsync/petsync.toml);
+    environment   --env NAME (or a job file's env), else PETSYNC_ENV, else "production"
+    config file   --config PATH (or a job file's config), else PETSYNC_CONFIG, else
+                  ./petsync.toml in the working directory, else
+                  $XDG_CONFIG_HOME/petsync/petsync.toml (~/.config/petsync/petsync.toml);
                   the first file found is the only one read
     base URL      --base-url, else PETSYNC_BASE_URL, else base_url of [environments.NAME]
     API key       --api-key-file, else the environment's variable (api_key_env, by default
@@ -13,6 +14,9 @@ show`` prints them)::
                   PETSYNC_API_KEY (only when the environment names no key file, so a
                   generic key never reaches an environment that names its own)
     insecure http --allow-insecure-http, else refused for non-loopback hosts
+    limits        --timeout, --retries, --retry-budget, --max-response-size (or a job file's
+                  keys of those names), else the environment's keys of those names, else
+                  the client's defaults (:mod:`petsync.ops.limits`)
 
 The key never comes from a command-line value (it would show in ``ps`` and shell history) nor
 from a config or job file; a key file that group or others can read is refused with the
@@ -24,6 +28,7 @@ from a config or job file; a key file that group or others can read is refused w
     [environments.staging]
     base_url = "https://staging.petstore.example.com/v1"
     api_key_file = "~/.config/petsync/staging.key"   # relative paths: to this file's folder
+    timeout = 120                                    # and the other client limits
 """
 
 from __future__ import annotations
@@ -34,15 +39,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from petsync.client.config import ClientConfig, normalise_base_url
+from petsync.client.config import ClientConfig, RetryPolicy, normalise_base_url
 from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
 from petsync.core.interface import PaginationStyle
+from petsync.ops.limits import LIMIT_KEYS, ClientLimits, check_limit, resolve_limits
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
+ENV_ENVIRONMENT = "PETSYNC_ENV"  # chooses the environment, as AWS_PROFILE chooses a profile
+ENV_CONFIG = "PETSYNC_CONFIG"  # names the config file
 DEFAULT_ENV = "production"
 CONFIG_FILE_NAME = "petsync.toml"
-ENVIRONMENT_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file")
+_STRING_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file")
+ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + LIMIT_KEYS
 
 _ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 # Key names that would put a secret into a config or job file; refused with the way out.
@@ -57,6 +66,7 @@ class Environment:
     base_url: str | None = None
     api_key_env: str | None = None
     api_key_file: Path | None = None
+    limits: Mapping[str, float | int] = field(default_factory=dict)  # by LIMIT_KEYS name
 
 
 @dataclass(frozen=True)
@@ -82,17 +92,22 @@ class Target:
     config_file_source: str | None = None
     allow_insecure_http: bool = False
     allow_insecure_http_source: str = "default"
+    limits: ClientLimits = field(default_factory=ClientLimits)
 
     def client_config(self, *, pagination: PaginationStyle | None = None) -> ClientConfig:
         """The :class:`ClientConfig` for this target; ``pagination`` None keeps its default.
 
         Use this rather than building ``ClientConfig`` by hand, so ``--allow-insecure-http``
-        reaches the one URL check.
+        reaches the one URL check and the limits reach the client.
         """
+        limits = self.limits
         config = ClientConfig(
             base_url=self.base_url,
             api_key=self.api_key,
             allow_insecure_http=self.allow_insecure_http,
+            request_timeout=limits.timeout,
+            max_response_bytes=limits.max_response_size,
+            retry=RetryPolicy(max_attempts=limits.retries + 1, budget_seconds=limits.retry_budget),
         )
         return config if pagination is None else replace(config, pagination=pagination)
 
@@ -129,11 +144,14 @@ def find_config_file(
     *, config_path: Path | None, cwd: Path, home: Path, environ: Mapping[str, str]
 ) -> ConfigFile | None:
     """Find and parse the one config file in use, or None when there is none."""
-    if config_path is not None:
-        path = config_path if config_path.is_absolute() else cwd / config_path
+    named, source = config_path, "--config"
+    if named is None and environ.get(ENV_CONFIG, "").strip():
+        named, source = Path(environ[ENV_CONFIG].strip()), ENV_CONFIG
+    if named is not None:
+        path = named if named.is_absolute() else cwd / named
         if not path.is_file():
-            raise ConfigError(f"config file {path} (from --config) does not exist")
-        return load_config_file(path, source="--config", home=home)
+            raise ConfigError(f"config file {path} (from {source}) does not exist")
+        return load_config_file(path, source=source, home=home)
     local = cwd / CONFIG_FILE_NAME
     if local.is_file():
         return load_config_file(local, source="working directory", home=home)
@@ -176,12 +194,16 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table with keys: {', '.join(ENVIRONMENT_KEYS)}")
     values: dict[str, str] = {}
+    limits: dict[str, float | int] = {}
     for key, value in table.items():
         if key not in ENVIRONMENT_KEYS:
             raise ConfigError(
                 secret_key_message(where, key)
                 or f"{where}: unknown key {key!r}; allowed: {', '.join(ENVIRONMENT_KEYS)}"
             )
+        if key in LIMIT_KEYS:
+            limits[key] = check_limit(where, key, value)
+            continue
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")
         values[key] = value.strip()
@@ -198,6 +220,7 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
         base_url=values.get("base_url"),
         api_key_env=values.get("api_key_env"),
         api_key_file=key_file,
+        limits=limits,
     )
 
 
@@ -213,15 +236,22 @@ def resolve_target(
     cwd: Path | None = None,
     home: Path | None = None,
     allow_insecure_http: bool = False,
+    allow_insecure_http_source: str = "--allow-insecure-http",
+    limits: Mapping[str, tuple[float | int, str]] | None = None,
 ) -> Target:
     """Resolve the target of a command from its options, the environment and the config file.
 
-    ``env_name`` None means the default environment; ``env_source`` names where a given
-    name came from (``--env``, or a job file). ``cwd`` and ``home`` default to the process's.
+    ``env_name`` None means ``PETSYNC_ENV``, else the default environment; ``env_source``
+    names where a given name came from (``--env``, or a job file). ``limits`` holds the
+    client limits given by option or job file, each with where it came from, by
+    :data:`~petsync.ops.limits.LIMIT_KEYS` name. ``cwd`` and ``home`` default to the
+    process's.
     """
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
     config = find_config_file(config_path=config_path, cwd=cwd, home=home, environ=environ)
+    if not env_name and environ.get(ENV_ENVIRONMENT, "").strip():
+        env_name, env_source = environ[ENV_ENVIRONMENT].strip(), ENV_ENVIRONMENT
     name, name_source = (env_name, env_source) if env_name else (DEFAULT_ENV, "default")
     if not _ENV_NAME.match(name):
         raise ConfigError(
@@ -229,7 +259,7 @@ def resolve_target(
         )
     environment = _find_environment(config, name, name_source, explicit=bool(env_name))
     url, url_source = _resolve_url(base_url, environ, config, environment, name)
-    insecure_source = "--allow-insecure-http" if allow_insecure_http else "default"
+    insecure_source = allow_insecure_http_source if allow_insecure_http else "default"
     try:
         url = normalise_base_url(url, allow_insecure_http)
     except ConfigError as exc:
@@ -253,6 +283,11 @@ def resolve_target(
         config_file_source=config.source if config else None,
         allow_insecure_http=allow_insecure_http,
         allow_insecure_http_source=insecure_source,
+        limits=resolve_limits(
+            limits or {},
+            environment.limits if environment is not None else {},
+            f"{config.path if config else CONFIG_FILE_NAME} [environments.{name}]",
+        ),
     )
 
 

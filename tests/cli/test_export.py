@@ -115,13 +115,13 @@ def test_strict_incomplete_export_exits_1_and_publishes_nothing(
     assert list_snapshots(Path("out")) == []
 
 
-def test_locked_directory_exits_1_naming_the_lock(petstore_server: Any, isolated: Path) -> None:
+def test_locked_directory_exits_75_naming_the_lock(petstore_server: Any, isolated: Path) -> None:
     srv = petstore_server(seed_pets=10)
 
     with DirectoryLock(Path("out")):
         result = run(srv, "export", "--out", "out")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 75
     assert result.stderr.startswith(
         "Error: another petsync run is writing to out (it holds the lock out/.petsync.lock, pid "
     )
@@ -357,11 +357,11 @@ def test_incomplete_export_with_json_logs_keeps_stderr_json_and_exits_4(
     assert info.complete is False
 
 
-def test_demo_into_a_locked_directory_exits_1_naming_the_lock(isolated: Path) -> None:
+def test_demo_into_a_locked_directory_exits_75_naming_the_lock(isolated: Path) -> None:
     with DirectoryLock(Path("petsync-demo")):
         result = CliRunner().invoke(cli, ["demo", "--pets", "5"])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 75
     assert result.stdout == ""
     assert result.stderr.startswith(
         "Error: another petsync run is writing to petsync-demo (it holds the lock "

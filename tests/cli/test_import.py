@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from petsync.cli import cli
 from petsync.client.config import ClientConfig
 from petsync.server.faults import Faults
+from tests.importer.doubles import journal_of
 
 
 def run(srv: Any, *args: str) -> Result:
@@ -27,8 +28,11 @@ def run(srv: Any, *args: str) -> Result:
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of an output file, in whatever delimiter it follows (the input's)."""
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        return list(csv.DictReader(handle))
+        delimiter = max((",", ";", "\t"), key=handle.readline().count)
+        handle.seek(0)
+        return list(csv.DictReader(handle, delimiter=delimiter))
 
 
 def test_clean_import_exits_0_with_the_summary(petstore_server: Any, isolated: Path) -> None:
@@ -78,7 +82,9 @@ def test_rejected_rows_exit_4_and_name_the_fix_command(
     assert [r["petsync_row"] for r in read_csv(Path("pets.rejects.csv"))] == ["3"]
 
     # Fix and re-run the rejects: one command, exit 0.
-    text = Path("pets.rejects.csv").read_text(encoding="utf-8-sig").replace("Bad,1.5", "Bad,1")
+    text = Path("pets.rejects.csv").read_text(encoding="utf-8-sig")
+    assert text.startswith("Name;Category ID;Status;petsync_row;")  # the input's dialect
+    text = text.replace("Bad;1.5", "Bad;1")
     Path("pets.rejects.csv").write_text(text, encoding="utf-8-sig")
     again = run(srv, "pets.rejects.csv")
     assert again.exit_code == 0, again.output
@@ -129,14 +135,15 @@ def test_401_exits_3(petstore_server: Any, isolated: Path) -> None:
     assert srv.store.count() == 0
 
 
-def test_changed_file_exits_2(petstore_server: Any, isolated: Path) -> None:
+def test_a_new_file_under_the_same_name_is_imported(petstore_server: Any, isolated: Path) -> None:
     srv = petstore_server()
     Path("pets.csv").write_text("name,categoryId\nRex,1\n")
     assert run(srv, "pets.csv").exit_code == 0
-    Path("pets.csv").write_text("name,categoryId\nRex,1\nTom,2\n")
+    Path("pets.csv").write_text("name,categoryId\nRex,1\nTom,2\n")  # the next day's file
     result = run(srv, "pets.csv")
-    assert result.exit_code == 2
-    assert "Error: pets.csv changed since its import began" in result.output
+    assert result.exit_code == 0, result.output
+    assert "created 2, already done 0" in result.output
+    assert sorted(p.name for p in srv.store.all()) == ["Rex", "Rex", "Tom"]
 
 
 def test_out_dir_and_journal_options(petstore_server: Any, isolated: Path) -> None:
@@ -144,11 +151,7 @@ def test_out_dir_and_journal_options(petstore_server: Any, isolated: Path) -> No
     Path("pets.csv").write_text("name,categoryId\nRex,1\n")
     result = run(srv, "pets.csv", "--out-dir", "out", "--journal", "j.jsonl")
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in Path("out").iterdir()) == [
-        "pets.accepted.csv",
-        "pets.rejects.csv",
-        "pets.uncertain.csv",
-    ]
+    assert sorted(p.name for p in Path("out").iterdir()) == ["pets.accepted.csv"]
     assert Path("j.jsonl").exists()
 
 
@@ -164,7 +167,7 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
     names = [f"Pet{i:03}" for i in range(80)]
     source = tmp_path / "pets.csv"
     source.write_text("name,categoryId\n" + "".join(f"{n},{i}\n" for i, n in enumerate(names)))
-    journal = tmp_path / "pets.journal.jsonl"
+    journal = journal_of(source)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
@@ -203,38 +206,41 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
     # At most the rows journaled `sending` and not yet answered at the kill: one batch
     # per worker, SENDING_WINDOW rows in all.
     assert report.uncertain <= SENDING_WINDOW
-    uncertain = read_csv(tmp_path / "pets.uncertain.csv")
+    uncertain = read_csv(tmp_path / "pets.uncertain.csv") if report.uncertain else []
     assert len(uncertain) == report.uncertain
     missing = set(names) - set(stored)
     assert missing <= {r["name"] for r in uncertain}  # only in-doubt rows may be missing
 
-    # The person checks the uncertain rows, drops those that exist, imports the rest.
-    keep = [r for r in uncertain if r["name"] not in stored]
-    with (tmp_path / "recheck.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["name", "categoryId"])
-        writer.writerows([[r["name"], r["categoryId"]] for r in keep])
+    # --settle asks the API which of them exist: those are accepted, the others sent once.
     with PetstoreClient(ClientConfig(srv.base_url, srv.api_key)) as client:
-        run_import(ImportConfig(tmp_path / "recheck.csv"), client)
+        settled = run_import(ImportConfig(source, settle=True), client)
+    assert (settled.uncertain, settled.pending, settled.exit_code) == (0, 0, 0)
+    assert settled.settled_created + settled.settled_not_created == report.uncertain
+    assert settled.created == settled.settled_not_created
     final = Counter(p.name for p in srv.store.all())
     assert final == Counter(names)  # each valid row created exactly once
+    accepted = read_csv(tmp_path / "pets.accepted.csv")
+    ids = {p.name: p.id for p in srv.store.all()}
+    assert {r["name"]: int(r["petsync_id"]) for r in accepted} == ids
 
 
-def test_journal_held_by_another_import_exits_1_and_the_metrics_say_so(
+def test_journal_held_by_another_import_exits_75_and_the_metrics_say_so(
     petstore_server: Any, isolated: Path
 ) -> None:
     srv = petstore_server()
     Path("pets.csv").write_text("name,categoryId\nRex,1\n")
-    Path("pets.journal.jsonl").touch()
-    with open("pets.journal.jsonl", "rb") as held:
+    journal = journal_of(Path("pets.csv"))
+    journal.parent.mkdir(parents=True)
+    journal.touch()
+    with journal.open("rb") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run holds it
         result = run(srv, "pets.csv", "--metrics-file", "import.prom")
-    assert result.exit_code == 1
+    assert result.exit_code == 75
     assert result.stderr == (
-        "Error: another petsync import is using journal pets.journal.jsonl; wait for it to "
+        f"Error: another petsync import is using journal {journal}; wait for it to "
         "finish (two runs on one file could send a row twice)\n"
     )
     assert srv.store.count() == 0
     metrics = Path("import.prom").read_text()
-    assert 'petsync_exit_code{job="import"} 1' in metrics
+    assert 'petsync_exit_code{petsync_job="import"} 75' in metrics
     assert "petsync_rows_created" not in metrics  # no report: no count to give

@@ -87,18 +87,26 @@ class Terminal(io.StringIO):
 
 
 @pytest.mark.parametrize(
-    ("stream", "json_logs", "shown"),
+    ("stream", "json_logs", "term", "shown"),
     [
-        (io.StringIO(), False, "export listing=sold "),
-        (io.StringIO(), True, ""),  # stderr carries JSON lines only
-        (Terminal(), True, "\x1b[2K  sold "),  # a person watches: the table stays
+        (io.StringIO(), False, "xterm", "export listing=sold "),
+        (io.StringIO(), True, "xterm", ""),  # stderr carries JSON lines only
+        (Terminal(), True, "xterm", "\x1b[2K  sold "),  # a person watches: the table stays
+        (Terminal(), False, "dumb", "export listing=sold "),  # cannot redraw: plain lines
+        (Terminal(), True, "dumb", ""),
     ],
-    ids=["pipe-text-logs", "pipe-json-logs", "terminal-json-logs"],
+    ids=[
+        "pipe-text-logs",
+        "pipe-json-logs",
+        "terminal-json-logs",
+        "dumb-terminal-text-logs",
+        "dumb-terminal-json-logs",
+    ],
 )
 def test_progress_display_fits_the_stream_and_the_log_format(
-    stream: io.StringIO, json_logs: bool, shown: str
+    stream: io.StringIO, json_logs: bool, term: str, shown: str
 ) -> None:
-    with progress_display(stream, json_logs=json_logs) as display:
+    with progress_display(stream, json_logs=json_logs, environ={"TERM": term}) as display:
         display.listing_done(result("sold"))
     assert stream.getvalue().startswith(shown)
     assert bool(stream.getvalue()) == bool(shown)

@@ -39,8 +39,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(work)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    for name in ("PETSYNC_API_KEY", "PETSYNC_BASE_URL", "PETSYNC_PRODUCTION_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("PETSYNC_"):
+            monkeypatch.delenv(name)
     return work
 
 
@@ -106,15 +107,16 @@ def test_nightly_export_job_runs_against_the_reference_server(
         {"PETSYNC_PRODUCTION_API_KEY": srv.api_key.reveal()},
     )
     assert result.exit_code == 0, result.output
-    assert "snapshot " in result.stdout and ": 120 pets (" in result.stdout
     (snapshot,) = (workdir / "snapshots" / "pets").iterdir()
+    summary = json.loads(result.stdout)  # the job file says json = true
+    assert (summary["pets"], summary["snapshot_path"]) == (120, str(snapshot.relative_to(workdir)))
     assert (snapshot / "pets.parquet").is_file() and (snapshot / "_manifest.json").is_file()
     samples = metrics(workdir / "metrics" / "petsync-nightly-export.prom")
     assert samples["petsync_pets_exported"] == 120
     assert samples["petsync_complete"] == 1
     assert samples["petsync_exit_code"] == 0
     text = (workdir / "metrics" / "petsync-nightly-export.prom").read_text()
-    assert 'petsync_pets_exported{job="nightly-export"} 120' in text
+    assert 'petsync_pets_exported{petsync_job="nightly-export"} 120' in text
 
 
 def test_bulk_import_job_runs_against_the_reference_server(
@@ -127,16 +129,34 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert result.exit_code == 0, result.output
     # Rows go out concurrently, so ids follow arrival order, not row order.
     assert sorted(pet.name for pet in srv.store.all()) == ["Bo", "Mia", "Rex"]
-    assert (workdir / "imports" / "new-animals.accepted.csv").is_file()
-    report = json.loads((workdir / "imports" / "new-animals.report.json").read_text())
-    assert report["created"] == 3
+    # Every row created: the file and its outputs moved to archive/YYYY-MM-DD/, inbox empty.
+    (archived,) = (workdir / "archive").iterdir()
+    assert sorted(p.name for p in archived.iterdir()) == [
+        "new-animals.accepted.csv",
+        "new-animals.csv",
+    ]
+    assert list((workdir / "inbox").iterdir()) == []
+    report = json.loads((workdir / "imports" / "bulk-import.report.json").read_text())
+    assert report["imports"][0]["created"] == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
     assert (samples["petsync_rows_created"], samples["petsync_rows_rejected"]) == (3, 0)
     assert samples["petsync_rows_uncertain"] == 0
-    # Running the saved job again creates nothing: the journal remembers.
+    # The next day: an empty inbox is nothing to do; the same bytes again create nothing.
+    empty = invoke(["run", "jobs/bulk-import.toml"], env)
+    assert empty.exit_code == 0  # stdout holds the one JSON document: no file, nothing done
+    assert json.loads(empty.stdout) == {"imports": [], "not_imported": [], "exit_code": 0}
+    (workdir / "inbox" / "new-animals.csv").write_text(IMPORT_CSV, encoding="utf-8")
     again = invoke(["run", "jobs/bulk-import.toml"], env)
     assert again.exit_code == 0, again.output
+    (same,) = json.loads(again.stdout)["imports"]
+    assert (same["created"], same["already_created"]) == (0, 3)  # the same bytes: nothing new
     assert srv.store.count() == 3
+    # A new file under the same name is a new import.
+    (workdir / "inbox" / "new-animals.csv").write_text("name,categoryId\nKit,4\n")
+    third = invoke(["run", "jobs/bulk-import.toml"], env)
+    assert third.exit_code == 0, third.output
+    assert srv.store.count() == 4
+    assert len(list((workdir / "archive").iterdir())) == 3  # one folder per same-day archive
 
 
 def test_failed_run_keeps_the_last_success_in_the_metrics(
@@ -167,6 +187,8 @@ def test_json_logs_keep_stderr_one_object_per_line(
     assert result.exit_code == 0, result.output
     entries = [json.loads(line) for line in result.stderr.splitlines()]
     assert {"time", "level", "logger", "event", "fields"} <= set(entries[0])
+    (summary,) = [json.loads(line) for line in result.stdout.splitlines()]  # stdout too
+    assert summary["pets"] == 30
     published = [e for e in entries if e["event"] == "export.published"]
     assert published and published[0]["fields"]["pets"] == 30
     refused = invoke(args, {"PETSYNC_API_KEY": "wrong-key"})
@@ -223,8 +245,9 @@ def export_keys() -> str:
         ),
         (
             "[export]\nkeep = 3\n",
-            "job file broken.toml [export]: missing required key 'out' (Snapshot directory; "
-            "each run writes OUT/pets/snapshot_date=YYYY-MM-DD/.); it takes a path (string)",
+            "job file broken.toml [export]: missing required key 'out' (Snapshot directory, "
+            "or an s3://, gs://, abfs:// or az:// URI; each run writes "
+            "OUT/pets/snapshot_date=YYYY-MM-DD/.); it takes a path (string)",
         ),
         (
             '[export]\nout = "s"\nkeep = 0\n',
@@ -282,6 +305,10 @@ def test_config_show_redacts_the_key_and_names_every_source(workdir: Path) -> No
         f"[{config} [environments.production] base_url]",
         "API key       *** (hidden)  [PETSYNC_PRODUCTION_API_KEY]",
         "insecure http refused to non-loopback hosts  [default]",
+        "timeout       60 s a request  [default]",
+        "retries       5  [default]",
+        "retry budget  300 s  [default]",
+        "max response  32 MiB  [default]",
     ]
     assert key not in result.output
 
@@ -299,6 +326,25 @@ def test_config_show_with_env_reads_the_environments_key_file(workdir: Path) -> 
         lines[3] == f"API key       *** (hidden)  [[environments.staging] api_key_file {key_file}]"
     )
     assert "sk-STAGING-FILE" not in result.output
+
+
+def test_petsync_env_and_petsync_config_choose_as_the_options_would(
+    workdir: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere.toml"
+    other.write_text(
+        '[environments.production]\nbase_url = "https://o.example.com/v1"\n'
+        '[environments.staging]\nbase_url = "https://staging.o.example.com/v1"\n'
+    )
+    env = {"PETSYNC_ENV": "staging", "PETSYNC_CONFIG": str(other), "PETSYNC_API_KEY": "k"}
+    result = invoke(["config", "show"], env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "environment   staging  [PETSYNC_ENV]"
+    assert lines[1] == f"config file   {other}  [PETSYNC_CONFIG]"
+    given = invoke(["config", "show", "--env", "production"], env).stdout.splitlines()
+    assert given[0] == "environment   production  [--env]"
+    assert given[2].startswith("base URL      https://o.example.com/v1  ")
 
 
 def test_config_show_refuses_a_key_file_others_can_read(workdir: Path) -> None:
@@ -357,7 +403,7 @@ def test_export_command_metrics_file_is_labelled_export(
     env = {"PETSYNC_BASE_URL": srv.base_url, "PETSYNC_API_KEY": srv.api_key.reveal()}
     result = invoke(["export", "--out", "snaps", "--metrics-file", "export.prom"], env)
     assert result.exit_code == 0, result.output
-    assert 'petsync_pets_exported{job="export"} 7' in (workdir / "export.prom").read_text()
+    assert 'petsync_pets_exported{petsync_job="export"} 7' in (workdir / "export.prom").read_text()
 
 
 def test_metrics_directory_missing_fails_before_the_run(
@@ -385,10 +431,11 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     result = invoke(["run", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()})
     assert result.exit_code == 4, result.output
     assert result.stderr == ""  # the summary says what is left; no error line
-    assert (
-        "rejects:   imports/new-animals.rejects.csv  (fix them, then: petsync import "
-        "imports/new-animals.rejects.csv)"
-    ) in result.stdout.splitlines()
+    (archived,) = (workdir / "archive").iterdir()  # rejected rows are final: archived too
+    summary = json.loads(result.stdout)  # the job file says json = true; its FILE is a glob
+    (only,) = summary["imports"]
+    assert only["files"]["rejects"] == f"archive/{archived.name}/new-animals.rejects.csv"
+    assert (only["rejected_local"], summary["exit_code"]) == (1, 4)
     assert srv.store.count() == 3
     samples = metrics(workdir / "metrics" / "petsync-bulk-import.prom")
     assert samples["petsync_rows_created"] == 3
@@ -396,6 +443,11 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     assert samples["petsync_rows_uncertain"] == 0
     assert (samples["petsync_exit_code"], samples["petsync_complete"]) == (4, 0)
     assert "petsync_last_success_timestamp_seconds" not in samples
+    # The job worked: the "no completed run for 26 h" alert stays quiet.
+    assert (
+        samples["petsync_last_completed_timestamp_seconds"]
+        == (samples["petsync_last_run_timestamp_seconds"])
+    )
 
 
 def test_run_base_url_and_key_file_win_over_the_job_files_environment(
@@ -456,7 +508,7 @@ SPEC_CASES = [
     ("export", "keep", "integer", False, False, ()),
     ("export", "max_drop", "string", False, False, ()),
     ("export", "metrics_file", "path", False, False, ()),
-    ("import", "file", "path", False, True, ()),
+    ("import", "file", "string", True, True, ()),  # FILE... or a glob
     ("import", "map", "string", True, False, ()),
     ("import", "concurrency", "integer", False, False, ()),
 ]

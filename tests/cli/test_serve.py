@@ -151,3 +151,33 @@ def test_ready_lines_say_why_a_kept_database_is_not_seeded(
         f"Not seeding: {db} holds or once held pets",
         f"Catalogue: 3 pets in {db}; pagination: link",
     ]
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [("127.0.0.1", False), ("::1", False), ("localhost", False), ("0.0.0.0", True)],
+    ids=["ipv4-loopback", "ipv6-loopback", "localhost", "every-interface"],
+)
+def test_a_host_other_than_loopback_is_warned_about(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, host: str, warned: bool
+) -> None:
+    # Tests listen on loopback only: the server itself is not started here.
+    served: list[str] = []
+    monkeypatch.setattr(
+        "petsync.server.runner.serve_forever",
+        lambda config, *, host, port, on_ready: served.append(host),
+    )
+
+    result = runner.invoke(cli, ["serve", "--host", host], env=ENV)
+
+    assert result.exit_code == 0, result.output
+    assert served == [host]
+    if warned:
+        assert result.stderr == (
+            "Warning: listening on every interface of this host (--host 0.0.0.0), not "
+            "loopback: clients send the API key over plain HTTP, readable by anyone on the "
+            "network between them and this server. The reference server is for tests; keep it "
+            "on 127.0.0.1, or put an HTTPS proxy in front of it.\n"
+        )
+    else:
+        assert result.stderr == ""

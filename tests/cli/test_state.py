@@ -8,12 +8,15 @@ import pytest
 
 from petsync.cli.state import TargetOptions
 
-JOB = TargetOptions(
+JOB_FILE = "job file jobs/nightly.toml"
+JOB = TargetOptions.given_by(
+    JOB_FILE,
     base_url="https://job.example.com/v1",
     api_key_file=Path("job.key"),
     env="staging",
     config=Path("job.toml"),
-    env_source="job file jobs/nightly.toml",
+    timeout=30.0,
+    retries=2,
 )
 
 
@@ -28,7 +31,16 @@ JOB = TargetOptions(
                 api_key_file=Path("job.key"),
                 env="production",
                 config=Path("job.toml"),
-                env_source="--env",
+                timeout=30.0,
+                retries=2,
+                sources=(
+                    ("base_url", JOB_FILE),
+                    ("api_key_file", JOB_FILE),
+                    ("env", "--env"),
+                    ("config", JOB_FILE),
+                    ("timeout", JOB_FILE),
+                    ("retries", JOB_FILE),
+                ),
             ),
         ),
         (
@@ -37,6 +49,8 @@ JOB = TargetOptions(
                 api_key_file=Path("run.key"),
                 config=Path("run.toml"),
                 allow_insecure_http=True,
+                retries=0,
+                max_response_size=1024,
             ),
             TargetOptions(
                 base_url="https://run.example.com/v1",
@@ -44,7 +58,19 @@ JOB = TargetOptions(
                 env="staging",
                 config=Path("run.toml"),
                 allow_insecure_http=True,
-                env_source="job file jobs/nightly.toml",
+                timeout=30.0,
+                retries=0,
+                max_response_size=1024,
+                sources=(
+                    ("base_url", "--base-url"),
+                    ("api_key_file", "--api-key-file"),
+                    ("env", JOB_FILE),
+                    ("config", "--config"),
+                    ("allow_insecure_http", "--allow-insecure-http"),
+                    ("timeout", JOB_FILE),
+                    ("retries", "--retries"),
+                    ("max_response_size", "--max-response-size"),
+                ),
             ),
         ),
     ],
@@ -53,4 +79,13 @@ JOB = TargetOptions(
 def test_runs_own_options_win_over_the_job_files(
     given: TargetOptions, expected: TargetOptions
 ) -> None:
-    assert JOB.overridden_by(given) == expected
+    merged = JOB.overridden_by(given)
+
+    assert merged == expected
+    assert merged.env_source == expected.source("env")
+
+
+def test_given_limits_carry_their_sources() -> None:
+    merged = JOB.overridden_by(TargetOptions(retries=0))
+
+    assert merged.given_limits() == {"timeout": (30.0, JOB_FILE), "retries": (0, "--retries")}

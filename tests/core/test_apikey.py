@@ -51,6 +51,31 @@ def test_redact(text: str, expected: str) -> None:
     assert redact(text, [ApiKey(SECRET), None]) == expected
 
 
+@pytest.mark.parametrize(
+    ("key", "text", "expected"),
+    [
+        ("x", "exit_code=1 x max", "exit_code=1 *** max"),
+        ("code", "exit_code code", "exit_code ***"),
+        ("dev-key", "key dev-key, dev-keys", "key ***, dev-keys"),
+        ('a"b', 'say a"b', "say ***"),
+        ("-k-", "x-k-y", "x***y"),  # edges that are no letters bind to nothing
+        ("sk1", "Bearer%20sk1&u=%2Fsk1x", "Bearer%20***&u=%2Fsk1x"),
+        ("k1", "äk1 k1", "äk1 ***"),
+    ],
+    ids=[
+        "one-letter",
+        "after-underscore",
+        "longer-word",
+        "quote",
+        "punctuation-edges",
+        "percent-escape",
+        "letter-of-another-script",
+    ],
+)
+def test_a_key_is_redacted_only_as_a_whole_word(key: str, text: str, expected: str) -> None:
+    assert redact(text, [ApiKey(key)]) == expected
+
+
 def test_bearer_auth_sets_the_exact_header_and_hides_itself() -> None:
     auth = BearerAuth(ApiKey(SECRET))
     request = httpx.Request("GET", "https://h/v1/pets")

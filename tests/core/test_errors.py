@@ -74,7 +74,7 @@ def test_every_petsync_error_class_in_the_package_lives_in_the_tree() -> None:
         (errors.UsageError, ExitCode.USAGE),
         (errors.AuthenticationError, ExitCode.AUTH),
         (errors.IncompleteError, ExitCode.INCOMPLETE),
-        (errors.LockedError, ExitCode.FAILURE),
+        (errors.LockedError, ExitCode.LOCKED),
     ],
     ids=["usage", "auth", "incomplete", "locked"],
 )

@@ -8,7 +8,14 @@ A block is one of three kinds, told apart by what it names:
   real API and key, so it runs against a live reference server, with that URL replaced by
   the server's, ``key_from_your_vault`` bound to the server's key, and ``/srv/petsync`` made
   a folder of the working directory; nothing else changes;
+* an S3 block names the example bucket, ``s3://archive/``: it runs against moto's S3 server
+  on loopback (the ``s3`` fixture sets the AWS variables, the endpoint included), with that
+  bucket replaced by the test's, which holds a Parquet export at ``petsync`` and a Delta
+  table of two nights at ``petsync-delta``; nothing else changes;
 * any other block must run offline as written (the reference server's own example).
+
+Lines that cannot run offline (DuckDB's httpfs and delta extensions are downloads, Spark a
+cluster) stay in ``text`` blocks, and the page says they are not run.
 
 The blocks of a page run in order in one namespace, as in a notebook; then the page's check
 asserts on what they made.
@@ -16,6 +23,7 @@ asserts on what they made.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import secrets
 from collections.abc import Callable
@@ -30,7 +38,7 @@ import petsync
 from petsync.core.apikey import ApiKey
 from petsync.demo import duckdb_line, pandas_line, run_demo
 from petsync.server.runner import RunningServer
-from tests.conftest import StartServer
+from tests.conftest import S3Bucket, StartServer
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -45,6 +53,10 @@ SERVER_PETS = 40
 NEW_PETS_CSV = "name,categoryId,status\nRex,1,available\nMia,2,\nBo,3,SOLD\n"
 
 
+S3_BUCKET = "s3://archive/"
+S3_NIGHTS = (dt.date(2026, 11, 21), dt.date(2026, 11, 22))
+
+
 def python_blocks(page: Path) -> list[str]:
     return PYTHON_BLOCK.findall(page.read_text(encoding="utf-8"))
 
@@ -57,6 +69,10 @@ def is_api(block: str) -> bool:
     return API_URL in block
 
 
+def is_s3(block: str) -> bool:
+    return S3_BUCKET in block
+
+
 @dataclass
 class Workplace:
     """The working directory the blocks run in: a demo export, a live server, a spreadsheet."""
@@ -64,11 +80,15 @@ class Workplace:
     path: Path
     server: RunningServer
     key: str
+    bucket: S3Bucket | None = None
 
     def run_page(self, page: Path) -> dict[str, Any]:
         namespace: dict[str, Any] = {}
         for number, block in enumerate(python_blocks(page), start=1):
             source = block
+            if is_s3(block):
+                assert self.bucket is not None, f"{page.name}: an S3 block and no bucket"
+                source = block.replace(S3_BUCKET, f"s3://{self.bucket.name}/")
             if is_api(block):
                 source = block.replace(API_URL, self.server.base_url).replace(
                     API_OUT, "srv-petsync"
@@ -88,6 +108,20 @@ def workplace(
     server = petstore_server(api_key=ApiKey(key), seed_pets=SERVER_PETS)
     (tmp_path / "new-pets.csv").write_text(NEW_PETS_CSV, encoding="utf-8")
     return Workplace(tmp_path, server, key)
+
+
+def fill_bucket(workplace: Workplace, bucket: S3Bucket) -> None:
+    """What the S3 blocks read: an export of the server, and a Delta table of two nights."""
+    from petsync.client.config import ClientConfig
+    from petsync.export.config import ExportConfig
+    from petsync.export.run import run_export
+
+    client = ClientConfig(workplace.server.base_url, ApiKey(workplace.key))
+    run_export(ExportConfig(client=client, out_dir=bucket.uri("petsync")), today=S3_NIGHTS[1])
+    delta = ExportConfig(client=client, out_dir=bucket.uri("petsync-delta"), table_format="delta")
+    for night in S3_NIGHTS:
+        run_export(delta, today=night)
+    workplace.bucket = bucket
 
 
 def nulls_as_none(values: list[Any]) -> list[Any]:
@@ -131,6 +165,16 @@ def check_export(ns: dict[str, Any], shown: str) -> None:
 
 def check_notebooks(ns: dict[str, Any], shown: str) -> None:
     check_readme(ns, shown)
+    # The S3 blocks: the Parquet export read three ways, the Delta table four.
+    assert len(ns["pets"]) == SERVER_PETS and "snapshot_date" in ns["pets"].columns
+    assert ns["table"].num_rows == SERVER_PETS
+    assert len(ns["latest"]) == SERVER_PETS and str(ns["latest"]["id"].dtype) == "Int64"
+    assert sorted(ns["pets"]["id"].tolist()) == ns["latest"]["id"].tolist()
+    assert ns["frame"].attrs["snapshot_date"] == "2026-11-22"
+    assert ns["first"].attrs["snapshot_date"] == "2026-11-21"
+    assert ns["first"].attrs["manifest"]["table_version"] == 0
+    assert sorted(ns["night"]["id"].tolist()) == ns["frame"]["id"].tolist()
+    assert ns["everything"].height == 2 * SERVER_PETS
     exported = petsync.list_snapshots("srv-petsync")
     assert [(s.complete, s.pets) for s in exported] == [(True, SERVER_PETS)]
     imported = ns["report"]  # the import's report, after the export's
@@ -188,6 +232,16 @@ def test_every_page_with_python_blocks_has_a_check() -> None:
     assert pages == set(CHECKS)
 
 
+def test_s3_blocks_are_neither_demo_nor_api_blocks() -> None:
+    found = 0
+    for page in PAGES:
+        for block in python_blocks(page):
+            if is_s3(block):
+                found += 1
+                assert not is_demo(block) and not is_api(block), f"{page.name}: a mixed block"
+    assert found >= 2  # the Parquet readers and the Delta readers of notebooks.md
+
+
 def test_api_blocks_are_not_demo_blocks() -> None:
     for page in PAGES:
         for block in python_blocks(page):
@@ -198,9 +252,17 @@ def test_api_blocks_are_not_demo_blocks() -> None:
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_python_blocks_of_the_page_run_and_do_what_they_say(
-    name: str, workplace: Workplace, capfd: pytest.CaptureFixture[str]
+    name: str,
+    workplace: Workplace,
+    capfd: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     page = README if name == "README.md" else ROOT / "docs" / name
+    if any(is_s3(block) for block in python_blocks(page)):
+        bucket = request.getfixturevalue("s3")  # the AWS variables, moto's endpoint
+        monkeypatch.setenv("AWS_ALLOW_HTTP", "true")  # delta-rs, to moto's http:// endpoint
+        fill_bucket(workplace, bucket)
 
     namespace = workplace.run_page(page)
 

@@ -7,17 +7,20 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
 from petsync.core.errors import ExitCode
 from petsync.demo import run_demo
-from petsync.ops.metrics import METRICS
+from petsync.ops.metrics import METRICS, RunMetrics, write_metrics
 from tests.docs.markdown import DOCS, ROOT, fenced_blocks, section, table_rows
 
 SCHEDULING = (DOCS / "scheduling.md").read_text(encoding="utf-8")
 EXPORT = (DOCS / "export.md").read_text(encoding="utf-8")
-FLOCK_SKIPPED = 75  # cron.example's `flock -n -E 75`: not petsync's, but in the mail too
+FLOCK_SKIPPED = 75  # cron.example's `flock -n -E 75`, and petsync's own LockedError
+# Exit codes of flock and the shell, before petsync runs: not petsync's, but in the mail too.
+NOT_FOUND = {69: "flock could not execute petsync", 127: "the shell found no command"}
 
 
 def codes(cells: str) -> list[str]:
@@ -40,13 +43,14 @@ def test_exit_code_table_lists_every_exit_code() -> None:
 
     documented = [int(row[0]) for row in rows]
 
-    assert documented == sorted({int(code) for code in ExitCode} | {FLOCK_SKIPPED})
+    assert FLOCK_SKIPPED in {int(code) for code in ExitCode}
+    assert documented == sorted({int(code) for code in ExitCode} | set(NOT_FOUND))
 
 
 def test_cron_line_tells_the_same_exit_codes() -> None:
     for job, line in crontab_commands().items():
         assert f"-E {FLOCK_SKIPPED} run/{job}.lock" in line
-        for code in (1, 2, 3, 4, FLOCK_SKIPPED):
+        for code in (1, 2, 3, 4, *NOT_FOUND, FLOCK_SKIPPED, int(ExitCode.TERMINATED)):
             assert re.search(rf"\b{code} [a-z]", line), f"{job}: exit {code} not explained"
 
 
@@ -56,6 +60,49 @@ def test_metrics_table_names_every_metric_the_file_holds() -> None:
     documented = [name for row in rows for name in codes(row[0])]
 
     assert documented == [name for name, _ in METRICS]
+
+
+SELECTOR = re.compile(r'(petsync_\w+)\{(\w+)="([^"]*)"\}')
+
+
+def scraped(path: Path) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """A textfile as Prometheus stores it under honor_labels: false: its own `job`, and a
+    `job` label from the file renamed to `exported_job`."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    stored: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+    for family in text_string_to_metric_families(path.read_text()):
+        for sample in family.samples:
+            labels = {("exported_" + k if k == "job" else k): v for k, v in sample.labels.items()}
+            stored[(sample.name, frozenset({**labels, "job": "node"}.items()))] = sample.value
+    return stored
+
+
+def test_documented_alerts_match_the_samples_a_run_writes(tmp_path: Path) -> None:
+    """Each alert's selector finds a sample once scraped: the job-broken alert stays quiet
+    after an import that rejected rows (exit 4), the rows-to-fix alert fires."""
+    alerts = [b.strip() for b in fenced_blocks(section(SCHEDULING, "Metrics and alerts"), "text")]
+    assert len(alerts) == 2
+    path = tmp_path / "petsync.prom"
+    finished = 1_800_000_000.0
+    for job in crontab_commands():
+        counts = {"rows_created": 5, "rows_rejected": 2, "rows_uncertain": 0}
+        write_metrics(
+            path, RunMetrics(job, finished, 1.0, exit_code=4, complete=False, counts=counts)
+        )
+    stored = scraped(path)
+
+    values = []
+    for alert in alerts:
+        (selector,) = SELECTOR.findall(alert)
+        name, label, job = selector
+        assert job in crontab_commands()
+        found = [v for (n, labels), v in stored.items() if n == name and (label, job) in labels]
+        assert found, f"{alert!r} matches nothing Prometheus stores"
+        values.append(found[0])
+    completed, exit_code = values
+    assert completed == finished  # so time() - it stays under 26 h: the job works
+    assert alerts[1].endswith(f"== {int(exit_code)}")  # rows to fix: this one fires
 
 
 def test_manifest_table_names_every_key_of_a_real_manifest(tmp_path: Path) -> None:
@@ -121,3 +168,47 @@ def test_every_cron_line_does_what_the_page_says() -> None:
         assert f"tail -n 20 logs/{job}.log" in line
     for words in ("`/var/lib/petsync`", "`/etc/petsync/env`", "`set -a`", "last 20 log lines"):
         assert words in said
+
+
+def test_documented_shell_completion_completes_commands_and_options() -> None:
+    lines = fenced_blocks(section(SCHEDULING, "Shell completion"), "sh")[0].splitlines()
+    variables = {re.search(r"(_\w+_COMPLETE)=(\w+)", line).groups() for line in lines}  # type: ignore[union-attr]
+    assert {name for name, _ in variables} == {"_PETSYNC_COMPLETE"}
+    runner = CliRunner()
+    for name, shell_source in sorted(variables):
+        script = runner.invoke(cli, [], prog_name="petsync", env={name: shell_source})
+        assert script.exit_code == 0 and "_petsync_completion" in script.output.replace("-", "_")
+
+    def complete(words: str) -> str:
+        env = {"_PETSYNC_COMPLETE": "bash_complete", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+        return runner.invoke(cli, [], prog_name="petsync", env=env).output
+
+    assert complete("petsync exp") == "plain,export\n"
+    assert complete("petsync export --max-d") == "plain,--max-drop\n"
+
+
+def test_config_show_example_is_what_petsync_prints_for_the_example_config(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = section(SCHEDULING, "Environments and keys")
+    (toml,) = fenced_blocks(page, "toml")
+    (console,) = fenced_blocks(page, "console")
+    command, *shown = console.splitlines()
+    work, home = isolated / "var-lib-petsync", isolated / "home-petsync"
+    work.mkdir()
+    (work / "petsync.toml").write_text(toml, encoding="utf-8")
+    key = home / ".config" / "petsync" / "staging.key"
+    key.parent.mkdir(parents=True)
+    key.write_text("sk-staging")
+    key.chmod(0o600)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(home))
+
+    result = CliRunner().invoke(cli, command.removeprefix("$ petsync ").split())
+
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.replace(str(work), "/var/lib/petsync").replace(
+        str(home), "/home/petsync"
+    )
+    assert printed.splitlines() == shown

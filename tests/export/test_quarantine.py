@@ -72,3 +72,23 @@ def test_a_value_json_cannot_hold_is_written_as_its_repr(tmp_path: Path) -> None
         "url": f"{BASE}/pets",
         "record": {"tags": "{1}"},
     }
+
+
+def test_a_record_with_nan_or_infinity_is_kept_as_text_on_a_strict_line(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    record = {"id": float("nan"), "name": "Odd", "weight": [float("inf"), -float("inf")]}
+
+    with Quarantine(path, []) as quarantine:
+        quarantine.add("all", [InvalidRecord(record, "Pet 'id' is a float", f"{BASE}/pets")])
+
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"bare {constant} in the file")
+
+    (line,) = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(line, parse_constant=refuse) == {
+        "listing": "all",
+        "reason": "Pet 'id' is a float",
+        "url": f"{BASE}/pets",
+        "record": None,
+        "record_text": '{"id": NaN, "name": "Odd", "weight": [Infinity, -Infinity]}',
+    }

@@ -103,6 +103,7 @@ def test_manifest_keys_keep_their_documented_order(tmp_path: Path) -> None:
         "base_url",
         "petsync_version",
         "api_version",
+        "run_id",
         "files",
         "csv_null",
     ]

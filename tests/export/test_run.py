@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from petsync.export.snapshot import (
     load_snapshot,
     partition_path,
 )
+from tests.export.published import publish_snapshot
 from tests.export.scripted import BASE, ScriptedClient
 
 DAY1 = dt.date(2026, 11, 21)
@@ -247,7 +249,7 @@ def test_second_run_on_a_locked_directory_is_refused(tmp_path: Path) -> None:
         "Wait for it to finish and run again; the lock is released automatically when "
         "that process exits."
     )
-    assert caught.value.exit_code == ExitCode.FAILURE
+    assert caught.value.exit_code == ExitCode.LOCKED
 
 
 def test_rerun_on_the_same_day_replaces_that_snapshot(tmp_path: Path) -> None:
@@ -495,16 +497,41 @@ def test_csv_round_trips_exactly_through_pyarrow_pandas_and_duckdb(
     assert "9223372036854775807," in text and "e+" not in text and ".0," not in text
 
 
-def test_unwritable_output_is_a_petsync_error_naming_the_directory(tmp_path: Path) -> None:
+def test_unwritable_output_is_a_usage_error_before_any_request(tmp_path: Path) -> None:
     blocker = tmp_path / "out"
     blocker.write_text("a file where the snapshot directory should be")
+    client = ScriptedClient(CATALOGUE)
 
     with pytest.raises(PetsyncError) as caught:
-        export(blocker, ScriptedClient(CATALOGUE))
+        export(blocker, client)
+
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert str(caught.value).startswith(f"cannot write to --out {blocker}: File exists ")
+    assert str(caught.value).endswith(
+        "Nothing was fetched. Fix the permissions or free space, or choose another --out."
+    )
+    assert client.requests == 0
+
+
+def test_a_write_failing_after_the_fetch_names_the_directory_and_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    publish_snapshot(out, DAY1, [(1, "Rex", 1, "sold")])
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(out / "pets.parquet"))
+
+    monkeypatch.setattr("petsync.export.collector.Deduplicated.write", disk_full)
+
+    with pytest.raises(PetsyncError) as caught:
+        export(out, ScriptedClient(CATALOGUE))
 
     assert caught.value.exit_code == ExitCode.FAILURE
-    assert str(caught.value).startswith(f"cannot write the snapshot under {blocker}: ")
-    assert str(caught.value).endswith(
-        "Nothing was published; earlier snapshots are untouched. Free space or fix "
-        "permissions, or choose another --out."
+    assert str(caught.value) == (
+        f"cannot write the snapshot under {out}: No space left on device "
+        f"({out / 'pets.parquet'}). Nothing was published; earlier snapshots are untouched. "
+        "Free space or fix permissions, or choose another --out."
     )
+    assert [s.date for s in list_snapshots(out)] == [DAY1]
+    assert list((out / STAGING_DIR).iterdir()) == []

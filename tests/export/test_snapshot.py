@@ -75,7 +75,8 @@ def test_find_snapshot_names_what_is_missing(tmp_path: Path) -> None:
 
     assert str(caught.value) == (
         f"no petsync snapshot at {tmp_path}/pets/snapshot_date=2026-01-01 (expected a "
-        "snapshot_date=YYYY-MM-DD directory holding _manifest.json); `petsync export --out "
+        "snapshot_date=YYYY-MM-DD directory holding _manifest.json and pets.parquet of the "
+        "same run); `petsync export --out "
         "DIR` writes them under DIR/pets"
     )
 

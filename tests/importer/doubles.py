@@ -5,15 +5,39 @@ Plain classes, not fixtures: a test builds the one it needs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from petsync.core.models import NewPet, Pet
+from petsync.client.listing import Page
+from petsync.client.records import PetColumns
+from petsync.core.models import NewPet, Pet, PetStatus
+
+
+def journal_of(source: Path, out_dir: Path | None = None) -> Path:
+    """Where an import keeps the journal of ``source``: by the sha256 of its bytes."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    return (out_dir or source.parent) / ".petsync" / "journals" / f"{digest}.jsonl"
+
+
+class EmptyListing:
+    """A listPets sweep that proves at once there is nothing (a ListingView)."""
+
+    style = "none"
+    pages = 1
+    requests = 1
+    retries = 0
+    complete: bool | None = True
+    incomplete_reason: str | None = None
+    duplicates = 0
+
+    def __iter__(self) -> Iterator[Page]:
+        yield Page(PetColumns.empty(), invalid=[], url="memory:")
 
 
 class InstantClient:
@@ -30,6 +54,9 @@ class InstantClient:
         with self.lock:
             self.calls += 1
             return Pet(id=self.calls, name=pet.name, categoryId=pet.categoryId)
+
+    def list_pets(self, status: PetStatus | None = None, *, limit: int = 20) -> EmptyListing:
+        return EmptyListing()
 
 
 @dataclass(frozen=True)

@@ -27,30 +27,41 @@ def read_rows(path: Path) -> list[list[str]]:
         return list(csv.reader(handle))
 
 
+SHA = "ab" * 32
+
+
 def test_files_go_beside_the_input_or_into_out_dir(tmp_path: Path) -> None:
-    beside = OutputPaths.for_input(tmp_path / "pets.csv", None)
+    beside = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
     assert beside == OutputPaths(
         rejects=tmp_path / "pets.rejects.csv",
         accepted=tmp_path / "pets.accepted.csv",
         uncertain=tmp_path / "pets.uncertain.csv",
-        journal=tmp_path / "pets.journal.jsonl",
+        journal=tmp_path / ".petsync" / "journals" / f"{SHA}.jsonl",
     )
-    moved = OutputPaths.for_input(tmp_path / "pets.csv", tmp_path / "out", tmp_path / "j.jsonl")
+    moved = OutputPaths.for_input(
+        tmp_path / "pets.csv", tmp_path / "out", sha256=SHA, journal=tmp_path / "j.jsonl"
+    )
     assert (moved.rejects, moved.journal) == (
         tmp_path / "out/pets.rejects.csv",
         tmp_path / "j.jsonl",
     )
 
 
-def test_report_lists_the_files_by_name_and_a_dry_run_only_rejects(tmp_path: Path) -> None:
-    paths = OutputPaths.for_input(tmp_path / "pets.csv", None)
-    assert paths.written(dry_run=True) == {"rejects": str(paths.rejects)}
-    assert list(paths.written(dry_run=False).items()) == [
-        ("rejects", str(paths.rejects)),
-        ("accepted", str(paths.accepted)),
-        ("uncertain", str(paths.uncertain)),
-        ("journal", str(paths.journal)),
-    ]
+@pytest.mark.parametrize(
+    "name",
+    ["pets.rejects.csv", "pets.uncertain.csv", "pets.csv"],
+    ids=["rejects", "uncertain", "first"],
+)
+def test_a_fed_back_file_writes_under_the_first_files_stem(tmp_path: Path, name: str) -> None:
+    paths = OutputPaths.for_input(tmp_path / name, None, sha256=SHA)
+    assert (paths.rejects.name, paths.accepted.name) == ("pets.rejects.csv", "pets.accepted.csv")
+
+
+def test_report_lists_only_the_files_with_rows(tmp_path: Path) -> None:
+    paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
+    with OutputFiles(paths, ["name"], dry_run=False) as outputs:
+        outputs.write(OutputRow(2, ["x"], errors=(FieldError("c", None, "m"),)))
+    assert outputs.written() == {"rejects": str(paths.rejects)}
 
 
 CASES = [
@@ -89,7 +100,7 @@ def test_each_row_has_one_outcome(
 
 
 def test_each_outcome_lands_in_its_file_and_is_counted(tmp_path: Path) -> None:
-    paths = OutputPaths.for_input(tmp_path / "pets.csv", None)
+    paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
     error = FieldError("name_missing", "name", "name is blank")
     rows = [
         OutputRow(2, ["", "1"], errors=(error,)),
@@ -117,11 +128,38 @@ def test_each_outcome_lands_in_its_file_and_is_counted(tmp_path: Path) -> None:
         ["Tom", "2", "4", "api", "taken", "", "no", "400"],
     ]
     assert read_rows(paths.accepted)[1:] == [["Rex", "1", "3", "7"]]
-    assert read_rows(paths.uncertain)[1:] == [["Mia", "3", "5", SENDING_REASON, ""]]
+    assert read_rows(paths.uncertain)[1:] == [["Mia", "3", "5", SENDING_REASON, "", ""]]
+
+
+def test_no_empty_file_and_a_stale_one_is_removed(tmp_path: Path) -> None:
+    paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
+    paths.uncertain.write_text("stale\n")
+    with OutputFiles(paths, ["name"], dry_run=False) as outputs:
+        outputs.write(OutputRow(3, ["Rex"], record=RowRecord(3, RowState.CREATED, id=7)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pets.accepted.csv"]
+
+
+def test_outputs_follow_the_inputs_delimiter(tmp_path: Path) -> None:
+    paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
+    with OutputFiles(paths, ["name", "categoryId"], dry_run=False, delimiter=";") as outputs:
+        outputs.write(OutputRow(3, ["Rex", "1"], record=RowRecord(3, RowState.CREATED, id=7)))
+    text = paths.accepted.read_bytes().decode("utf-8-sig")
+    assert text == "name;categoryId;petsync_row;petsync_id\r\nRex;1;3;7\r\n"
+
+
+def test_a_round_keeps_the_earlier_rounds_rows_it_does_not_replace(tmp_path: Path) -> None:
+    paths = OutputPaths.for_input(tmp_path / "pets.rejects.csv", None, sha256=SHA)
+    with OutputFiles(paths, ["name"], dry_run=False) as first:
+        first.write(OutputRow(2, ["Rex"], record=RowRecord(2, RowState.CREATED, id=7)))
+        first.write(OutputRow(3, ["=Bad"], errors=(FieldError("c", None, "m"),)))
+    with OutputFiles(paths, ["name"], dry_run=False, replaced_rows=frozenset({3})) as again:
+        again.write(OutputRow(3, ["Fixed"], record=RowRecord(2, RowState.CREATED, id=9)))
+    assert read_rows(paths.accepted)[1:] == [["Rex", "2", "7"], ["Fixed", "3", "9"]]
+    assert not paths.rejects.exists()  # the one reject was fixed
 
 
 def test_a_failed_pass_keeps_the_old_files_and_leaves_no_temporary_ones(tmp_path: Path) -> None:
-    paths = OutputPaths.for_input(tmp_path / "pets.csv", None)
+    paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
     paths.rejects.write_text("old\n")
     with pytest.raises(KeyboardInterrupt), OutputFiles(paths, ["name"], dry_run=False) as outputs:
         outputs.write(OutputRow(2, ["x"], errors=(FieldError("c", None, "m"),)))
@@ -131,9 +169,11 @@ def test_a_failed_pass_keeps_the_old_files_and_leaves_no_temporary_ones(tmp_path
 
 
 def test_a_dry_run_writes_the_reject_file_only(tmp_path: Path) -> None:
-    paths = OutputPaths.for_input(tmp_path / "pets.csv", None)
+    paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
     with OutputFiles(paths, ["name"], dry_run=True) as outputs:
         assert outputs.write(OutputRow(2, ["Rex"])) is Outcome.WOULD_SEND
+        outputs.write(OutputRow(3, [""], errors=(FieldError("c", None, "m"),)))
+        outputs.write(OutputRow(4, ["Tom"], record=RowRecord(4, RowState.CREATED, id=1)))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pets.rejects.csv"]
 
 

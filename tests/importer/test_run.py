@@ -26,7 +26,7 @@ from petsync.importer.spreadsheet import open_spreadsheet
 from petsync.importer.validation import validate_row
 from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock
-from tests.importer.doubles import InstantClient
+from tests.importer.doubles import InstantClient, journal_of
 
 StartServer = Callable[..., RunningServer]
 
@@ -74,8 +74,11 @@ def stored(srv: RunningServer) -> set[tuple[str, int, str | None]]:
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of an output file, in whatever delimiter it follows (the input's)."""
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        return list(csv.DictReader(handle))
+        delimiter = max((",", ";", "\t"), key=handle.readline().count)
+        handle.seek(0)
+        return list(csv.DictReader(handle, delimiter=delimiter))
 
 
 def run(config: ImportConfig, srv: RunningServer, **kwargs: Any) -> ImportReport:
@@ -116,7 +119,7 @@ def test_messy_csv_imports_the_valid_rows_and_rejects_the_others(
     assert first["Name"] == "Café" and first["Category ID"] == "12.5"
     assert first["petsync_error_message"].startswith("categoryId '12.5' is not a whole number")
     with (tmp_path / "pets.rejects.csv").open(encoding="utf-8-sig", newline="") as handle:
-        header = next(csv.reader(handle))
+        header = next(csv.reader(handle, delimiter=";"))  # the input's delimiter
     assert header == [
         "Name", "Category ID", "STATUS", "notes", "Colour", "notes",
         "petsync_row", "petsync_error_source", "petsync_error_code", "petsync_error_field",
@@ -133,7 +136,7 @@ def test_messy_csv_imports_the_valid_rows_and_rejects_the_others(
     ]
     assert accepted[0]["Colour"] == "brown"
     assert accepted[3]["Category ID"] == " 5 "  # raw cells, unchanged
-    assert read_csv(tmp_path / "pets.uncertain.csv") == []
+    assert not (tmp_path / "pets.uncertain.csv").exists()  # nothing uncertain, no file
 
 
 def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: StartServer) -> None:
@@ -145,7 +148,7 @@ def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: St
     rejects_path = tmp_path / "pets.rejects.csv"
     fixes = {"5": "12", "7": "7", "11": "11", "13": "12", "14": "120000"}
     with rejects_path.open(encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.reader(handle))
+        rows = list(csv.reader(handle, delimiter=";"))
     for row in rows[1:]:
         number = row[6]
         if number in fixes:
@@ -154,20 +157,31 @@ def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: St
             row[0] = "Nameless"
         if number == "10":
             row[2] = "sold"
+    broken = [cell if cell != "7" else cell for cell in rows[3]]
+    broken[1] = "abc"  # row 7 stays wrong in the first round
     with rejects_path.open("w", encoding="utf-8-sig", newline="") as handle:
-        csv.writer(handle).writerows(rows)
+        csv.writer(handle, delimiter=";").writerows([*rows[:3], broken])
+    first = run(ImportConfig(rejects_path), srv)
+    assert (first.created, first.rejected_local) == (2, 1)
+    # The reject file now holds row 7 alone, numbered as in the first sheet.
+    assert [r["petsync_row"] for r in read_csv(rejects_path)] == ["7"]
+    with rejects_path.open("w", encoding="utf-8-sig", newline="") as handle:
+        csv.writer(handle, delimiter=";").writerows([rows[0], *rows[3:]])
 
     report = run(ImportConfig(rejects_path), srv)
-    assert (report.created, report.rejected_local, report.exit_code) == (7, 0, 0)
+    assert (report.created, report.rejected_local, report.exit_code) == (5, 0, 0)
     assert srv.store.count() == 11
     assert {("Café", 12, None), ("Nameless", 3, "pending"), ("Bo", 1, "sold")} <= stored(srv)
-    accepted = tmp_path / "pets.rejects.accepted.csv"
+    assert not rejects_path.exists()  # every reject fixed: the loop is closed
+    accepted = tmp_path / "pets.accepted.csv"  # never pets.rejects.accepted.csv
+    assert sorted(int(r["petsync_row"]) for r in read_csv(accepted)) == [
+        2, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14,
+    ]  # fmt: skip
     with accepted.open(encoding="utf-8-sig", newline="") as handle:
-        header = next(csv.reader(handle))
+        header = next(csv.reader(handle, delimiter=";"))
     # The input's own petsync_* columns are dropped, the new ones added once.
     assert header == ["Name", "Category ID", "STATUS", "notes", "Colour", "notes",
                       "petsync_row", "petsync_id"]  # fmt: skip
-    assert read_csv(tmp_path / "pets.rejects.rejects.csv") == []
 
 
 def test_xlsx_import(tmp_path: Path, petstore_server: StartServer) -> None:
@@ -194,7 +208,8 @@ def test_xlsx_import(tmp_path: Path, petstore_server: StartServer) -> None:
     assert (report.rows_read, report.skipped_blank, report.rejected_local) == (4, 1, 1)
     assert report.sheet == "April"
     rejects = read_csv(tmp_path / "pets.rejects.csv")
-    assert [(r["Pet"], r["category_id"], r["petsync_row"]) for r in rejects] == [
+    # The mapped column is written under its field's name: the reject file needs no --map.
+    assert [(r["name"], r["category_id"], r["petsync_row"]) for r in rejects] == [
         ("Half", "2.5", "5")
     ]
 
@@ -225,14 +240,45 @@ def test_rerun_of_a_finished_import_creates_nothing(
     assert (tmp_path / "pets.accepted.csv").read_bytes() == accepted_before
 
 
-def test_changed_input_is_refused(tmp_path: Path, petstore_server: StartServer) -> None:
+def test_a_new_file_under_an_old_name_is_a_new_import(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\nRex,1\n")
     run(ImportConfig(path), srv)
+    path.write_text("name,categoryId\nTom,2\nMia,3\n")  # the next day's file
+    report = run(ImportConfig(path), srv)
+    assert (report.created, report.already_created, report.exit_code) == (2, 0, 0)
+    assert sorted(p.name for p in srv.store.all()) == ["Mia", "Rex", "Tom"]
+
+
+def test_the_same_bytes_again_create_nothing_whatever_the_name(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\nTom,2\n")
+    run(ImportConfig(path), srv)
+    path.write_text("name,categoryId\nMia,3\n")
+    run(ImportConfig(path), srv)
+    again = tmp_path / "pets-again.csv"
+    again.write_text("name,categoryId\nRex,1\nTom,2\n")  # the first day's bytes, renamed
+    report = run(ImportConfig(again), srv)
+    assert (report.created, report.already_created, report.already_imported) == (0, 2, True)
+    assert srv.store.count() == 3
+
+
+def test_a_journal_named_with_journal_still_refuses_other_content(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path, journal = tmp_path / "pets.csv", tmp_path / "j.jsonl"
+    path.write_text("name,categoryId\nRex,1\n")
+    run(ImportConfig(path, journal_path=journal), srv)
     path.write_text("name,categoryId\nRex,1\nTom,2\n")
     with pytest.raises(InputError, match="pets.csv changed since its import began"):
-        run(ImportConfig(path), srv)
+        run(ImportConfig(path, journal_path=journal), srv)
     assert srv.store.count() == 1
 
 
@@ -267,7 +313,7 @@ def test_resend_uncertain_sends_them_again(tmp_path: Path, petstore_server: Star
     path.write_text("name,categoryId\nRex,1\nTom,2\n")
     run(ImportConfig(path, dry_run=False), srv)
     # Simulate a crash between "sending" and the outcome for row 3 (the pet never arrived).
-    journal_path = tmp_path / "pets.journal.jsonl"
+    journal_path = journal_of(path)
     lines = journal_path.read_text().splitlines()
     kept = [line for line in lines if '"row": 3' not in line] + ['{"row": 3, "state": "sending"}']
     journal_path.write_text("\n".join(kept) + "\n")
@@ -346,11 +392,10 @@ def test_401_stops_at_once_with_every_row_pending_and_resumable(
     assert (report.rejected_local, report.rejected_api, report.created) == (0, 0, 0)
     assert (report.uncertain, report.pending) == (0, 40)
     assert srv.store.count() == 0
-    assert read_csv(tmp_path / "pets.rejects.csv") == []
-    # Rows refused or held back at the stop are journaled surely unsent, never uncertain ...
-    lines = (tmp_path / "pets.journal.jsonl").read_text().splitlines()[1:]
-    last_states = {json.loads(line)["row"]: json.loads(line)["state"] for line in lines}
-    assert set(last_states.values()) == {"unsent"}
+    assert not (tmp_path / "pets.rejects.csv").exists()
+    # The listing before the first POST met the 401: no row was journaled, none is uncertain
+    lines = journal_of(path).read_text().splitlines()[1:]
+    assert [line for line in lines if '"row"' in line] == []
     # ... so a re-run with the right key sends everything.
     report = run(ImportConfig(path), srv)
     assert (report.created, report.exit_code) == (40, 0)
@@ -411,8 +456,11 @@ def test_journal_records_every_row_before_and_after(
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\nRex,1\nTom,2\n")
     report = run(ImportConfig(path, out_dir=tmp_path / "out"), srv)
-    journal_path = tmp_path / "out" / "pets.journal.jsonl"
+    journal_path = journal_of(path, tmp_path / "out")
     states = [json.loads(line) for line in journal_path.read_text().splitlines()[1:]]
+    assert "baseline" in states[0]  # the catalogue before the first POST
+    assert states[-1] == {"summary": {"pending": 0, "uncertain": 0}}  # how the run left it
+    states = states[1:-1]
     assert Counter(s["state"] for s in states) == {"sending": 2, "created": 2}
     assert report.files["journal"] == str(journal_path)
     assert (tmp_path / "out" / "pets.accepted.csv").exists()
@@ -458,7 +506,7 @@ def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
     monkeypatch.undo()
     accepted = read_csv(tmp_path / "pets.accepted.csv")
     assert 0 < len(accepted) == client.calls < 50
-    assert read_csv(tmp_path / "pets.uncertain.csv") == []  # in-flight rows finished
+    assert not (tmp_path / "pets.uncertain.csv").exists()  # in-flight rows finished
     again = InstantClient()
     report = run_import(ImportConfig(path), again)
     assert (report.already_created, report.created) == (client.calls, 50 - client.calls)

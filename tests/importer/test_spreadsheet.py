@@ -11,12 +11,16 @@ import pytest
 
 from petsync.core.errors import InputError
 from petsync.importer.spreadsheet import (
+    CELL_LIMIT,
+    CUT_KEEP,
+    CUT_NOTE,
+    CutCell,
     ReadOptions,
     SheetRow,
     Spreadsheet,
     open_spreadsheet,
-    render_cell,
 )
+from petsync.importer.workbook import render_cell
 
 
 def read(path: Path, **options: str) -> tuple[tuple[str, ...], list[SheetRow], Spreadsheet]:
@@ -201,7 +205,9 @@ REFUSED_FILES = [
     (
         "pets.xls",
         b"\xd0\xcf\x11\xe0",
-        "the old .xls format cannot be read; save it as .xlsx or CSV in Excel",
+        "cannot open the workbook (CalamineError: Cfb error: Invalid OLE (4 bytes is too "
+        "small, signature \\xd0\\xcf\\x11\\xe0 invalid, not an office document?)); check it "
+        "opens in Excel or LibreOffice and is saved as .xlsx, .xls, .xlsb or .ods",
     ),
 ]
 
@@ -209,7 +215,7 @@ REFUSED_FILES = [
 @pytest.mark.parametrize(
     ("name", "data", "message"),
     REFUSED_FILES,
-    ids=["empty", "blank-header-row", "zip-named-csv", "old-xls"],
+    ids=["empty", "blank-header-row", "zip-named-csv", "damaged-xls"],
 )
 def test_unreadable_file_is_refused_with_what_to_do(
     tmp_path: Path, name: str, data: bytes, message: str
@@ -248,7 +254,9 @@ def test_other_files_keep_leading_apostrophes(tmp_path: Path) -> None:
 
 def test_sheet_option_on_csv_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, b"name\n")
-    with pytest.raises(InputError, match="--sheet applies to .xlsx files only"):
+    with pytest.raises(
+        InputError, match=r"--sheet applies to workbooks \(.xlsx, .ods...\), not to CSV"
+    ):
         read(path, sheet="Pets")
 
 
@@ -319,7 +327,8 @@ RENDER = [
     (-0.0, "0"),
     (12.5, "12.5"),
     (0.1, "0.1"),
-    (2.0**53, "9007199254740992.0"),
+    (2.0**53, "9.007199254740992e+15"),  # not exact: a form the categoryId check rejects
+    (-(2.0**60), "-1.152921504606847e+18"),
     (1e20, "1e+20"),
     (True, "TRUE"),
     (dt.date(2024, 1, 2), "2024-01-02"),
@@ -332,3 +341,138 @@ RENDER = [
 @pytest.mark.parametrize(("value", "text"), RENDER, ids=[repr(v) for v, _ in RENDER])
 def test_render_cell_rule(value: object, text: str) -> None:
     assert render_cell(value) == text
+
+
+# -- long cells and long lines ---------------------------------------------------------------
+
+
+def test_a_cell_over_the_limit_cuts_its_row_and_the_rest_reads(tmp_path: Path) -> None:
+    long = "x" * (CELL_LIMIT + 5)
+    path = write(tmp_path, f"name,categoryId\nRex,1\n{long},2\nTom,3\n".encode())
+    _, rows, _ = read(path)
+    assert [(r.number, r.cut) for r in rows] == [
+        (2, ()),
+        (3, (CutCell(0, CELL_LIMIT + 5),)),
+        (4, ()),
+    ]
+    assert rows[1].cells == ("x" * CUT_KEEP + CUT_NOTE, "2")
+    assert rows[2].cells == ("Tom", "3")
+
+
+def test_a_long_record_of_short_cells_reads_exactly(tmp_path: Path) -> None:
+    cells = [f"{i:05}" * 2000 for i in range(20)]  # 20 cells of 10,000: 200,000 in all
+    path = write(tmp_path, ("a\n" + ",".join(cells) + "\r\nlast\n").encode())
+    _, rows, _ = read(path)
+    assert [r.number for r in rows] == [2, 3]
+    assert rows[0].cells == tuple(cells) and rows[0].cut == ()
+    assert rows[1].cells == ("last",)
+
+
+def test_a_long_quoted_cell_keeps_quotes_newlines_and_the_row_numbers(tmp_path: Path) -> None:
+    body = 'say ""hi""\r\n' * (CELL_LIMIT // 8)  # over the limit, inside quotes
+    data = f'name;notes\nRex;"{body}"\r\n"Tom\nCat";"a;b"\nEnd;\n'
+    path = write(tmp_path, data.encode())
+    _, rows, sheet = read(path)
+    assert [r.number for r in rows] == [2, 3, 4]
+    assert rows[0].cells[1].startswith('say "hi"\r\nsay "hi"')
+    assert rows[0].cut == (CutCell(1, len(body.replace('""', '"'))),)
+    assert rows[1].cells == ("Tom\nCat", "a;b")
+    assert sheet.delimiter == ";"
+
+
+def test_an_unclosed_quote_in_a_long_record_names_the_row(tmp_path: Path) -> None:
+    path = write(tmp_path, ('name\nRex\n"' + "y" * (CELL_LIMIT * 2)).encode())
+    with pytest.raises(InputError, match=r"row 3 \(line \d+\): the CSV is malformed \(a quoted"):
+        read(path)
+
+
+def test_memory_stays_bounded_whatever_the_line_length(tmp_path: Path) -> None:
+    import tracemalloc
+
+    size = 30 * 1024 * 1024  # one 30 MiB line
+    path = tmp_path / "pets.csv"
+    with path.open("wb") as handle:
+        handle.write(b"name,categoryId\nRex,")
+        for _ in range(size // (1 << 20)):
+            handle.write(b"9" * (1 << 20))
+        handle.write(b"\nTom,2\n")
+    tracemalloc.start()
+    try:
+        _, rows, _ = read(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(r.number, bool(r.cut)) for r in rows] == [(2, True), (3, False)]
+    assert rows[0].cut[0].length == size
+    assert peak < 12 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB for a {size >> 20} MiB line"
+
+
+def test_a_cut_cell_fed_back_in_a_reject_file_is_still_too_long(tmp_path: Path) -> None:
+    data = f"name,petsync_row\nRex{CUT_NOTE},2\n".encode()
+    _, rows, _ = read(write(tmp_path, data))
+    assert rows[0].cut == (CutCell(0, -1),)
+
+
+def make_ods(path: Path, rows: list[list[str]]) -> Path:
+    """A minimal OpenDocument spreadsheet (what LibreOffice saves), made by hand."""
+    import zipfile
+
+    table = "".join(
+        "<table:table-row>"
+        + "".join(
+            f'<table:table-cell office:value-type="string"><text:p>{c}</text:p></table:table-cell>'
+            for c in row
+        )
+        + "</table:table-row>"
+        for row in rows
+    )
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+        f'<office:body><office:spreadsheet><table:table table:name="Pets">{table}'
+        "</table:table></office:spreadsheet></office:body></office:document-content>"
+    )
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+        'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" '
+        'manifest:version="1.2"><manifest:file-entry manifest:full-path="/" '
+        'manifest:media-type="application/vnd.oasis.opendocument.spreadsheet"/>'
+        '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+        "</manifest:manifest>"
+    )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+        archive.writestr("META-INF/manifest.xml", manifest)
+        archive.writestr("content.xml", content)
+    return path
+
+
+def test_ods_is_read_like_xlsx(tmp_path: Path) -> None:
+    path = make_ods(tmp_path / "pets.ods", [["name", "categoryId"], ["Rex", "1"]])
+    header, rows, sheet = read(path)
+    assert (header, rows, sheet.sheet) == (
+        ("name", "categoryId"),
+        [SheetRow(2, ("Rex", "1"))],
+        "Pets",
+    )
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\n"], ids=["crlf", "cr", "lf"])
+def test_rows_after_a_long_record_read_whatever_the_line_ends(tmp_path: Path, newline: str) -> None:
+    long = "w" * (CELL_LIMIT + 10)
+    text = newline.join(["name,categoryId", f"{long},1", "Rex,2", "Tom,3", ""])
+    _, rows, _ = read(write(tmp_path, text.encode()))
+    assert [(r.number, r.cells[0][:3], bool(r.cut)) for r in rows] == [
+        (2, "www", True),
+        (3, "Rex", False),
+        (4, "Tom", False),
+    ]
+
+
+def test_an_error_after_a_long_record_names_its_line(tmp_path: Path) -> None:
+    long = "w" * (CELL_LIMIT + 10)
+    path = write(tmp_path, f'name,categoryId\n{long},1\nRex,2\n"Open,3\n'.encode())
+    with pytest.raises(InputError, match=r"row 4 \(line 4\): the CSV is malformed"):
+        read(path)

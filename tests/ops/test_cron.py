@@ -1,14 +1,16 @@
 """The lines of cron.example, run as cron runs them: /bin/sh -c, cron's bare environment.
 
-Only the paths change (the working directory and the env file move into tmp_path) and the
-`petsync` on PATH is a two-line shim for this interpreter, as a pip-installed console script
-would be in /usr/local/bin. Success must print nothing (cron sends no mail); failure must
-exit non-zero with the reason on stderr (cron mails it to MAILTO).
+Only the paths change (the working directory, the env file and the virtual environment the
+crontab's PATH names move into tmp_path) and the `petsync` there is a two-line shim for this
+interpreter, as the console script of a venv install would be. Success must print nothing
+(cron sends no mail); failure must exit non-zero with the reason on stderr (cron mails it to
+MAILTO).
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from petsync.server.runner import RunningServer
 REPO = Path(__file__).resolve().parents[2]
 CRON = REPO / "cron.example"
 TIMEOUT = 90  # seconds: python start-up, pandas import and a small export or import
+VENV_BIN = "/opt/petsync/venv/bin"  # where the crontab's PATH finds petsync first
 
 
 def crontab() -> tuple[dict[str, str], dict[str, str]]:
@@ -49,6 +52,7 @@ def test_crontab_has_both_jobs_and_cron_variables() -> None:
     assert set(commands) == {"nightly-export", "bulk-import"}
     assert variables["SHELL"] == "/bin/sh"
     assert "MAILTO" in variables
+    assert variables["PATH"].split(":") == [VENV_BIN, "/usr/local/bin", "/usr/bin", "/bin"]
     for command in commands.values():
         assert "flock -n" in command and ">>logs/" in command and "2>&1" in command
         assert ". /etc/petsync/env" in command and command.startswith("cd /var/lib/petsync")
@@ -90,7 +94,7 @@ class Host:
         )
         environment = {
             "SHELL": variables["SHELL"],
-            "PATH": f"{self.bin}:{variables['PATH']}",
+            "PATH": variables["PATH"].replace(VENV_BIN, str(self.bin)),
             "HOME": str(self.home),
             "LOGNAME": "petsync",
         }
@@ -104,6 +108,12 @@ class Host:
         )
 
 
+def log_entries(host: Host, job: str) -> list[dict[str, object]]:
+    """The job's log, each line parsed as JSON (a line that is not fails the test)."""
+    text = (host.work / "logs" / f"{job}.log").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
 @pytest.fixture
 def host(tmp_path: Path, petstore_server: Callable[..., RunningServer]) -> Host:
     srv = petstore_server(seed_pets=40)
@@ -113,9 +123,9 @@ def host(tmp_path: Path, petstore_server: Callable[..., RunningServer]) -> Host:
 def test_nightly_export_line_succeeds_silently(host: Host) -> None:
     done = host.run("nightly-export")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    log = (host.work / "logs" / "nightly-export.log").read_text()
-    assert ": 40 pets (" in log
-    assert '"event": "export.published"' in log
+    entries = log_entries(host, "nightly-export")  # every line JSON: log events, summary
+    assert [e["pets"] for e in entries if "snapshot_path" in e] == [40]
+    assert "export.published" in [e.get("event") for e in entries]
     (snapshot,) = (host.work / "snapshots" / "pets").iterdir()
     assert (snapshot / "pets.parquet").is_file()
     assert (
@@ -127,10 +137,13 @@ def test_nightly_export_line_succeeds_silently(host: Host) -> None:
 def test_bulk_import_line_creates_the_rows(host: Host) -> None:
     done = host.run("bulk-import")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    log = (host.work / "logs" / "bulk-import.log").read_text()
-    assert "created 3, already done 0" in log
+    entries = log_entries(host, "bulk-import")
+    summaries = [e for e in entries if "imports" in e]  # the job's FILE is a glob
+    assert [(i["created"], i["already_created"]) for s in summaries for i in s["imports"]] == [
+        (3, 0)
+    ]
     assert sorted(pet.name for pet in host.srv.store.all()[-3:]) == ["Bo", "Mia", "Rex"]
-    assert (host.work / "imports" / "new-animals.accepted.csv").is_file()
+    assert len(list(host.work.glob("archive/*/new-animals.accepted.csv"))) == 1
 
 
 def test_refused_key_is_mailed_with_the_exit_code_and_the_log_tail(host: Host) -> None:
@@ -141,7 +154,8 @@ def test_refused_key_is_mailed_with_the_exit_code_and_the_log_tail(host: Host) -
     first, *tail = done.stderr.splitlines()
     assert first == (
         "petsync nightly-export failed with exit 3 (1 failure, 2 config, 3 key refused, "
-        f"4 incomplete, 75 still running); end of {host.work}/logs/nightly-export.log:"
+        "4 incomplete, 69 petsync not found on PATH, 75 another run holds the lock, 127 flock "
+        f"not found, 143 stopped); end of {host.work}/logs/nightly-export.log:"
     )
     assert '"level": "error"' in tail[-1] and '"exit_code": 3' in tail[-1]
     assert "wrong-key-for-cron" not in done.stderr
@@ -156,6 +170,17 @@ def test_overlapping_run_is_skipped_and_mailed(host: Host) -> None:
     assert done.returncode == 75
     assert done.stderr.startswith("petsync nightly-export failed with exit 75 (")
     assert not (host.work / "snapshots").exists()
+
+
+def test_petsync_installed_elsewhere_is_mailed_as_exit_69(host: Host) -> None:
+    # `pip install` into a venv cron's PATH does not name: flock cannot run petsync.
+    (host.bin / "petsync").unlink()
+    done = host.run("nightly-export")
+    assert done.returncode == 69
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("petsync nightly-export failed with exit 69 (")
+    assert "69 petsync not found on PATH" in first
+    assert "flock: failed to execute petsync" in done.stderr  # the log tail says it too
 
 
 def test_missing_env_file_is_mailed(host: Host) -> None:

@@ -77,6 +77,41 @@ def test_known_key_is_redacted_in_fields_event_and_traceback(
     assert "RuntimeError: boom with ***" in entry["exc"]
 
 
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_short_key_mangles_no_other_word(stream: io.StringIO, log_format: str) -> None:
+    handle = configure_logging(log_format, stream=stream, level="info", keys=[ApiKey("x")])
+    try:
+        log.error("error", extra={"fields": {"exit_code": 2, "message": "x is no max"}})
+    finally:
+        handle.close()
+    line = stream.getvalue()
+    assert "exit_code" in line and "max" in line
+    if log_format == "json":
+        assert json.loads(line)["fields"] == {"exit_code": 2, "message": "*** is no max"}
+    else:
+        assert line.rstrip("\n").endswith(' error exit_code=2 message="*** is no max"')
+
+
+def test_a_key_with_a_quote_leaves_the_line_valid_json(stream: io.StringIO) -> None:
+    key = ApiKey('ax"')  # the serialised `"relax"` holds it, though no value does
+    handle = configure_logging("json", stream=stream, level="info", keys=[key])
+    try:
+        log.error("relax", extra={"fields": {"header": f"Token {key.reveal()}", "v": "relax"}})
+    finally:
+        handle.close()
+    (line,) = lines(stream)
+    entry = json.loads(line)
+    assert (entry["event"], entry["fields"]) == ("relax", {"header": "Token ***", "v": "relax"})
+
+
+def test_numbers_json_cannot_hold_are_written_as_strings(
+    stream: io.StringIO, json_log: LogHandle
+) -> None:
+    log.info("rate", extra={"fields": {"rate": float("inf"), "mean": float("nan")}})
+    (line,) = lines(stream)
+    assert json.loads(line, parse_constant=pytest.fail)["fields"] == {"rate": "inf", "mean": "nan"}
+
+
 def test_key_added_after_setup_is_redacted(stream: io.StringIO, json_log: LogHandle) -> None:
     later = ApiKey("resolved-later-key")
     json_log.add_key(later)

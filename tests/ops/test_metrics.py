@@ -27,7 +27,8 @@ def parse(path: Path) -> dict[tuple[str, str], float]:
         assert family.type == "gauge"
         assert family.documentation
         for sample in family.samples:
-            samples[(sample.name, sample.labels["job"])] = sample.value
+            assert set(sample.labels) == {"petsync_job"}  # no `job`: a scrape would rename it
+            samples[(sample.name, sample.labels["petsync_job"])] = sample.value
     return samples
 
 
@@ -53,6 +54,7 @@ def test_export_run_is_parsed_by_the_prometheus_parser(tmp_path: Path) -> None:
     write_metrics(path, export_run())
     assert parse(path) == {
         ("petsync_last_run_timestamp_seconds", "nightly-export"): 1_800_000_000.5,
+        ("petsync_last_completed_timestamp_seconds", "nightly-export"): 1_800_000_000.5,
         ("petsync_last_success_timestamp_seconds", "nightly-export"): 1_800_000_000.5,
         ("petsync_run_duration_seconds", "nightly-export"): 12.25,
         ("petsync_exit_code", "nightly-export"): 0.0,
@@ -65,7 +67,7 @@ def test_help_and_type_lines_precede_each_metric(tmp_path: Path) -> None:
     path = tmp_path / "petsync.prom"
     write_metrics(path, export_run())
     lines = path.read_text().splitlines()
-    index = lines.index('petsync_pets_exported{job="nightly-export"} 250')
+    index = lines.index('petsync_pets_exported{petsync_job="nightly-export"} 250')
     assert lines[index - 2] == (
         "# HELP petsync_pets_exported Pets written to the snapshot by the last export."
     )
@@ -92,6 +94,58 @@ def test_first_run_failing_writes_no_success_time(tmp_path: Path) -> None:
     path = tmp_path / "petsync.prom"
     write_metrics(path, export_run(exit_code=1, complete=False, pets_exported=None))
     assert ("petsync_last_success_timestamp_seconds", "nightly-export") not in parse(path)
+    assert ("petsync_last_completed_timestamp_seconds", "nightly-export") not in parse(path)
+
+
+def test_a_run_with_rejected_rows_completed_but_did_not_succeed(tmp_path: Path) -> None:
+    # Exit 4 is a job that works and has rows to fix: the "job broken" alert must not fire.
+    path = tmp_path / "petsync.prom"
+    write_metrics(path, export_run(finished_at=1_800_000_000.0))
+    write_metrics(
+        path,
+        RunMetrics(
+            job="nightly-export",
+            finished_at=1_800_086_400.0,
+            duration_seconds=3.0,
+            exit_code=4,
+            complete=False,
+            counts={"rows_created": 97, "rows_rejected": 3, "rows_uncertain": 0},
+        ),
+    )
+    samples = parse(path)
+    assert (
+        samples[("petsync_last_completed_timestamp_seconds", "nightly-export")] == 1_800_086_400.0
+    )
+    assert samples[("petsync_last_success_timestamp_seconds", "nightly-export")] == 1_800_000_000.0
+    assert samples[("petsync_rows_rejected", "nightly-export")] == 3
+
+
+@pytest.mark.parametrize("code", [1, 2, 3, 75, 143], ids=["1", "2", "3", "75", "143"])
+def test_a_run_that_did_not_do_its_work_keeps_the_completed_time(tmp_path: Path, code: int) -> None:
+    path = tmp_path / "petsync.prom"
+    write_metrics(path, export_run(finished_at=1_800_000_000.0, exit_code=4))
+    write_metrics(
+        path,
+        export_run(finished_at=1_800_086_400.0, exit_code=code, complete=False, pets_exported=None),
+    )
+    samples = parse(path)
+    assert (
+        samples[("petsync_last_completed_timestamp_seconds", "nightly-export")] == 1_800_000_000.0
+    )
+    assert samples[("petsync_exit_code", "nightly-export")] == code
+
+
+def test_times_written_under_the_old_job_label_survive_an_upgrade(tmp_path: Path) -> None:
+    path = tmp_path / "petsync.prom"
+    path.write_text(
+        "# TYPE petsync_last_success_timestamp_seconds gauge\n"
+        'petsync_last_success_timestamp_seconds{job="nightly-export"} 1700000000\n'
+        'petsync_last_success_timestamp_seconds{job="other"} 1700000001\n'
+    )
+    write_metrics(path, export_run(exit_code=1, complete=False, pets_exported=None))
+    samples = parse(path)  # every sample now under petsync_job
+    assert samples[("petsync_last_success_timestamp_seconds", "nightly-export")] == 1_700_000_000
+    assert samples[("petsync_last_success_timestamp_seconds", "other")] == 1_700_000_001
 
 
 def test_import_counts_and_other_jobs_are_kept(tmp_path: Path) -> None:
@@ -200,6 +254,7 @@ def test_record_run_writes_the_reports_counts_time_and_exit_0(tmp_path: Path) ->
         run.report(Counted(pets_exported=250), complete=True)
     assert parse(path) == {
         ("petsync_last_run_timestamp_seconds", "nightly-export"): 1_800_000_000.0,
+        ("petsync_last_completed_timestamp_seconds", "nightly-export"): 1_800_000_000.0,
         ("petsync_last_success_timestamp_seconds", "nightly-export"): 1_800_000_000.0,
         ("petsync_run_duration_seconds", "nightly-export"): 2.5,
         ("petsync_exit_code", "nightly-export"): 0.0,

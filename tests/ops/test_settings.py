@@ -108,6 +108,53 @@ def test_env_option_chooses_the_environment(dirs: tuple[Path, Path]) -> None:
     assert (default.env_name, default.env_source) == ("production", "default")
 
 
+def test_petsync_env_chooses_the_environment_when_no_option_does(
+    dirs: tuple[Path, Path],
+) -> None:
+    write_config(dirs[0] / "petsync.toml", CONFIG)
+    env = {"PETSYNC_API_KEY": "k", "PETSYNC_ENV": "staging"}
+    chosen = resolve(dirs, env)
+    assert (chosen.base_url, chosen.env_name, chosen.env_source) == (
+        STAGING,
+        "staging",
+        "PETSYNC_ENV",
+    )
+    given = resolve(dirs, env, env_name="production", env_source="job file jobs/x.toml")
+    assert (given.env_name, given.env_source) == ("production", "job file jobs/x.toml")
+
+
+def test_petsync_env_naming_an_undefined_environment_says_so(dirs: tuple[Path, Path]) -> None:
+    path = write_config(dirs[0] / "petsync.toml", CONFIG)
+    with pytest.raises(ConfigError) as err:
+        resolve(dirs, {"PETSYNC_API_KEY": "k", "PETSYNC_ENV": "qa"})
+    assert str(err.value).startswith(
+        f"environment 'qa' (from PETSYNC_ENV) is not defined in config file {path} "
+    )
+
+
+def test_petsync_config_names_the_file_when_no_option_does(
+    dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    write_config(dirs[0] / "petsync.toml", CONFIG)
+    other = write_config(
+        tmp_path / "other.toml", CONFIG.replace(PROD, "https://other.example.com/v1")
+    )
+    env = {"PETSYNC_API_KEY": "k", "PETSYNC_CONFIG": str(other)}
+    chosen = resolve(dirs, env)
+    assert (chosen.base_url, chosen.config_file, chosen.config_file_source) == (
+        "https://other.example.com/v1",
+        other,
+        "PETSYNC_CONFIG",
+    )
+    assert resolve(dirs, env, config_path=dirs[0] / "petsync.toml").base_url == PROD
+    env["PETSYNC_CONFIG"] = "nope.toml"
+    with pytest.raises(ConfigError) as err:
+        resolve(dirs, env)
+    assert str(err.value) == (
+        f"config file {dirs[0] / 'nope.toml'} (from PETSYNC_CONFIG) does not exist"
+    )
+
+
 def test_undefined_environment_is_named_with_the_defined_ones(dirs: tuple[Path, Path]) -> None:
     path = write_config(dirs[0] / "petsync.toml", CONFIG)
     with pytest.raises(ConfigError) as err:
@@ -253,8 +300,26 @@ def test_old_call_without_new_arguments_still_works(
         ),
         (
             "[environments.production]\nurl = 'x'\n",
-            "[environments.production]: unknown key 'url'; "
-            "allowed: base_url, api_key_env, api_key_file",
+            "[environments.production]: unknown key 'url'; allowed: base_url, api_key_env, "
+            "api_key_file, timeout, retries, retry_budget, max_response_size",
+        ),
+        (
+            "[environments.production]\ntimeout = 0\n",
+            "[environments.production]: timeout must be a number of seconds, above 0; got 0",
+        ),
+        (
+            "[environments.production]\nretries = 2.5\n",
+            "[environments.production]: retries must be a whole number, 0 or more; got 2.5",
+        ),
+        (
+            "[environments.production]\nretry_budget = 'long'\n",
+            "[environments.production]: retry_budget must be a number of seconds, 0 or more; "
+            "got 'long'",
+        ),
+        (
+            "[environments.production]\nmax_response_size = '32XB'\n",
+            "[environments.production]: max_response_size: '32XB' is not a size; use e.g. "
+            "32MiB, 500kB or 1048576",
         ),
         (
             "[environments.production]\napi_key = 'x'\n",
@@ -263,7 +328,17 @@ def test_old_call_without_new_arguments_still_works(
         ("colour = 'blue'\n", ": unknown key 'colour'; allowed: environments"),
         ("[environments\n", "is not valid TOML"),
     ],
-    ids=["wrong-type", "unknown-key", "key-value-refused", "unknown-top-level", "bad-toml"],
+    ids=[
+        "wrong-type",
+        "unknown-key",
+        "timeout-zero",
+        "retries-not-whole",
+        "retry-budget-text",
+        "size-unit-unknown",
+        "key-value-refused",
+        "unknown-top-level",
+        "bad-toml",
+    ],
 )
 def test_invalid_config_file_is_named(dirs: tuple[Path, Path], text: str, message: str) -> None:
     path = write_config(dirs[0] / "petsync.toml", text)
@@ -276,3 +351,30 @@ def test_invalid_config_file_is_named(dirs: tuple[Path, Path], text: str, messag
 def test_env_key_variable_is_derived_from_the_name() -> None:
     assert env_key_variable("staging") == "PETSYNC_STAGING_API_KEY"
     assert env_key_variable("eu-west") == "PETSYNC_EU_WEST_API_KEY"
+
+
+def test_limits_come_from_the_option_else_the_environment_else_the_default(
+    dirs: tuple[Path, Path],
+) -> None:
+    path = write_config(
+        dirs[0] / "petsync.toml",
+        CONFIG + 'timeout = 90\nretries = 0\nmax_response_size = "64MiB"\n',  # staging's
+    )
+    target = resolve(
+        dirs,
+        {"PETSYNC_API_KEY": "k"},
+        env_name="staging",
+        limits={"timeout": (7.5, "--timeout")},
+    )
+    limits = target.limits
+    assert (limits.timeout, limits.source("timeout")) == (7.5, "--timeout")
+    where = f"{path} [environments.staging]"
+    assert (limits.retries, limits.source("retries")) == (0, f"{where} retries")
+    assert (limits.max_response_size, limits.source("max_response_size")) == (
+        64 * 1024 * 1024,
+        f"{where} max_response_size",
+    )
+    assert (limits.retry_budget, limits.source("retry_budget")) == (300.0, "default")
+    config = target.client_config(pagination="offset")  # the limits reach the client
+    assert (config.request_timeout, config.max_response_bytes) == (7.5, 64 * 1024 * 1024)
+    assert (config.retry.retries, config.retry.budget_seconds) == (0, 300.0)

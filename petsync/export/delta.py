@@ -1,0 +1,340 @@
+"""The catalogue as one Delta Lake table (``--table-format delta``), one commit per night.
+
+The table lives at ``OUT/pets`` (a local directory or an object-store prefix), partitioned
+by ``snapshot_date``, with the snapshot schema plus that column (``date``). Each run is one
+atomic commit (delta-rs, the ``deltalake`` package) that replaces that date's partition:
+``mode="overwrite"`` with the predicate ``snapshot_date = 'YYYY-MM-DD'``. The run's
+manifest goes into the commit's metadata under ``petsync.manifest``, so the table's own
+history says, per version, what the manifest file says for a Hive snapshot. Completeness
+rules are the same: an incomplete result is committed with ``complete: false`` (and
+:func:`petsync.load_snapshot` keeps returning the latest complete one), or not at all under
+``--strict``. ``--keep N`` deletes older dates in one more commit (their files stay for
+time travel until a ``VACUUM``).
+
+The schema is enforced: a table at ``OUT/pets`` whose schema is not exactly this one, or
+that is not partitioned by ``snapshot_date``, is refused with a clear error before the first
+API request (:func:`check_table`, called under the lock) and checked again before the commit
+(delta-rs itself would cast an int32 column silently). Ids are int64, exact to 2**63-1.
+Quarantined records, which have no place in a typed table, go to
+``OUT/_quarantine/snapshot_date=.../_quarantine.jsonl``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from petsync.core.errors import ConfigError, InputError, PetsyncError
+from petsync.export.collector import CollectedPets, Deduplicated, StatusCounts
+from petsync.export.listings import FetchResult
+from petsync.export.location import Location, parse_location
+from petsync.export.report import DropCheck, ExportReport
+from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.snapshot import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
+
+if TYPE_CHECKING:
+    from petsync.export.run import _Run
+
+MANIFEST_KEY = "petsync.manifest"
+QUARANTINE_DIR = "_quarantine"
+DELTA_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
+
+
+def table_uri(location: Location) -> str:
+    """Where the table lives: ``OUT/pets`` (an absolute path for a local directory)."""
+    if location.local is not None:
+        return str(location.local.absolute() / PETS_DIR)
+    return location.child(PETS_DIR)
+
+
+def storage_options(location: Location) -> dict[str, str]:
+    """delta-rs settings for the store: the endpoint and region of the environment.
+
+    Credentials are not passed: delta-rs reads the same standard chain (``AWS_*``
+    variables, profiles, roles) itself.
+    """
+    if location.kind != "s3":
+        return {}
+    from petsync.export.objectstore.filesystem import environment_settings
+
+    settings = environment_settings()
+    options: dict[str, str] = {}
+    if "endpoint_override" in settings:
+        options["AWS_ENDPOINT_URL"] = settings["endpoint_override"]
+        if settings["endpoint_override"].startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+    if "region" in settings:
+        options["AWS_REGION"] = settings["region"]
+    return options
+
+
+def _deltalake() -> Any:
+    try:
+        import deltalake
+    except ImportError as exc:  # pragma: no cover - the delta extra is missing
+        raise ConfigError(
+            "--table-format delta needs the deltalake package: pip install 'petsync[delta]'"
+        ) from exc
+    return deltalake
+
+
+def open_table(location: Location, version: int | None = None) -> Any | None:
+    """The Delta table at ``OUT/pets``, or None when there is none."""
+    deltalake = _deltalake()
+    uri = table_uri(location)
+    try:
+        return deltalake.DeltaTable(uri, version=version, storage_options=storage_options(location))
+    except deltalake.exceptions.TableNotFoundError:
+        return None
+
+
+def is_delta(location: Location) -> bool:
+    """True when ``OUT/pets`` holds a Delta table (its ``_delta_log`` exists)."""
+    import pyarrow.fs as pafs
+
+    from petsync.export.objectstore.filesystem import open_filesystem
+
+    try:
+        info = open_filesystem(location).get_file_info(location.store_child(PETS_DIR, "_delta_log"))
+    except OSError:
+        return False
+    return bool(info.type == pafs.FileType.Directory)
+
+
+def check_table(location: Location) -> None:
+    """Before the first API request: a table already at ``OUT/pets`` must be petsync's.
+
+    Its schema must be exactly the snapshot schema plus the date, and it must be partitioned
+    by ``snapshot_date``; otherwise :class:`ConfigError` (exit 2) names the table, what
+    differs and what to do, and nothing is fetched. No table yet is fine: the first commit
+    creates it.
+    """
+    deltalake = _deltalake()
+    try:
+        table = open_table(location)
+    except (OSError, deltalake.exceptions.DeltaError) as exc:
+        raise ConfigError(
+            f"cannot read the Delta table at {table_uri(location)}: {exc}. Nothing was "
+            "fetched. Fix access to the store, or choose another --out."
+        ) from exc
+    if table is not None:
+        check_schema(table, table_uri(location), before_fetch=True)
+
+
+def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
+    """Refuse a table whose schema is not exactly the snapshot schema plus the date, or that
+    is not partitioned by the date; the message names each difference."""
+    found = pa.schema(table.schema().to_arrow())
+    differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
+    partitions = list(table.metadata().partition_columns)
+    if partitions != [PARTITION_KEY]:
+        shown = ", ".join(partitions) if partitions else "nothing"
+        differences.append(f"it is partitioned by {shown}, petsync's by {PARTITION_KEY}")
+    if differences:
+        raise ConfigError(
+            f"the Delta table at {where} is not a petsync snapshot table: "
+            + "; ".join(differences)
+            + ". petsync never changes or casts a table's schema: export to another --out, "
+            "or move the table away."
+            + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
+        )
+
+
+def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
+    """How columns (name, type) differ from petsync's table schema, one phrase each.
+
+    >>> schema_differences([("id", "int32"), ("name", "string"), ("categoryId", "int64"),
+    ...                     ("status", "string"), ("snapshot_date", "date32[day]"), ("x", "int8")])
+    ['column id is int32, petsync writes int64', 'an extra column x (int8)']
+    """
+    expected = [(f.name, str(f.type)) for f in DELTA_SCHEMA]
+    wanted, found = dict(expected), dict(actual)
+    differences: list[str] = []
+    for name, kind in expected:
+        if name not in found:
+            differences.append(f"no column {name} (petsync writes {kind})")
+        elif found[name] != kind:
+            differences.append(f"column {name} is {found[name]}, petsync writes {kind}")
+    differences += [
+        f"an extra column {name} ({kind})" for name, kind in actual if name not in wanted
+    ]
+    if not differences and [n for n, _ in actual] != [n for n, _ in expected]:
+        shown = ", ".join(n for n, _ in actual)
+        differences.append(f"its columns are in another order ({shown})")
+    return differences
+
+
+def _plain_type(arrow_type: pa.DataType) -> str:
+    # delta-rs reads strings back as string_view or large_string: the same Delta type.
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if str(arrow_type) == "string_view":
+        return "string"
+    return str(arrow_type)
+
+
+def commit_snapshot(
+    run: _Run, collected: Deduplicated, fetched: FetchResult, drop: DropCheck
+) -> ExportReport:
+    """Commit the night's pets as one atomic replacement of its date's partition."""
+    deltalake = _deltalake()
+    config = run.config
+    location = config.location
+    existing = open_table(location)
+    if existing is not None:
+        check_schema(existing, table_uri(location))
+    counts = StatusCounts()
+    for batch in collected.batches():
+        counts.add(batch.column(3))
+    written = CollectedPets(
+        pets=collected.pets,
+        statuses=counts,
+        rows_fetched=collected.rows_fetched,
+        seen_under_two_statuses=collected.seen_under_two_statuses,
+        conflicting_duplicates=collected.conflicting_duplicates,
+        status_mismatches=collected.status_mismatches,
+    )
+    report = ExportReport(
+        config=config,
+        snapshot_date=run.date,
+        snapshot_path=None,
+        fetched=fetched,
+        collected=written,
+        drop=drop,
+        timing=run.timing(),
+        run_id=run.run_id,
+    )
+    _write_quarantine(run, location)
+    run.lock.confirm()
+    uri = table_uri(location)
+    try:
+        deltalake.write_deltalake(
+            uri,
+            pa.RecordBatchReader.from_batches(DELTA_SCHEMA, _dated(collected, run.date)),
+            partition_by=[PARTITION_KEY],
+            mode="overwrite",
+            predicate=f"{PARTITION_KEY} = '{run.date.isoformat()}'",
+            storage_options=storage_options(location),
+            commit_properties=deltalake.CommitProperties(
+                custom_metadata={MANIFEST_KEY: report.manifest_text()}
+            ),
+        )
+        table = open_table(location)
+        assert table is not None
+        pruned: list[Path | str] = []
+        if config.keep is not None and report.exit_code.value == 0:
+            pruned = _prune(table, config.keep, location)
+        version = int(table.version())
+    except (OSError, deltalake.exceptions.DeltaError) as exc:
+        raise PetsyncError(
+            f"cannot commit the snapshot to the Delta table {uri}: {exc}. Nothing was "
+            "committed; earlier versions are untouched."
+        ) from exc
+    return dataclasses.replace(report, snapshot_path=uri, pruned=pruned, table_version=version)
+
+
+def _dated(collected: Deduplicated, date: dt.date) -> Iterator[pa.RecordBatch]:
+    for batch in collected.batches():
+        dates = pa.array([date] * batch.num_rows, pa.date32())
+        yield pa.RecordBatch.from_arrays([*batch.columns, dates], schema=DELTA_SCHEMA)
+
+
+def _write_quarantine(run: _Run, location: Location) -> None:
+    """Copy the run's quarantine file beside the table (it has no place in the table)."""
+    from petsync.export.objectstore.filesystem import open_filesystem
+
+    source = run.staged.file(QUARANTINE_NAME)
+    if not source.exists():
+        return
+    target = location.store_child(
+        QUARANTINE_DIR, f"{PARTITION_KEY}={run.date.isoformat()}", QUARANTINE_NAME
+    )
+    filesystem = open_filesystem(location)
+    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
+        shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
+
+
+def _prune(table: Any, keep: int, location: Location) -> list[Path | str]:
+    dates = sorted(_partition_dates(table))
+    old = dates[: max(0, len(dates) - keep)]
+    if not old:
+        return []
+    table.delete(f"{PARTITION_KEY} < '{dates[-keep].isoformat()}'")
+    return [f"{table_uri(location)} {PARTITION_KEY}={d.isoformat()}" for d in old]
+
+
+def _partition_dates(table: Any) -> set[dt.date]:
+    return {dt.date.fromisoformat(str(p[PARTITION_KEY])) for p in table.partitions()}
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def list_delta_snapshots(location: Location) -> list[SnapshotInfo]:
+    """Each date still in the table, with the manifest of the commit that last wrote it."""
+    table = open_table(location)
+    if table is None:
+        return []
+    present = _partition_dates(table)
+    found: dict[dt.date, SnapshotInfo] = {}
+    for commit in table.history():  # newest first
+        manifest = _manifest_of(commit)
+        if manifest is None:
+            continue
+        date = dt.date.fromisoformat(str(manifest.get("snapshot_date")))
+        if date in present and date not in found:
+            found[date] = SnapshotInfo(date, table_uri(location), manifest)
+    return [found[date] for date in sorted(found)]
+
+
+def _manifest_of(commit: dict[str, Any]) -> dict[str, Any] | None:
+    text = commit.get(MANIFEST_KEY)
+    if not isinstance(text, str):
+        return None
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    return {**manifest, "table_format": "delta", "table_version": commit.get("version")}
+
+
+def snapshot_at_version(location: Location, version: int) -> SnapshotInfo:
+    """The snapshot a given table version committed (time travel)."""
+    table = open_table(location)
+    if table is None:
+        raise InputError(f"no Delta table at {table_uri(location)}")
+    for commit in table.history():
+        if commit.get("version") == version:
+            manifest = _manifest_of(commit)
+            if manifest is not None:
+                date = dt.date.fromisoformat(str(manifest["snapshot_date"]))
+                return SnapshotInfo(date, table_uri(location), manifest)
+    raise InputError(
+        f"version {version} of the Delta table {table_uri(location)} is no petsync snapshot "
+        "commit; `DeltaTable(...).history()` lists the versions"
+    )
+
+
+def read_delta(info: SnapshotInfo) -> pa.Table:
+    """The pets of one snapshot of a Delta table, at the version its manifest names."""
+    location = parse_location(str(info.path))
+    version = info.manifest.get("table_version")
+    if location.local is None:
+        parent = parse_location(location.uri.rsplit("/", 1)[0])
+    else:
+        parent = parse_location(location.local.parent)
+    table = open_table(parent, version if isinstance(version, int) else None)
+    if table is None:
+        raise InputError(f"no Delta table at {info.path}")
+    data = table.to_pyarrow_table(filters=[(PARTITION_KEY, "=", info.date)])
+    return conform(data.drop_columns([PARTITION_KEY])).sort_by("id")

@@ -1,0 +1,235 @@
+"""The pyarrow file system of a location, checked before the first API request.
+
+Credentials come only from each provider's standard chain, never from petsync's files:
+
+* S3: ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``, ``AWS_PROFILE``
+  and the shared config files, web identity, container and instance roles (the AWS SDK's
+  default chain, run by pyarrow). An S3-compatible store (MinIO, Ceph, R2) is named by
+  ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``, the region by ``AWS_REGION`` or
+  ``AWS_DEFAULT_REGION``. pyarrow's S3 client does not read the endpoint variables itself,
+  so they are read here and passed on.
+* GCS: Application Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login,
+  workload identity).
+* Azure: ``DefaultAzureCredential`` (``AZURE_CLIENT_ID``/``AZURE_TENANT_ID``/
+  ``AZURE_CLIENT_SECRET``, workload and managed identity, the Azure CLI's login); the
+  account from the URI's host or ``AZURE_STORAGE_ACCOUNT_NAME``.
+
+:func:`store_error` is the one boundary where a store's ``OSError`` becomes a
+:class:`~petsync.core.errors.PetsyncError`: it names the bucket and the fix, and the values
+of the secret variables are redacted from whatever the store said.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+import pyarrow.fs as pafs
+
+from petsync.core.apikey import ApiKey, redact
+from petsync.core.errors import ConfigError, PetsyncError
+from petsync.export.location import AZURE_ACCOUNT_VARIABLE, Location
+
+ENDPOINT_VARIABLES: tuple[str, ...] = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+REGION_VARIABLES: tuple[str, ...] = ("AWS_REGION", "AWS_DEFAULT_REGION")
+# Values that must never reach a message, even when a store echoes them back.
+SECRET_VARIABLES: tuple[str, ...] = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_STORAGE_KEY",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_SAS_TOKEN",
+)
+CONNECT_TIMEOUT_SECONDS = 10.0
+REQUEST_TIMEOUT_SECONDS = 60.0
+S3_ATTEMPTS = 4
+
+Problem = Literal["credentials", "unreachable", "missing", "other"]
+
+_CREDENTIAL_WORDS = re.compile(
+    r"ACCESS_DENIED|INVALID_ACCESS_KEY_ID|SIGNATURE_DOES_NOT_MATCH|EXPIRED_TOKEN|"
+    r"MISSING_AUTHENTICATION_TOKEN|UNRECOGNIZED_CLIENT|InvalidAccessKeyId|AccessDenied|"
+    r"SignatureDoesNotMatch|AuthenticationFailed|AuthorizationFailure|PERMISSION_DENIED|"
+    r"Unauthorized|Forbidden|No response body|credentials",
+    re.I,
+)
+_UNREACHABLE_WORDS = re.compile(
+    r"NETWORK_CONNECTION|curlCode|Could not connect|Couldn't connect|resolve host|"
+    r"Connection refused|timed out|UNAVAILABLE",
+    re.I,
+)
+_MISSING_WORDS = re.compile(r"NO_SUCH_BUCKET|NoSuchBucket|ContainerNotFound|bucket does not exist")
+_AWS_ERROR = re.compile(r"AWS Error (\w+) during (\w+) operation(?:: ([^(]{0,160}))?")
+
+
+def environment_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The S3 endpoint and region the environment sets (empty values count as unset)."""
+    env = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    endpoint = next((env[v].strip() for v in ENDPOINT_VARIABLES if env.get(v, "").strip()), "")
+    region = next((env[v].strip() for v in REGION_VARIABLES if env.get(v, "").strip()), "")
+    if endpoint:
+        found["endpoint_override"] = endpoint
+    if region:
+        found["region"] = region
+    return found
+
+
+def open_filesystem(
+    location: Location, environ: Mapping[str, str] | None = None
+) -> pafs.FileSystem:
+    """The pyarrow file system holding ``location`` (credentials: the provider's chain)."""
+    env = os.environ if environ is None else environ
+    if location.kind == "local":
+        return pafs.LocalFileSystem()
+    if location.kind == "s3":
+        settings = environment_settings(env)
+        region = settings.get("region")
+        if region is None and "endpoint_override" not in settings:
+            # Real AWS with no region set: ask where the bucket lives (one anonymous HEAD).
+            try:
+                region = pafs.resolve_s3_region(location.bucket)
+            except OSError:
+                region = None
+        return pafs.S3FileSystem(
+            region=region,
+            endpoint_override=settings.get("endpoint_override"),
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            request_timeout=REQUEST_TIMEOUT_SECONDS,
+            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS),
+            # One part in memory per upload: with background writes, parts queue up in
+            # memory whenever the store is slower than the writer (+70 MiB at 1M pets).
+            background_writes=False,
+        )
+    if location.kind == "gcs":
+        return pafs.GcsFileSystem()
+    account = location.account or env.get(AZURE_ACCOUNT_VARIABLE, "").strip()
+    if not account:
+        raise ConfigError(
+            f"{location}: no Azure storage account; write the URI as "
+            f"abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX or set "
+            f"{AZURE_ACCOUNT_VARIABLE}"
+        )
+    return pafs.AzureFileSystem(account_name=account)
+
+
+def classify(exc: BaseException) -> Problem:
+    """What a store's error means for the user: refused credentials, no route, no bucket."""
+    text = str(exc)
+    if _MISSING_WORDS.search(text):
+        return "missing"
+    if _UNREACHABLE_WORDS.search(text):
+        return "unreachable"
+    if _CREDENTIAL_WORDS.search(text) or isinstance(exc, PermissionError):
+        return "credentials"
+    return "other"
+
+
+def store_error(
+    location: Location,
+    exc: BaseException,
+    *,
+    doing: str,
+    before_fetch: bool,
+    environ: Mapping[str, str] | None = None,
+) -> PetsyncError:
+    """Translate a store's error into a message naming the bucket and the fix.
+
+    Before the first API request it is a :class:`ConfigError` (exit 2, nothing fetched);
+    later a :class:`PetsyncError` (exit 1) saying that nothing was published.
+    """
+    env = os.environ if environ is None else environ
+    problem = classify(exc)
+    detail = _detail(exc, env)
+    where = (
+        f"bucket {location.bucket!r}"
+        if location.kind != "azure"
+        else (f"container {location.bucket!r}")
+    )
+    if problem == "credentials":
+        what = (
+            f"the store refused the credentials for {where} while {doing} ({detail}); "
+            f"{_credential_fix(location)}"
+        )
+    elif problem == "unreachable":
+        what = f"cannot reach the store of {where} while {doing} ({detail}); " + _reach_fix(
+            location, env
+        )
+    elif problem == "missing":
+        what = (
+            f"{where} does not exist (or these credentials cannot see it) ({detail}); "
+            f"create it or fix the location {location}"
+        )
+    else:
+        what = f"the store failed while {doing} in {where} ({detail})"
+    if before_fetch:
+        return ConfigError(f"cannot use --out {location}: {what}. Nothing was fetched.")
+    return PetsyncError(
+        f"cannot write the snapshot to {location}: {what}. Nothing was published; earlier "
+        "snapshots are untouched."
+    )
+
+
+def check_reachable(location: Location, filesystem: pafs.FileSystem) -> None:
+    """Fail with :class:`ConfigError` unless the bucket exists and the credentials may list it.
+
+    Writing is proven next, by taking the lock (a conditional create) or a probe object.
+    """
+    if location.is_local:
+        return
+    try:
+        info = filesystem.get_file_info(location.bucket)
+        if info.type == pafs.FileType.NotFound:
+            raise ConfigError(
+                f"cannot use --out {location}: {_container_word(location)} "
+                f"{location.bucket!r} does not exist (or these credentials cannot see it); "
+                "create it or fix the location. Nothing was fetched."
+            )
+        filesystem.get_file_info(
+            pafs.FileSelector(location.store_path, allow_not_found=True, recursive=False)
+        )
+    except OSError as exc:
+        raise store_error(location, exc, doing="checking the bucket", before_fetch=True) from exc
+
+
+def _container_word(location: Location) -> str:
+    return "container" if location.kind == "azure" else "bucket"
+
+
+def _credential_fix(location: Location) -> str:
+    if location.kind == "gcs":
+        return (
+            "check GOOGLE_APPLICATION_CREDENTIALS (or `gcloud auth application-default "
+            f"login`, or the workload identity) and that it may list and write {location}"
+        )
+    if location.kind == "azure":
+        return (
+            "check AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (or the managed "
+            f"identity, or `az login`) and that it may list and write {location}"
+        )
+    return (
+        "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), "
+        f"AWS_PROFILE, or the instance or pod role, and that it may list and write {location}"
+    )
+
+
+def _reach_fix(location: Location, environ: Mapping[str, str]) -> str:
+    if location.kind != "s3":
+        return "check the network"
+    endpoint = environment_settings(environ).get("endpoint_override")
+    shown = f"now {endpoint}" if endpoint else "unset, so AWS itself"
+    return f"check the network and, for an S3-compatible store, AWS_ENDPOINT_URL ({shown})"
+
+
+def _detail(exc: BaseException, environ: Mapping[str, str]) -> str:
+    text = str(exc)
+    match = _AWS_ERROR.search(text)
+    if match:
+        code, operation, said = match.groups()
+        text = f"{code} on {operation}" + (f": {said.strip()}" if said and said.strip() else "")
+    text = " ".join(text.split())[:300]
+    secrets = [ApiKey(environ[name]) for name in SECRET_VARIABLES if environ.get(name, "").strip()]
+    return redact(text, secrets)

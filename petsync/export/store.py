@@ -1,0 +1,155 @@
+"""Where a run writes: one interface over a local directory and an object-store prefix.
+
+:func:`open_store` turns the export's ``--out`` into a :class:`SnapshotStore`: its lock,
+the clean-up of what killed runs left, a new staged snapshot, pruning and the latest
+snapshot. :class:`LocalStore` is the rename recipe of :mod:`petsync.export.publish` and the
+flock of :mod:`petsync.export.lock`; :class:`ObjectStore` the copy recipe and conditional
+lock of :mod:`petsync.export.objectstore`. Everything a store does before the first API
+request (:meth:`SnapshotStore.prepare`) fails as a usage error (exit 2, nothing fetched).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from petsync.core.errors import ConfigError
+from petsync.export.location import Location
+from petsync.export.lock import DirectoryLock
+from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
+from petsync.export.snapshot import SnapshotInfo, latest_snapshot
+
+
+class Staged(Protocol):
+    """A snapshot being written aside; published whole, or discarded."""
+
+    path: Any
+
+    def scratch(self, suffix: str) -> Path: ...
+    def file(self, name: str) -> Path: ...
+    def output(self, name: str) -> contextlib.AbstractContextManager[Any]: ...
+    def write_text(self, name: str, text: str) -> object: ...
+    def publish(self, date: dt.date) -> Path | str: ...
+    def discard(self) -> None: ...
+
+
+class Lock(Protocol):
+    def acquire(self) -> None: ...
+    def confirm(self) -> None: ...
+    def release(self) -> None: ...
+
+
+class SnapshotStore(Protocol):
+    """What a run needs of the place its snapshots live."""
+
+    location: Location
+
+    def prepare(self) -> Lock: ...
+    def clean_staging(self) -> list[Path | str]: ...
+    def latest(self) -> SnapshotInfo | None: ...
+    def stage(self, run_id: str) -> Staged: ...
+    def prune(self, keep: int) -> list[Path | str]: ...
+
+
+class LocalStore:
+    """A local directory: flock, staging folder, one rename to publish."""
+
+    def __init__(self, location: Location) -> None:
+        assert location.local is not None
+        self.location = location
+        self.directory = location.local
+
+    def prepare(self) -> Lock:
+        with before_fetch(self.location):
+            lock = DirectoryLock(self.directory)
+            lock.acquire()
+        return lock
+
+    def clean_staging(self) -> list[Path | str]:
+        return list(clean_staging(self.directory))
+
+    def latest(self) -> SnapshotInfo | None:
+        return latest_snapshot(self.directory)
+
+    def stage(self, run_id: str) -> Staged:
+        return StagedSnapshot.create(self.directory)
+
+    def prune(self, keep: int) -> list[Path | str]:
+        return list(prune_snapshots(self.directory, keep))
+
+
+class ObjectStore:
+    """An object-store prefix: conditional lock, staging prefix, copies to publish."""
+
+    def __init__(self, location: Location, *, now: Callable[[], dt.datetime]) -> None:
+        from petsync.export.objectstore.filesystem import open_filesystem
+
+        self.location = location
+        self._now = now
+        self.filesystem = open_filesystem(location)
+
+    def prepare(self) -> Lock:
+        from petsync.export.objectstore.filesystem import check_reachable
+        from petsync.export.objectstore.lock import ObjectLock, UnlockedStore
+
+        check_reachable(self.location, self.filesystem)
+        lock: Lock
+        if self.location.kind == "s3":
+            lock = ObjectLock(self.location, now=self._now)
+        else:
+            lock = UnlockedStore(self.location, self.filesystem, now=self._now)
+        lock.acquire()
+        return lock
+
+    def clean_staging(self) -> list[Path | str]:
+        from petsync.export.objectstore.publish import recover_staging
+
+        with self._writing("cleaning the staging area", before=True):
+            return list(recover_staging(self.location, self.filesystem))
+
+    def latest(self) -> SnapshotInfo | None:
+        return latest_snapshot(self.location.uri)
+
+    def stage(self, run_id: str) -> Staged:
+        from petsync.export.objectstore.publish import ObjectStagedSnapshot
+
+        return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id)
+
+    def prune(self, keep: int) -> list[Path | str]:
+        from petsync.export.objectstore.publish import prune_objects
+
+        with self._writing("pruning old snapshots", before=False):
+            return list(prune_objects(self.location, self.filesystem, keep))
+
+    @contextlib.contextmanager
+    def _writing(self, doing: str, *, before: bool) -> Iterator[None]:
+        from petsync.export.objectstore.filesystem import store_error
+
+        try:
+            yield
+        except OSError as exc:
+            raise store_error(self.location, exc, doing=doing, before_fetch=before) from exc
+
+
+def open_store(location: Location, *, now: Callable[[], dt.datetime]) -> SnapshotStore:
+    """The store of ``location``: a local directory or an object-store prefix."""
+    if location.is_local:
+        return LocalStore(location)
+    with before_fetch(location):
+        return ObjectStore(location, now=now)
+
+
+@contextlib.contextmanager
+def before_fetch(location: Location) -> Iterator[None]:
+    """Turn an ``OSError`` of the set-up into a usage error: nothing was fetched yet."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or location
+        raise ConfigError(
+            f"cannot write to --out {location}: {exc.strerror or exc} ({where}). Nothing "
+            "was fetched. Fix the permissions or free space, or choose another --out."
+        ) from exc

@@ -1,0 +1,87 @@
+"""Several files in one run, and the archive that empties an inbox.
+
+``petsync import 'inbox/*.csv'`` names its files by a glob that petsync expands itself
+(quoted, so the shell leaves it alone, and so a job file can hold it): :func:`expand_inputs`.
+The files petsync writes beside an input (``*.rejects.csv``, ``*.accepted.csv``,
+``*.uncertain.csv``) are never picked up by a glob, only when named.
+
+``--archive DIR`` moves a fully processed file and its outputs into ``DIR/YYYY-MM-DD/``
+(:func:`archive_import`). Fully processed means the run was not stopped and every row of
+the file is final: created, or rejected (locally or by the API); none pending, none
+uncertain. The journal stays where it is (under the output folder's ``.petsync/``), so the
+same bytes dropped again are still recognised as imported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from petsync.core.errors import InputError
+from petsync.importer.report import ImportReport
+
+OUTPUT_SUFFIXES: tuple[str, ...] = (".rejects.csv", ".accepted.csv", ".uncertain.csv")
+MAX_SAME_DAY_FOLDERS = 1000
+
+
+def expand_inputs(patterns: Sequence[str]) -> list[Path]:
+    """The files ``patterns`` name, in order, each once; a glob may match nothing.
+
+    >>> expand_inputs(["pets.csv", "pets.csv"])
+    [PosixPath('pets.csv')]
+    """
+    found: list[Path] = []
+    for pattern in patterns:
+        if glob.has_magic(pattern):
+            matches = [
+                Path(name)
+                for name in sorted(glob.glob(pattern))
+                if Path(name).is_file() and not name.endswith(OUTPUT_SUFFIXES)
+            ]
+        else:
+            matches = [Path(pattern)]
+        for path in matches:
+            if path not in found:
+                found.append(path)
+    return found
+
+
+def fully_processed(report: ImportReport) -> bool:
+    """True when no row of the file is left to do: none pending, none uncertain, no stop."""
+    return (
+        not report.dry_run and report.stop is None and report.pending == 0 and report.uncertain == 0
+    )
+
+
+def archive_import(source: Path, report: ImportReport, archive: Path, today: dt.date) -> Path:
+    """Move ``source`` and its output files into ``archive/today/`` (or ``today_2``...).
+
+    A folder where one of the names is taken is skipped for the next, so nothing is ever
+    overwritten. Returns the folder. The report's file names are updated.
+    """
+    moving = [source, *(Path(p) for kind, p in report.files.items() if kind != "journal")]
+    for attempt in range(1, MAX_SAME_DAY_FOLDERS + 1):
+        name = today.isoformat() if attempt == 1 else f"{today.isoformat()}_{attempt}"
+        folder = archive / name
+        if not any((folder / path.name).exists() for path in moving):
+            break
+    else:  # pragma: no cover - a thousand archives of the same names in one day
+        raise InputError(f"{archive}: too many archives of {source.name} today")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in moving:
+            shutil.move(path, folder / path.name)
+    except OSError as exc:
+        raise InputError(
+            f"cannot archive {source} into {folder}: {exc.strerror or exc}; the import itself "
+            "is done, move the files by hand or fix the folder's permissions"
+        ) from exc
+    report.files = {
+        kind: str(folder / Path(p).name) if kind != "journal" else p
+        for kind, p in report.files.items()
+    }
+    report.archived_to = str(folder)
+    return folder

@@ -1,0 +1,138 @@
+"""Workbooks (.xlsx, .xlsm, .xls, .xlsb, .ods) read once with calamine, as rows of text.
+
+python-calamine parses the whole sheet in Rust, about ten times faster than openpyxl, and
+reads the old ``.xls``, ``.xlsb`` and OpenDocument ``.ods`` too. It gives each cell's cached
+value, never its formula. The sheet is read once when the workbook is opened; the import's
+later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed once per run.
+
+Values become text by :func:`render_cell`: text as it is; whole numbers without a decimal
+point (``12``; ``12.0`` gives ``12``) below 2**53 in magnitude, where doubles stop being
+exact; whole numbers beyond that in exponent form (``9.007199254740992e+15``, which the
+categoryId check rejects rather than send a rounded id); other numbers in Python's shortest
+round-trip form (``12.5``, ``1e+20``); booleans ``TRUE``/``FALSE``; dates ``2024-03-01``,
+date-times ``2024-03-01 14:30:00``, times ``14:30:00``; durations as Python writes them
+(``1:30:00``). An empty cell, a formula without a cached value and an error cell (``#N/A``,
+``#DIV/0!``) are blank. Number formats are not applied (a cell showing ``007`` that holds
+the number 7 reads ``7``): store identifiers as text cells.
+
+Where calamine differs from the openpyxl reader petsync used before: every number is a
+double (xlsx stores doubles; a 17-digit integer written by a tool other than Excel used to
+read exactly, and is now rejected as not exact), and error cells read blank instead of as
+their text (a name ``#N/A`` is now rejected as blank, not imported).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from petsync.core.errors import InputError
+from petsync.importer.spreadsheet import Record, Spreadsheet, cut_cells, file_sha256
+
+_MAX_EXACT_FLOAT = 2**53
+
+
+def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
+    """Open a workbook, choose the sheet (the first worksheet by default), read it whole."""
+    sha256 = file_sha256(path)
+    # calamine raises several kinds of exceptions for damaged files (zip, XML, its own
+    # errors): this is the one place they become an InputError.
+    try:
+        from python_calamine import CalamineWorkbook
+
+        workbook = CalamineWorkbook.from_path(str(path))
+        names = list(workbook.sheet_names)
+        worksheets = [
+            meta.name for meta in workbook.sheets_metadata if "WorkSheet" in str(meta.typ)
+        ]
+        if sheet_name is None:
+            if not worksheets:
+                raise InputError(f"{path}: the workbook has no worksheet")
+            chosen = worksheets[0]
+        elif sheet_name in names:
+            chosen = sheet_name
+        else:
+            shown = ", ".join(repr(n) for n in names)
+            raise InputError(f"{path}: no sheet named {sheet_name!r}; sheets found: {shown}")
+        # Padded from A1, so list positions are the row and column numbers a person sees.
+        values = workbook.get_sheet_by_name(chosen).to_python(skip_empty_area=False)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(
+            f"{path}: cannot open the workbook ({type(exc).__name__}: {exc}); check it opens "
+            "in Excel or LibreOffice and is saved as .xlsx, .xls, .xlsb or .ods"
+        ) from exc
+    records = list(_records(values))
+    sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
+    sheet.start(iter(records))
+    sheet.cached_records = records
+    return sheet
+
+
+def reopen_workbook(
+    path: Path, sha256: str, sheet_name: str | None, records: list[Record]
+) -> Spreadsheet:
+    """The rows read by :func:`open_workbook` again, for a later pass, without the file."""
+    again = Spreadsheet(path, "workbook", sha256, sheet=sheet_name)
+    again.start(iter(records))
+    again.cached_records = records
+    return again
+
+
+def _records(values: list[list[Any]]) -> Iterator[Record]:
+    for number, row in enumerate(values, start=1):
+        cells = [render_cell(value) for value in row]
+        while cells and not cells[-1]:
+            cells.pop()
+        kept, cut = cut_cells(cells)
+        yield number, kept, cut
+
+
+def render_cell(value: object) -> str:
+    """The text of a cached workbook cell value (the rule is in the module docstring).
+
+    >>> [render_cell(v) for v in (12, 12.0, 12.5, None, True, "007", 2.0**53)]
+    ['12', '12', '12.5', '', 'TRUE', '007', '9.007199254740992e+15']
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < _MAX_EXACT_FLOAT:
+            return str(int(value))
+        if value.is_integer():  # past 2**53 a double is not an exact integer: never 123.0
+            return _exponent_form(value)
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        if value.time() == dt.time(0, 0) and value.tzinfo is None:
+            return value.date().isoformat()
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def _exponent_form(value: float) -> str:
+    """A large whole double in exponent form, every digit of its shortest repr kept.
+
+    >>> _exponent_form(2.0**53), _exponent_form(-1e20)
+    ('9.007199254740992e+15', '-1e+20')
+    """
+    text = repr(value)
+    if "e" in text or "inf" in text or "nan" in text:
+        return text
+    sign = "-" if text.startswith("-") else ""
+    digits = text.lstrip("-").split(".")[0]
+    rest = digits[1:].rstrip("0")
+    return f"{sign}{digits[0]}{'.' + rest if rest else ''}e+{len(digits) - 1}"
