@@ -133,7 +133,8 @@ class DirectReader:
                 )
             finally:
                 answer.close()
-        refuse_outside_2xx(answer.status, headers, body, "GET", request.url)
+        if not 200 <= answer.status < 300:  # parsing the URL costs more than the page's records
+            refuse_outside_2xx(answer.status, headers, body, "GET", request.url)
         return headers, body, shown
 
     def _get_direct(
@@ -153,7 +154,8 @@ class DirectReader:
                 )
             finally:
                 pieces.close()  # an unread rest closes the connection
-        refuse_outside_2xx(status, headers, body, "GET", request.url)
+        if not 200 <= status < 300:
+            refuse_outside_2xx(status, headers, body, "GET", request.url)
         return headers, body, shown
 
 

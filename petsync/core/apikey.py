@@ -14,6 +14,7 @@ reference server's own examples use short ones.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -107,6 +108,7 @@ def redact(text: str, keys: Iterable[ApiKey | None] = ()) -> str:
     return _KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, text)
 
 
+@functools.lru_cache(maxsize=8)  # called for every URL shown: a listing page's, say
 def _whole_word(value: str) -> re.Pattern[str]:
     """The pattern of ``value`` as a whole word (see the module's docstring)."""
     before = r"(?:(?<!\w)|(?<=%[0-9A-Fa-f]{2}))" if _WORD.match(value[0]) else ""
