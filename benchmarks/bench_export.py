@@ -36,10 +36,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from harness import (
     BENCHMARKS,
+    Comparison,
     Run,
     Summary,
     Variant,
@@ -134,6 +136,35 @@ def cpu_bound(pets: int, rounds: int, only: list[str], workdir: Path) -> dict[st
     standin_condition(summaries, BARE)
     targets(summaries, pets)
     return summaries
+
+
+def interleaved(
+    sizes: list[int], rounds: int, only: list[str], workdir: Path
+) -> dict[int, dict[str, Summary]]:
+    """Every size's stand-in up at once, the sizes alternating round by round.
+
+    Run one size after another, a drift in the machine's speed reads as a change in the time
+    per pet between sizes; alternating puts every size under the same conditions.
+    """
+    print(f"\n## {', '.join(f'{p:,}' for p in sizes)} pets, interleaved, {rounds} round(s)\n")
+    with ExitStack() as stack:
+        servers = {pets: stack.enter_context(standin(pets, workdir)) for pets in sizes}
+        comparisons: dict[int, Comparison] = {}
+        for round_no in range(rounds):
+            for pets in sizes if round_no % 2 == 0 else sizes[::-1]:
+                server = servers[pets]
+                print(f"  round {round_no + 1}/{rounds}, {pets:,} pets ({server.describe()})")
+                env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+                order = variants(pets, only)
+                one = run_rounds(
+                    order if round_no % 2 == 0 else order[::-1], 1, env, workdir, server
+                )
+                if pets in comparisons:
+                    for name, runs in one.runs.items():
+                        comparisons[pets].runs[name] += runs
+                else:
+                    comparisons[pets] = one
+    return {pets: summarise(comparison) for pets, comparison in comparisons.items()}
 
 
 def across_sizes(results: dict[int, dict[str, Summary]]) -> None:
@@ -277,6 +308,11 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes for a smoke run (not for publishing)"
     )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="start every size's stand-in at once and alternate the sizes round by round",
+    )
     options = parser.parse_args()
     if options.rounds < 1:
         parser.error("--rounds must be 1 or more")
@@ -285,9 +321,13 @@ def main() -> None:
     print_header("# petsync export benchmark (benchmarks/bench_export.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-export-") as tmp:
         workdir = Path(tmp)
-        results = {
-            pets: cpu_bound(pets, options.rounds, options.only, workdir) for pets in options.pets
-        }
+        if options.interleave:
+            results = interleaved(options.pets, options.rounds, options.only, workdir)
+        else:
+            results = {
+                pets: cpu_bound(pets, options.rounds, options.only, workdir)
+                for pets in options.pets
+            }
         if len(results) > 1:
             across_sizes(results)
         if not options.no_latency:
