@@ -1,21 +1,21 @@
 """Benchmark `petsync export` to S3 (moto's server on loopback) against the same export to disk.
 
-Starts ``petsync serve --seed-pets N`` and moto's S3 server (``ThreadedMotoServer`` in its
-own process, 127.0.0.1, an ephemeral port), then runs whole export processes side by side,
-alternating their order each round:
+Starts the stand-in Petstore (``standin.py``, so the API is not what sets the pace) and
+moto's S3 server (``ThreadedMotoServer`` in its own process, 127.0.0.1, an ephemeral port),
+then runs whole export processes side by side, alternating their order each round:
 
 * ``local``: ``petsync export --out DIR`` (the local figure);
-* ``s3``: ``petsync export --out s3://bench/ROUND`` (streamed multipart uploads, staged
-  copies, the conditional lock).
+* ``s3``: ``petsync export --out s3://bench/ROUND`` (multipart uploads, staged copies, the
+  conditional lock).
 
-For each: wall time, the child's CPU time and its peak RSS (``ru_maxrss``), medians over the
-rounds. The targets: the S3 export's peak RSS within the local figure + 20 MiB, its wall
-time at most 1.3x the local one.
+For each: wall time, CPU time and peak RSS (``os.wait4``), medians over the rounds. The
+targets: the S3 export's peak RSS within the local figure + 20 MiB, its wall time at most
+1.3x the local one.
 
     python benchmarks/bench_storage.py                          # 1M pets, 3 rounds
     python benchmarks/bench_storage.py --pets 100000 --rounds 1
 
-Everything runs on one host: the API server, moto and the export compete for its cores, and
+Everything runs on one host: the stand-in, moto and the export compete for its cores, and
 moto (a Python server keeping objects in memory) is slower than a real S3 endpoint, so the
 S3 figure is a pessimistic one.
 """
@@ -25,15 +25,21 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import secrets
-import shutil
-import statistics
 import sys
 import tempfile
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from harness import Measured, measure, start_server
+from harness import (
+    Summary,
+    Variant,
+    print_footer,
+    print_header,
+    print_table,
+    run_rounds,
+    standin,
+    summarise,
+)
 
 BUCKET = "petsync-bench"
 
@@ -46,7 +52,19 @@ def _serve_moto(conn: Connection) -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    conn.send(server.get_host_and_port())
+    host, port = server.get_host_and_port()
+    # The bucket is made here, so the driver never imports botocore: a child's peak RSS
+    # counts from its parent's at spawn.
+    import botocore.session
+
+    botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=f"http://{host}:{port}",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench-secret",
+        region_name="us-east-1",
+    ).create_bucket(Bucket=BUCKET)
+    conn.send((host, port))
     conn.recv()
     server.stop()
 
@@ -72,61 +90,53 @@ def main() -> None:
         "AWS_CONFIG_FILE": "/nonexistent",
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
     }
-    import botocore.session
 
-    s3 = botocore.session.get_session().create_client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench-secret",
-        region_name="us-east-1",
-    )
-    s3.create_bucket(Bucket=BUCKET)
-
-    key = "bench-" + secrets.token_hex(8)
-    server, base_url = start_server(key, seed_pets=options.pets)
-    workdir = Path(tempfile.mkdtemp(prefix="petsync-bench-storage-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(aws, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
-    results: dict[str, list[Measured]] = {"local": [], "s3": []}
+    print_header("# petsync storage benchmark (benchmarks/bench_storage.py)")
     try:
-        for number in range(options.rounds):
-            targets = {
-                "local": str(workdir / f"round-{number}"),
-                "s3": f"s3://{BUCKET}/round-{number}",
-            }
-            order = ["local", "s3"] if number % 2 == 0 else ["s3", "local"]
-            for name in order:
-                args = [sys.executable, "-m", "petsync", "export", "--out", targets[name]]
-                measured = measure(name, args, env)
-                results[name].append(measured)
-                print(
-                    f"round {number + 1} {name:5} wall {measured.wall:6.2f} s  cpu "
-                    f"{measured.cpu:6.2f} s  peak RSS {measured.rss_mib:6.1f} MiB  "
-                    f"exit {measured.exit_code}",
-                    flush=True,
-                )
+        with tempfile.TemporaryDirectory(prefix="petsync-bench-storage-") as tmp:
+            workdir = Path(tmp)
+            print(f"\n## {options.pets:,} pets on the stand-in, {options.rounds} round(s)\n")
+            with standin(options.pets, workdir) as server:
+                print(f"  {server.describe()}", flush=True)
+                env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+                env.update(aws, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+                comparison = run_rounds(variants(), options.rounds, env, workdir, server)
     finally:
-        server.terminate()
-        server.wait(30)
         parent.send("stop")
         moto.join(10)
-        shutil.rmtree(workdir, ignore_errors=True)
+    summaries = summarise(comparison)
+    print_table(summaries, LOCAL, count=options.pets, unit="pet")
+    targets(summaries)
+    print_footer()
 
-    print(f"\n{options.pets:,} pets, {options.rounds} rounds, medians:")
-    print("| target | wall s | cpu s | peak RSS MiB |")
-    print("|---|---|---|---|")
-    medians = {}
-    for name, runs in results.items():
-        wall = statistics.median(r.wall for r in runs)
-        cpu = statistics.median(r.cpu for r in runs)
-        rss = statistics.median(r.rss_mib for r in runs)
-        medians[name] = (wall, rss)
-        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss:.1f} |")
-    (local_wall, local_rss), (s3_wall, s3_rss) = medians["local"], medians["s3"]
+
+LOCAL, S3 = "local", "s3"
+
+
+def variants() -> list[Variant]:
+    def export(target: str) -> list[str]:
+        return [sys.executable, "-m", "petsync", "export", "--out", target]
+
+    return [
+        Variant(LOCAL, lambda run_dir: export(str(run_dir / "out")), lambda run, run_dir: None),
+        Variant(
+            S3,
+            lambda run_dir: export(f"s3://{BUCKET}/{run_dir.name}"),
+            lambda run, run_dir: None,
+        ),
+    ]
+
+
+def targets(summaries: dict[str, Summary]) -> None:
+    local, s3 = summaries.get(LOCAL), summaries.get(S3)
+    if local is None or s3 is None:
+        return
+    wall = s3.wall / local.wall
+    rss = s3.rss_mib - local.rss_mib
+    print(f"s3 / local wall: {wall:.2f}x (target <= 1.3x): {'met' if wall <= 1.3 else 'not met'}")
     print(
-        f"\ns3 / local wall: {s3_wall / local_wall:.2f}x (target <= 1.3x); "
-        f"s3 - local peak RSS: {s3_rss - local_rss:+.1f} MiB (target <= +20 MiB)"
+        f"s3 - local peak RSS: {rss:+.1f} MiB (target <= +20 MiB): "
+        f"{'met' if rss <= 20 else 'not met'}"
     )
 
 
