@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import Measured, measure  # noqa: E402
+from harness import Run, run_process  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BEFORE = "f75bca3"  # the last commit that read .xlsx with openpyxl
@@ -72,13 +72,15 @@ def main() -> None:
         before_tree = unpack(args.before, folder)
         workbook = folder / "pets.xlsx"
         make_workbook(workbook, args.rows)
-        runs: dict[str, list[Measured]] = {"before": [], "after": []}
+        runs: dict[str, list[Run]] = {"before": [], "after": []}
         trees = {"before": before_tree, "after": REPO}
         for round_number in range(args.rounds):
             order = ["before", "after"] if round_number % 2 == 0 else ["after", "before"]
             for name in order:
                 # A dry run with invalid rows exits 4: the measure is the time, not the code.
-                runs[name].append(measure(name, dry_run(trees[name], workbook), dict(os.environ)))
+                runs[name].append(
+                    run_process(name, dry_run(trees[name], workbook), dict(os.environ), folder)
+                )
         print(f"{args.rows:,}-row .xlsx, petsync import --dry-run, median of {args.rounds}")
         print(f"machine: {os.cpu_count()} cores; before = {args.before}, after = working tree")
         print("| run | wall | CPU | peak RSS | exit |")
