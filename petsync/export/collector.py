@@ -483,9 +483,13 @@ class Deduplicated:
             parquet.close()
             if csv is not None:
                 csv.close()
+        return self.counted(counts)
+
+    def counted(self, statuses: StatusCounts) -> CollectedPets:
+        """The run's counts, with ``statuses`` counted over the rows as written."""
         return CollectedPets(
             pets=self.pets,
-            statuses=counts,
+            statuses=statuses,
             rows_fetched=self.rows_fetched,
             seen_under_two_statuses=self.seen_under_two_statuses,
             conflicting_duplicates=self.conflicting_duplicates,

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.collector import CollectedPets, Deduplicated, StatusCounts
+from petsync.export.collector import Deduplicated, StatusCounts
 from petsync.export.listings import FetchResult
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
@@ -193,24 +193,7 @@ def commit_snapshot(
     counts = StatusCounts()
     for batch in collected.batches():
         counts.add(batch.column(3))
-    written = CollectedPets(
-        pets=collected.pets,
-        statuses=counts,
-        rows_fetched=collected.rows_fetched,
-        seen_under_two_statuses=collected.seen_under_two_statuses,
-        conflicting_duplicates=collected.conflicting_duplicates,
-        status_mismatches=collected.status_mismatches,
-    )
-    report = ExportReport(
-        config=config,
-        snapshot_date=run.date,
-        snapshot_path=None,
-        fetched=fetched,
-        collected=written,
-        drop=drop,
-        timing=run.timing(),
-        run_id=run.run_id,
-    )
+    report = run.report(fetched, collected.counted(counts), drop)
     _write_quarantine(run, location)
     run.lock.confirm()
     uri = table_uri(location)

@@ -35,7 +35,13 @@ from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
 from petsync.export.config import ExportConfig
 from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
 from petsync.export.quarantine import Quarantine
-from petsync.export.report import ExportReport, RunTiming, check_drop, outcome_warnings
+from petsync.export.report import (
+    DropCheck,
+    ExportReport,
+    RunTiming,
+    check_drop,
+    outcome_warnings,
+)
 from petsync.export.snapshot import (
     CSV_NAME,
     MANIFEST_NAME,
@@ -156,6 +162,21 @@ class _Run:
         duration = self.clock.monotonic() - self.start
         return RunTiming(self.started_at, self.clock.now(), duration)
 
+    def report(
+        self, fetched: FetchResult, collected: CollectedPets, drop: DropCheck
+    ) -> ExportReport:
+        """The run's report (and manifest), before publishing: no snapshot path yet."""
+        return ExportReport(
+            config=self.config,
+            snapshot_date=self.date,
+            snapshot_path=None,
+            fetched=fetched,
+            collected=collected,
+            drop=drop,
+            timing=self.timing(),
+            run_id=self.run_id,
+        )
+
 
 def _export_into(
     run: _Run,
@@ -245,17 +266,7 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         from petsync.export.delta import commit_snapshot
 
         return commit_snapshot(run, collected, fetched, drop)
-    written = _write_files(run, collected)
-    report = ExportReport(
-        config=config,
-        snapshot_date=run.date,
-        snapshot_path=None,
-        fetched=fetched,
-        collected=written,
-        drop=drop,
-        timing=run.timing(),
-        run_id=run.run_id,
-    )
+    report = run.report(fetched, _write_files(run, collected), drop)
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())
     run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)
     path = run.staged.publish(run.date)

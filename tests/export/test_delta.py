@@ -198,3 +198,13 @@ def test_a_table_not_partitioned_by_the_date_is_refused_before_any_request(
     )
     assert client.requests == 0
     assert DeltaTable(str(out / "pets")).version() == 0
+
+
+def test_the_delta_manifest_counts_the_scratch_area_like_a_hive_one(tmp_path: Path) -> None:
+    delta = export(str(tmp_path / "delta"), NIGHT1, DAY1).manifest
+    hive_config = ExportConfig(
+        client=ClientConfig(BASE, ApiKey("k")), out_dir=tmp_path / "hive", max_drop=1.0
+    )
+    hive = run_export(hive_config, client=ScriptedClient(NIGHT1), today=DAY1).manifest
+    assert delta["scratch_bytes"] > 0  # the fetched rows waited in the scratch file
+    assert delta["scratch_bytes"] == hive["scratch_bytes"]
