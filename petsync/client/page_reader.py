@@ -23,7 +23,7 @@ The one httpx internal relied on is ``httpx._transports.default.map_httpcore_exc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import httpcore
@@ -114,35 +114,18 @@ class DirectReader:
     def _get(self, request: PageRequest, shown: str) -> tuple[RawHeaders, bytes | bytearray, str]:
         """One attempt: the answer's headers and body, or StatusRefused, or an httpx error."""
         target = self._target(request)
-        if self._direct is not None and target.origin == self._origin_url:
-            return self._get_direct(request, target.target, shown)
         with map_httpcore_exceptions():
-            answer = self._pool.handle_request(
-                httpcore.Request(b"GET", target, headers=self._headers, extensions=self._extensions)
-            )
-            try:
-                headers: RawHeaders = answer.headers
-                stream: Iterable[bytes] = answer.stream  # type: ignore[assignment]
-                body = read_stream(
-                    stream,
-                    header_value(headers, b"content-encoding"),
-                    header_value(headers, b"content-length"),
-                    self._limit,
-                    "GET",
-                    shown,
+            if self._direct is not None and target.origin == self._origin_url:
+                status, headers, pieces = self._direct.get(target.target)
+                close = pieces.close  # an unread rest closes the connection
+            else:
+                answer = self._pool.handle_request(
+                    httpcore.Request(
+                        b"GET", target, headers=self._headers, extensions=self._extensions
+                    )
                 )
-            finally:
-                answer.close()
-        if not 200 <= answer.status < 300:  # parsing the URL costs more than the page's records
-            refuse_outside_2xx(answer.status, headers, body, "GET", request.url)
-        return headers, body, shown
-
-    def _get_direct(
-        self, request: PageRequest, target: bytes, shown: str
-    ) -> tuple[RawHeaders, bytes | bytearray, str]:
-        assert self._direct is not None
-        with map_httpcore_exceptions():
-            status, headers, pieces = self._direct.get(target)
+                status, headers, close = answer.status, answer.headers, answer.close
+                pieces = answer.stream  # type: ignore[assignment]
             try:
                 body = read_stream(
                     pieces,
@@ -153,8 +136,8 @@ class DirectReader:
                     shown,
                 )
             finally:
-                pieces.close()  # an unread rest closes the connection
-        if not 200 <= status < 300:
+                close()
+        if not 200 <= status < 300:  # parsing the URL costs more than the page's records
             refuse_outside_2xx(status, headers, body, "GET", request.url)
         return headers, body, shown
 
