@@ -30,7 +30,25 @@ from petsync.core.files import fsync_dir, fsync_file
 from petsync.export.snapshot import STAGING_DIR, list_snapshots, partition_path, pets_root
 
 
-class StagedSnapshot:
+class LocalFiles:
+    """A staged snapshot whose files are written to local paths (:meth:`file`) first."""
+
+    def file(self, name: str) -> Path:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def output(self, name: str) -> Iterator[str]:
+        """Where a writer streams the snapshot file ``name``: its local path."""
+        yield str(self.file(name))
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write a small text file into the snapshot (made durable or uploaded on publish)."""
+        target = self.file(name)
+        target.write_text(text, encoding="utf-8", newline="\n")
+        return target
+
+
+class StagedSnapshot(LocalFiles):
     """A snapshot being written aside, published in one rename or discarded.
 
     >>> staged = StagedSnapshot.create(Path("out"))                 # doctest: +SKIP
@@ -60,17 +78,6 @@ class StagedSnapshot:
         It lies in the staging area, so :func:`clean_staging` removes it if the run dies.
         """
         return self.path.with_name(self.path.name + suffix)
-
-    @contextlib.contextmanager
-    def output(self, name: str) -> Iterator[str]:
-        """Where a writer streams the snapshot file ``name`` (here: its staged path)."""
-        yield str(self.file(name))
-
-    def write_text(self, name: str, text: str) -> Path:
-        """Write a small text file into the snapshot (made durable by :meth:`publish`)."""
-        target = self.file(name)
-        target.write_text(text, encoding="utf-8", newline="\n")
-        return target
 
     def publish(self, date: dt.date) -> Path:
         """Move the staged snapshot into place as the snapshot of ``date``; return its path.

@@ -36,12 +36,13 @@ import logging
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow.fs as pafs
 
 from petsync.export.location import Location
+from petsync.export.publish import LocalFiles
 from petsync.export.snapshot import (
     MANIFEST_NAME,
     PARQUET_NAME,
@@ -84,7 +85,7 @@ def removal_order(names: list[str]) -> list[str]:
 UPLOAD_CHUNK_BYTES = 256 * 1024  # the stream keeps one part (a few MiB) whatever this is
 
 
-class ObjectStagedSnapshot:
+class ObjectStagedSnapshot(LocalFiles):
     """A snapshot being written under the staging prefix, published by server-side copies.
 
     Every file of the snapshot is first written to a local scratch folder (as a local
@@ -121,17 +122,6 @@ class ObjectStagedSnapshot:
         """A local file written by plain ``open``, uploaded into the snapshot on publish."""
         self._uploads[name] = self.scratch_dir / name
         return self._uploads[name]
-
-    @contextlib.contextmanager
-    def output(self, name: str) -> Iterator[str]:
-        """Where a writer streams the snapshot file ``name``: a local file, uploaded on publish."""
-        yield str(self.file(name))
-
-    def write_text(self, name: str, text: str) -> Path:
-        """Write a small text file into the snapshot (uploaded on publish)."""
-        target = self.file(name)
-        target.write_text(text, encoding="utf-8", newline="\n")
-        return target
 
     def publish(self, date: dt.date) -> str:
         """Upload the snapshot's files to the staging prefix, then copy them into the
