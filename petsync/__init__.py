@@ -9,9 +9,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from petsync._version import __version__
-from petsync.client.client import CheckReport, FetchedPet, PetstoreClient
-from petsync.client.config import ClientConfig, RetryPolicy
-from petsync.client.listing import InvalidRecord, Listing, Page
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import (
     ApiError,
@@ -34,24 +31,37 @@ from petsync.core.interface import API_VERSION
 from petsync.core.models import ErrorBody, NewPet, Pet, PetStatus
 from petsync.export.config import ExportConfig
 from petsync.importer.config import ImportConfig
-from petsync.importer.report import ImportReport
-from petsync.importer.run import run_import
 from petsync.ops.logs import configure_logging
 from petsync.ops.metrics import RunMetrics, write_metrics
 from petsync.ops.settings import Target, resolve_target
 
 if TYPE_CHECKING:
+    from petsync.client.client import CheckReport, FetchedPet, PetstoreClient
+    from petsync.client.config import ClientConfig, RetryPolicy
+    from petsync.client.listing import InvalidRecord, Listing, Page
     from petsync.export.diff import SnapshotDiff, diff_snapshots
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
     from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
+    from petsync.importer.report import ImportReport
+    from petsync.importer.run import run_import
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, start_server
 
-# Names whose modules pull in pandas or pyarrow load on first use, so `import petsync` and
-# `petsync --help` stay fast: name -> module.
+# Names whose modules pull in httpx, msgspec, pandas or pyarrow load on first use, so
+# `import petsync` and `petsync --help` stay fast: name -> module.
 _LAZY: dict[str, str] = {
+    "ClientConfig": "petsync.client.config",
+    "RetryPolicy": "petsync.client.config",
+    "CheckReport": "petsync.client.client",
+    "FetchedPet": "petsync.client.client",
+    "PetstoreClient": "petsync.client.client",
+    "InvalidRecord": "petsync.client.listing",
+    "Listing": "petsync.client.listing",
+    "Page": "petsync.client.listing",
+    "run_import": "petsync.importer.run",
+    "ImportReport": "petsync.importer.report",
     "ExportReport": "petsync.export.report",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.export.snapshot",

@@ -10,8 +10,7 @@ import ipaddress
 import math
 import re
 from dataclasses import dataclass, field
-
-import httpx
+from typing import TYPE_CHECKING
 
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError
@@ -22,6 +21,9 @@ from petsync.core.interface import (
     VERSION_SEGMENT,
     PaginationStyle,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0  # the longest silence between two bytes of an answer
@@ -144,6 +146,8 @@ class ClientConfig:
         Waiting for a free connection counts against both the connect timeout and the
         request timeout.
         """
+        import httpx  # imported where used: the CLI reads these defaults for --help
+
         return httpx.Timeout(
             connect=self.connect_timeout,
             read=self.read_timeout,
@@ -200,6 +204,8 @@ def normalise_base_url(url: str, allow_insecure_http: bool = False) -> str:
     shown = without_userinfo(text)
     if shown != text:
         raise _credentials_refused(shown)
+    import httpx
+
     try:
         parsed = httpx.URL(text)
     except httpx.InvalidURL as exc:
