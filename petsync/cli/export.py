@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from petsync.cli.options import (
+    BYTE_SIZE,
     LOCATION,
     grace_option,
     json_option,
@@ -32,7 +33,6 @@ from petsync.export.config import (
     DEFAULT_SWEEP,
     DEFAULT_TABLE_FORMAT,
     EXPORT_FORMATS,
-    MEMORY_BUDGET_OPTION,
     TABLE_FORMATS,
     ExportConfig,
     ExportFormat,
@@ -109,6 +109,7 @@ from petsync.ops.metrics import record_run
     default=f"{DEFAULT_MEMORY_BUDGET // 2**20}MiB",
     show_default=True,
     metavar="SIZE",
+    type=BYTE_SIZE,
     help="Peak memory to keep to, whatever the catalogue's size (what does not fit goes to "
     "the scratch area): e.g. 256MiB, 1GiB.",
 )
@@ -135,7 +136,7 @@ def export_command(
     max_drop: str,
     concurrency: int,
     pagination: PaginationStyle,
-    memory_budget: str,
+    memory_budget: int,
     scratch_dir: Path | None,
     as_json: bool,
     grace: float,
@@ -173,7 +174,7 @@ def export_command(
             keep=keep,
             max_drop=parse_max_drop(max_drop),
             concurrency=concurrency,
-            memory_budget=parse_size(memory_budget, MEMORY_BUDGET_OPTION),
+            memory_budget=memory_budget,
             scratch_dir=scratch_dir,
             table_format=table_format,
         )
@@ -241,32 +242,6 @@ def demo(state: CliState, pets: int, out_dir: str) -> None:
     click.echo(f"  {result.pandas_line}")
     click.echo(f"  {result.duckdb_line}")
     result.export.raise_for_outcome()
-
-
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20}
-_UNITS |= {"g": 2**30, "gib": 2**30}
-
-
-def parse_size(value: str, option: str) -> int:
-    """Parse a size in bytes, with an optional binary unit (``256MiB``, ``1g``, ``4096``).
-
-    >>> parse_size("256MiB", "--memory-budget"), parse_size("1 GiB", "--memory-budget")
-    (268435456, 1073741824)
-    """
-    text = value.strip().lower().replace(" ", "")
-    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(digits) :]
-    try:
-        number = float(digits)
-    except ValueError:
-        number = -1.0
-    if unit not in _UNITS or not number > 0:
-        raise click.BadParameter(
-            f"{value!r} is not a size: give a number of bytes with an optional unit, "
-            "e.g. 256MiB, 1GiB or 500000000",
-            param_hint=option,
-        )
-    return max(1, int(number * _UNITS[unit]))
 
 
 def parse_max_drop(value: str) -> float:

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,14 +25,33 @@ Command = Callable[..., None]
 _DEFAULT_LIMITS = ClientLimits()
 
 
-def _byte_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A size option's value in bytes: ``32MiB``, ``500kB``, ``1048576`` (:func:`parse_size`)."""
-    if value is None:
-        return None
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from exc
+if TYPE_CHECKING:  # generic from click 8.2 on; petsync allows 8.1
+    _IntType = click.ParamType[int, object]
+else:
+    _IntType = click.ParamType
+
+
+class ByteSize(_IntType):
+    """A size in bytes: ``32MiB``, ``500kB``, ``1048576`` (:func:`parse_size`).
+
+    A type rather than a callback: click converts a default through the type also when a
+    job file invokes the command, and never runs a callback there.
+    """
+
+    name = "size"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+BYTE_SIZE = ByteSize()
 
 
 # The target options, in the order --help lists them; each one's parameter name is the
@@ -89,7 +108,7 @@ _TARGET_OPTIONS: tuple[Callable[[Command], Command], ...] = (
     ),
     click.option(
         "--max-response-size",
-        callback=_byte_size,
+        type=BYTE_SIZE,
         metavar="SIZE",
         help=f"Largest answer read, decompressed ({SIZE_EXAMPLE}); a bigger one fails. "
         "Default: the environment's max_response_size, else "

@@ -30,6 +30,7 @@ from pathlib import Path
 from petsync.client.api import PetLister
 from petsync.client.client import PetstoreClient
 from petsync.core.errors import ExitCode, PetsyncError
+from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
 from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
 from petsync.export.config import ExportConfig
@@ -85,6 +86,8 @@ def run_export(
     date = today or started_at.astimezone(dt.UTC).date()
     location = config.location
     # Before the first API request: the store is reachable, writable, and ours.
+    if config.scratch_dir is not None:
+        check_writable_dir(config.scratch_dir, "scratch directory (--scratch-dir)")
     store = open_store(location, now=clock.now)
     lock = store.prepare()
     try:
@@ -118,6 +121,14 @@ def run_export(
         # The one boundary for file-system failures: disk full, permissions, a read-only
         # mount, a store that failed mid-upload. Nothing was published, so earlier
         # snapshots are as they were.
+        scratch = config.scratch_dir
+        if scratch is not None and exc.filename and _within(Path(exc.filename), scratch):
+            raise PetsyncError(
+                f"cannot write the scratch area under {scratch} (--scratch-dir): "
+                f"{exc.strerror or exc} ({exc.filename}). Nothing was published; earlier "
+                "snapshots are untouched. Free space or fix permissions there, or choose "
+                "another --scratch-dir."
+            ) from exc
         if not location.is_local:
             from petsync.export.objectstore.filesystem import store_error
 
@@ -132,6 +143,10 @@ def run_export(
         ) from exc
     finally:
         lock.release()
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 @dataclass(frozen=True)

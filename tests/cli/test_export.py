@@ -371,3 +371,33 @@ def test_demo_into_a_locked_directory_exits_75_naming_the_lock(isolated: Path) -
         "Error: another petsync run is writing to petsync-demo (it holds the lock "
         "petsync-demo/.petsync.lock, pid "
     )
+
+
+def test_memory_budget_takes_the_units_of_every_size_option(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server(seed_pets=30)
+
+    decimal = run(srv, "export", "--out", "out", "--memory-budget", "1.5GB")
+    refused = run(srv, "export", "--out", "out", "--memory-budget", "lots")
+
+    assert decimal.exit_code == 0, decimal.output
+    assert refused.exit_code == 2
+    assert "Invalid value for '--memory-budget': 'lots' is not a size; use e.g. 32MiB" in (
+        refused.stderr
+    )
+
+
+def test_an_unusable_scratch_dir_stops_the_export_before_any_request(isolated: Path) -> None:
+    Path("file").write_text("not a folder\n")
+    env = {"PETSYNC_API_KEY": "k-scratch-test-1234"}
+    args = ["export", "--out", "out", "--scratch-dir", "file/sub", "--retries", "0"]
+
+    result = CliRunner().invoke(cli, [*args, "--base-url", "http://127.0.0.1:9/v1"], env=env)
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: scratch directory (--scratch-dir) file/sub: file is not a directory"
+    )
+    assert "connect" not in result.stderr  # refused before the first request
+    assert not Path("out", "pets").exists()

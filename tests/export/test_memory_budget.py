@@ -142,3 +142,34 @@ def test_a_tiny_budget_still_detects_every_loop(tmp_path: Path, loop: str | None
     assert ("again" if loop else "only records already listed") in messages[0]
     assert not list((tmp_path / "tiny").glob(".petsync-tmp/*"))  # scratch removed
     assert json.dumps(messages)  # plain text
+
+
+def test_a_full_scratch_dir_names_that_option_and_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from petsync.core.errors import PetsyncError
+    from petsync.core.models import Pet
+    from petsync.export import run as export_run
+    from tests.export.scripted import ScriptedClient
+
+    def no_space(scratch: Path, **_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(scratch / "rows.arrow"))
+
+    monkeypatch.setattr(export_run, "PetCollector", no_space)
+    scratch_dir = tmp_path / "scratch"
+    config = ExportConfig(
+        client=ClientConfig(BASE, ApiKey("k")), out_dir=tmp_path / "out", scratch_dir=scratch_dir
+    )
+
+    with pytest.raises(PetsyncError) as caught:
+        run_export(config, client=ScriptedClient([Pet(1, "Rex", 1, "sold")]), today=DAY2)
+
+    assert str(caught.value).startswith(
+        f"cannot write the scratch area under {scratch_dir} (--scratch-dir): No space left on "
+        "device"
+    )
+    assert str(caught.value).endswith("or choose another --scratch-dir.")
+    assert not (tmp_path / "out" / "pets").exists()
+    assert list(scratch_dir.iterdir()) == []  # its run folder removed
