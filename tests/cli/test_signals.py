@@ -204,13 +204,20 @@ def test_sigterm_mid_export_publishes_nothing_and_writes_metrics(
 ) -> None:
     srv = petstore_server(seed_pets=3000, faults=Faults(latency_ms=40))
     args = ["--log-level", "debug", "export", "--out", "out", "--metrics-file", "export.prom"]
+    # A one-byte memory budget: every record of ids seen and every key spills to the scratch
+    # area, which must be gone after the stop as after a finished run.
+    args += ["--scratch-dir", "scratch", "--memory-budget", "1"]
+    scratch = tmp_path / "scratch"
     proc = Petsync(args, tmp_path, env_of(srv))
     try:
         proc.wait_for(lambda: proc.stderr_has(" page "), "a page fetched")
+        assert [p.name[:16] for p in scratch.iterdir()] == ["petsync-scratch-"]
         proc.proc.send_signal(signal.SIGTERM)
         assert proc.finish() == 143
     finally:
         proc.kill()
+    assert list(scratch.iterdir()) == []
+    assert list((tmp_path / "out" / ".petsync-tmp").iterdir()) == []
     assert not list((tmp_path / "out").glob("pets/snapshot_date=*"))
     metrics = (tmp_path / "export.prom").read_text()
     assert 'petsync_exit_code{petsync_job="export"} 143' in metrics
