@@ -125,6 +125,27 @@ def on_standin(rows: int, rounds: int, workdir: Path) -> None:
     target(summaries, 1.0)
 
 
+def memory_by_size(sizes: list[int], workdir: Path) -> None:
+    """The import's peak RSS at several file sizes, one run each, on the stand-in."""
+    print(f"\n## memory: import of {', '.join(f'{n:,}' for n in sizes)} rows on the stand-in\n")
+    with standin(0, workdir) as server:
+        env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+        runs = []
+        for rows in sizes:
+            source = workdir / f"rows-{rows}.csv"
+            write_rows(source, rows)
+            variant = variants(source, rows)[1]
+            runs.append(run_rounds([variant], 1, env, workdir, server).runs[IMPORT][0])
+    print("| rows | wall s | peak RSS MiB |")
+    print("|---:|---:|---:|")
+    for rows, run in zip(sizes, runs, strict=True):
+        print(f"| {rows:,} | {run.wall:.2f} | {run.rss_mib:.0f} |")
+    (small, first), (large, last) = (sizes[0], runs[0]), (sizes[-1], runs[-1])
+    if large > small:
+        per_row = (last.rss_mib - first.rss_mib) * 2**20 / (large - small)
+        print(f"growth: {per_row:.0f} bytes of peak RSS per extra row")
+
+
 def with_latency(rows: int, latency_ms: float, rounds: int, workdir: Path) -> None:
     print(
         f"\n## {latency_ms:g} ms latency per request: petsync serve --latency-ms {latency_ms:g}, "
@@ -167,6 +188,11 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes for a smoke run (not for publishing)"
     )
+    parser.add_argument(
+        "--memory",
+        metavar="SIZES",
+        help="only the import's peak RSS at these row counts, e.g. 1000,20000,200000",
+    )
     options = parser.parse_args()
     if options.rounds < 1 or options.rows < 1 or options.latency_rows < 1:
         parser.error("--rounds, --rows and --latency-rows must be 1 or more")
@@ -175,6 +201,10 @@ def main() -> None:
     print_header("# petsync import benchmark (benchmarks/bench_import.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-import-") as tmp:
         workdir = Path(tmp)
+        if options.memory:
+            memory_by_size([int(n) for n in options.memory.split(",")], workdir)
+            print_footer()
+            return
         on_standin(options.rows, options.rounds, workdir)
         if not options.no_latency:
             with_latency(options.latency_rows, options.latency_ms, options.rounds, workdir)
