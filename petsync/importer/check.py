@@ -65,7 +65,6 @@ class CheckedInput:
     delimiter_char: str = ","
     row_column: int | None = None
     original_rows: frozenset[int] = frozenset()
-    contents: frozenset[PetContent] = frozenset()
     valid_rows: int = 0
     workbook_records: list[Record] | None = None  # a workbook's rows, read once
 
@@ -149,19 +148,17 @@ def check_input(config: ImportConfig) -> CheckedInput:
         row_column = _row_column(sheet)
         rows = valid = 0
         originals: set[int] = set()
-        contents: set[PetContent] = set()
         for row in sheet.rows():
             rows += 1
             if row_column is not None and row_column < len(row.cells):
                 text = row.cells[row_column].strip()
                 if text.isdigit():
                     originals.add(int(text))
-            if config.dry_run:  # the write pass validates; only a real run needs contents
+            if config.dry_run:  # the write pass validates; only a real run needs the count
                 continue
             result = validate_row(row.cells, columns, len(sheet.header), row.cut)
             if result.pet is not None:
                 valid += 1
-                contents.add(content_of(result.pet))
         return CheckedInput(
             path=config.path,
             options=config.read_options,
@@ -177,7 +174,6 @@ def check_input(config: ImportConfig) -> CheckedInput:
             delimiter_char=sheet.delimiter or ",",
             row_column=row_column,
             original_rows=frozenset(originals),
-            contents=frozenset(contents),
             valid_rows=valid,
             workbook_records=sheet.cached_records,
         )

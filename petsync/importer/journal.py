@@ -45,6 +45,7 @@ from typing import Any
 from petsync.core.errors import InputError, LockedError, PetsyncError
 from petsync.core.files import fsync_dir, try_lock
 from petsync.importer.baseline import Baseline
+from petsync.importer.row_states import RowStates
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,8 @@ class RowRecord:
 class Journal:
     """An open journal. Thread-safe: workers call :meth:`mark_sending` and :meth:`record`.
 
-    ``states`` maps row number to the latest record, loaded from disk and kept current.
+    ``states`` maps row number to the latest record, loaded from disk and kept current; it
+    lives in a working folder beside the journal (:class:`RowStates`), removed on close.
     ``fsyncs`` and ``fsync_seconds`` measure what durability costs.
     """
 
@@ -109,7 +111,7 @@ class Journal:
         self,
         path: Path,
         fd: int,
-        states: dict[int, RowRecord],
+        states: RowStates,
         resumed: bool,
         baseline: Baseline | None = None,
     ):
@@ -150,8 +152,13 @@ class Journal:
                 os.write(fd, (json.dumps(header) + "\n").encode())
                 os.fsync(fd)
                 fsync_dir(path.parent)  # the new file's name survives a power cut
-                return cls(path, fd, {}, resumed=False)
-            states, baseline, good_length = _parse(data, path, source, sha256, settings)
+                return cls(path, fd, RowStates(_states_dir(path)), resumed=False)
+            states = RowStates(_states_dir(path))
+            try:
+                baseline, good_length = _parse(data, path, source, sha256, settings, states)
+            except BaseException:
+                states.close()
+                raise
             if good_length < len(data):
                 # A crash tore the last line; cut it so the next line starts clean.
                 logger.warning("journal_torn_line_dropped", extra={"fields": {"path": str(path)}})
@@ -226,6 +233,7 @@ class Journal:
                     self._cond.wait()
                 fd, self._fd = self._fd, -1
             os.close(fd)
+            self.states.close()
 
     def __enter__(self) -> Journal:
         return self
@@ -244,8 +252,7 @@ class Journal:
                 f"cannot write journal {self.path}: {exc.strerror or exc}; free space or fix "
                 "permissions, then re-run the same command to resume"
             ) from exc
-        for record in records:
-            self.states[record.row] = record
+        self.states.update(records)
         self._written += 1
         return self._written
 
@@ -287,9 +294,20 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _states_dir(journal: Path) -> Path:
+    """The working folder of a journal's row index (one per journal: journals are locked)."""
+    return journal.with_name(journal.name + ".rows")
+
+
 def _parse(
-    data: bytes, path: Path, source: Path, sha256: str, settings: Mapping[str, Any]
-) -> tuple[dict[int, RowRecord], Baseline | None, int]:
+    data: bytes,
+    path: Path,
+    source: Path,
+    sha256: str,
+    settings: Mapping[str, Any],
+    states: RowStates,
+) -> tuple[Baseline | None, int]:
+    """Check the header, fill ``states`` from the lines; the baseline and the good length."""
     lines = data.split(b"\n")
     try:
         header = json.loads(lines[0])
@@ -317,8 +335,8 @@ def _parse(
             "the first run's --map/--sheet/--encoding/--delimiter, or pass --journal NEW_PATH "
             "to start over (rows already created would be created again)"
         )
-    states: dict[int, RowRecord] = {}
     baseline: Baseline | None = None
+    batch: list[RowRecord] = []
     good_length = len(lines[0]) + 1
     body = lines[1:]
     for index, raw in enumerate(body):
@@ -342,9 +360,13 @@ def _parse(
                 f"journal {path} is damaged at line {index + 2}; it cannot be trusted to "
                 "avoid duplicates. Check the rows by hand, then pass --journal NEW_PATH"
             ) from exc
-        states[record.row] = record
+        batch.append(record)
+        if len(batch) >= 10_000:
+            states.update(batch)
+            batch.clear()
         good_length += len(raw) + 1
-    return states, baseline, good_length
+    states.update(batch)
+    return baseline, good_length
 
 
 def _describe(settings: object) -> str:

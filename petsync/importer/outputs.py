@@ -396,7 +396,7 @@ def write_outputs(
     written. Raises :class:`~petsync.core.errors.InputError` if the input changed since the
     check pass, :class:`~petsync.core.errors.PetsyncError` if a file cannot be written.
     """
-    states = journal.states if journal is not None else {}
+    states = journal.states if journal is not None else None
     dry_run = journal is None
     normalisations: Counter[str] = Counter()
     with (
@@ -410,7 +410,7 @@ def write_outputs(
         ) as outputs,
     ):
         for sheet_row in sheet.rows():
-            record = states.get(sheet_row.number)
+            record = states.get(sheet_row.number) if states is not None else None
             errors: tuple[FieldError, ...] = ()
             # A row in the journal was valid when it was sent: no need to check it again.
             if record is None:

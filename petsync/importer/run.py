@@ -31,6 +31,7 @@ from petsync.core.stop import StopRequest
 from petsync.importer.baseline import Baseline, take_baseline
 from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
+from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, RowState, unfinished_journals
 from petsync.importer.outputs import (
     Outcome,
@@ -155,8 +156,10 @@ def _list_before_sending(
     if journal.baseline is None and not journal.states and not config.baseline:
         journal.record_baseline(Baseline(complete=False, reason=NO_BASELINE))
     elif journal.baseline is None and not journal.states:
-        # Before the first POST: the pets of these contents that exist already.
-        baseline = take_baseline(client, checked.contents, stop)
+        # Before the first POST: the pets of these contents that exist already. The file's
+        # contents wait on disk beside the journal (a big file's would not fit in memory).
+        with file_contents(checked, journal.path.with_name(journal.path.name + ".contents")) as c:
+            baseline = take_baseline(client, c, stop)
         if stop is not None and stop.requested:  # cut short: never record it, send nothing
             raise stop.error(
                 f"the import of {checked.path} was stopped by {stop.description} before "

@@ -41,6 +41,7 @@ from petsync.importer.check import CheckedInput
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal, RowRecord, RowState
+from petsync.importer.row_states import RowStates
 from petsync.importer.spreadsheet import Spreadsheet
 from petsync.importer.validation import validate_row
 
@@ -289,7 +290,7 @@ class _RowSource:
         sheet: Spreadsheet,
         checked: CheckedInput,
         sender: _Sender,
-        states: dict[int, RowRecord],
+        states: RowStates,
     ) -> None:
         self.rows = iter(sheet.rows())
         self.columns = checked.columns

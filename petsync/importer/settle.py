@@ -80,8 +80,12 @@ def settle_uncertain(
             rows_by_content,
             f"settle cannot tell: the listing now is incomplete ({now.reason}); try again",
         )
-    ours = {r.id for r in journal.states.values() if r.state is RowState.CREATED and r.id}
-    new = {key: sorted(now.ids(key) - baseline.ids(key) - ours) for key in rows_by_content}
+    new = {
+        key: sorted(
+            i for i in now.ids(key) - baseline.ids(key) if not journal.states.has_created_id(i)
+        )
+        for key in rows_by_content
+    }
     shared = _shared_ids(new)
     created = not_created = undecided = 0
     for key, rows in rows_by_content.items():

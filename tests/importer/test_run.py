@@ -528,3 +528,36 @@ def test_unreachable_api_stops_with_rows_pending_not_uncertain(
     assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
     assert report.stopped_reason is not None
     assert report.stopped_reason.endswith("re-run the same command to resume")
+
+
+def test_an_import_larger_than_the_row_index_batch_resumes_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from petsync.importer import row_states
+
+    rows = 2 * row_states._FLUSH_AT + 100  # the row index writes to disk several times
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\n" + "".join(f"P{i},{i}\n" for i in range(rows)))
+    client = InstantClient()
+    pressed = threading.Event()
+
+    def press_ctrl_c_past_the_first_batch(*args: Any) -> Any:
+        if client.calls >= row_states._FLUSH_AT + 500 and not pressed.is_set():
+            pressed.set()
+            raise KeyboardInterrupt
+        return validate_row(*args)
+
+    monkeypatch.setattr("petsync.importer.sender.validate_row", press_ctrl_c_past_the_first_batch)
+    with pytest.raises(KeyboardInterrupt):
+        run_import(ImportConfig(path, concurrency=4), client)
+    monkeypatch.undo()
+    first = client.calls
+    again = InstantClient()
+    report = run_import(ImportConfig(path), again)
+
+    assert (report.already_created, report.created) == (first, rows - first)
+    accepted = read_csv(tmp_path / "pets.accepted.csv")
+    assert sorted(int(r["petsync_row"]) for r in accepted) == list(range(2, rows + 2))
+    assert all(r["petsync_id"] for r in accepted)
+    journals = journal_of(path).parent
+    assert [p.name for p in journals.iterdir()] == [journal_of(path).name]  # indexes removed

@@ -1,0 +1,68 @@
+"""The on-disk indexes of an import: row states and the file's contents give a dict's answers."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from petsync.importer import row_states
+from petsync.importer.contents import ContentSet
+from petsync.importer.journal import RowRecord, RowState
+from petsync.importer.row_states import RowStates
+
+STATES = list(RowState)
+
+
+def test_row_states_answer_like_a_dict_across_flushes(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    states = RowStates(tmp_path / "rows")
+    expected: dict[int, RowRecord] = {}
+    try:
+        for _ in range(3 * row_states._FLUSH_AT + 11):  # several flushes, and a tail in memory
+            row = rng.randrange(2, 6_000)
+            state = rng.choice(STATES)
+            record = (
+                RowRecord(row, state, id=rng.randrange(-(2**63), 2**63))
+                if state is RowState.CREATED
+                else RowRecord(row, state, code="bad", message='Zoë, "quoted"', http_status=400)
+                if state is RowState.REJECTED
+                else RowRecord(row, state)
+            )
+            states.update([record])
+            expected[row] = record
+            if rng.random() < 0.05:  # reads between writes, from memory and from the table
+                probe = rng.randrange(2, 6_000)
+                assert states.get(probe) == expected.get(probe)
+        assert states == expected
+        assert [row for row, _ in states.items()] == sorted(expected)
+        assert len(states) == len(expected) and bool(states)
+        created = {r.id for r in expected.values() if r.state is RowState.CREATED}
+        assert all(states.has_created_id(i) for i in created)
+        assert not states.has_created_id(next(i for i in range(10**6) if i not in created))
+    finally:
+        states.close()
+    assert not (tmp_path / "rows").exists()
+
+
+def test_row_states_start_afresh_over_what_a_killed_run_left(tmp_path: Path) -> None:
+    left = tmp_path / "rows"
+    left.mkdir()
+    (left / "rows.sqlite").write_bytes(b"not a database")
+    states = RowStates(left)
+    try:
+        assert not states and states.get(2) is None
+    finally:
+        states.close()
+
+
+def test_content_set_matches_exactly_with_and_without_a_status(tmp_path: Path) -> None:
+    contents = [("Rex", 1, "sold"), ("Rex", 1, None), ('Zoë, "x"', 2**63 - 1, None)]
+    with ContentSet(tmp_path / "contents") as found:
+        found.add_all(iter(contents + contents))
+        assert len(found) == 3
+        assert sorted(found, key=str) == sorted(contents, key=str)
+        assert all(c in found for c in contents)
+        assert ("Rex", 1, "pending") not in found
+        assert ("Rex", 2, None) not in found
+        assert ("rex", 1, None) not in found
+    assert not (tmp_path / "contents").exists()
