@@ -36,7 +36,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -140,8 +140,8 @@ class Journal:
                     f"another petsync import is using journal {path}; wait for it to finish "
                     "(two runs on one file could send a row twice)"
                 )
-            data = _read_all(fd)
-            if not data.strip():
+            size = os.fstat(fd).st_size
+            if _blank(fd, size):
                 header = {
                     "petsync_journal": JOURNAL_VERSION,
                     "source": source.name,
@@ -155,16 +155,16 @@ class Journal:
                 return cls(path, fd, RowStates(_states_dir(path)), resumed=False)
             states = RowStates(_states_dir(path))
             try:
-                baseline, good_length = _parse(data, path, source, sha256, settings, states)
+                baseline, good_length = _parse(_lines(fd), path, source, sha256, settings, states)
             except BaseException:
                 states.close()
                 raise
-            if good_length < len(data):
+            if good_length < size:
                 # A crash tore the last line; cut it so the next line starts clean.
                 logger.warning("journal_torn_line_dropped", extra={"fields": {"path": str(path)}})
                 os.ftruncate(fd, good_length)
                 os.fsync(fd)
-            elif good_length > len(data):
+            elif good_length > size:
                 # The last line is whole but lost its newline: end it before appending.
                 os.write(fd, b"\n")
                 os.fsync(fd)
@@ -286,12 +286,25 @@ def _datasync(fd: int) -> None:
         os.fsync(fd)
 
 
-def _read_all(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _blank(fd: int, size: int) -> bool:
+    """Whether the journal holds nothing but white space (a new one, or one never written)."""
+    head = os.pread(fd, 1 << 16, 0)
+    return size <= len(head) and not head.strip()
+
+
+def _lines(fd: int) -> Iterator[bytes]:
+    """The journal's lines as stored, each with its newline (the last may lack one), read
+    a megabyte at a time: a journal of millions of rows is never held whole."""
+    offset = 0
+    pending = b""
+    while chunk := os.pread(fd, 1 << 20, offset):
+        offset += len(chunk)
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line + b"\n"
+    if pending:
+        yield pending
 
 
 def _states_dir(journal: Path) -> Path:
@@ -300,17 +313,18 @@ def _states_dir(journal: Path) -> Path:
 
 
 def _parse(
-    data: bytes,
+    lines: Iterator[bytes],
     path: Path,
     source: Path,
     sha256: str,
     settings: Mapping[str, Any],
     states: RowStates,
 ) -> tuple[Baseline | None, int]:
-    """Check the header, fill ``states`` from the lines; the baseline and the good length."""
-    lines = data.split(b"\n")
+    """Check the header, fill ``states`` from the lines; the baseline and the good length
+    (the bytes up to the end of the last whole line, counting a newline it may lack)."""
+    first = next(lines, b"")
     try:
-        header = json.loads(lines[0])
+        header = json.loads(first)
     except ValueError as exc:
         raise InputError(
             f"{path} is not a petsync journal (line 1 is not JSON); pass --journal with "
@@ -337,12 +351,10 @@ def _parse(
         )
     baseline: Baseline | None = None
     batch: list[RowRecord] = []
-    good_length = len(lines[0]) + 1
-    body = lines[1:]
-    for index, raw in enumerate(body):
-        is_last = index == len(body) - 1
-        if is_last and not raw:
-            break  # the file ends with a newline, as it should
+    good_length = len(first.rstrip(b"\n")) + 1
+    for index, line in enumerate(lines):
+        is_last = not line.endswith(b"\n")  # only the last line can lack its newline
+        raw = line if is_last else line[:-1]
         try:
             obj = json.loads(raw)
             if isinstance(obj, dict) and "baseline" in obj:

@@ -233,3 +233,23 @@ def test_second_run_on_one_journal_is_locked_out(tmp_path: Path) -> None:
     first.close()
     with open_journal(path):  # released at close
         pass
+
+
+def test_a_journal_over_a_megabyte_is_read_in_pieces_and_its_torn_end_cut(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.jsonl"
+    rows = range(2, 40_002)  # about 1.5 MB of lines: read in more than one piece
+    with open_journal(path) as journal:
+        journal.mark_sending(list(rows))
+        for row in rows:
+            journal.record(RowRecord(row, RowState.CREATED, id=row * 3))
+    whole = path.stat().st_size
+    assert whole > 1 << 20
+    with path.open("a") as handle:
+        handle.write('{"row": 40002, "state": "crea')
+    with open_journal(path) as journal:
+        assert journal.states.get(40_001) == RowRecord(40_001, RowState.CREATED, id=120_003)
+        assert sum(1 for r in journal.states.values() if r.state is RowState.CREATED) == 40_000
+        assert journal.states.get(40_002) is None
+    assert path.stat().st_size == whole  # the torn line cut, nothing else
