@@ -42,11 +42,10 @@ request (see :meth:`RequestStream.low_water`). The rest is mostly the machine's 
 wake-up: its Python work is about 10 us per POST and 2 us per page when warm.
 
 The catalogue mirrors the reference server's seed (``petsync serve --seed-pets N``): pet ``i``
-(id ``i``) is a pure function of ``i``; every tenth pet has no status (it is listed only
-unfiltered), every seventh has an awkward name (commas, quotes, newlines, non-ASCII, emoji,
-a leading ``=``), and every fiftieth a categoryId beyond 2**53. It is copied here rather than
-imported so the stand-in keeps working while petsync's modules move; a smoke test compares
-the two while petsync's seed module is where it was.
+(id ``i``) is a pure function of ``i`` (:func:`petsync.server.seed.seed_row`, imported, not
+copied); every tenth pet has no status (it is listed only unfiltered), every seventh has an
+awkward name (commas, quotes, newlines, non-ASCII, emoji, a leading ``=``), and every
+fiftieth a categoryId beyond 2**53.
 """
 
 from __future__ import annotations
@@ -66,14 +65,16 @@ import threading
 import time
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit
+
+from petsync.server.seed import STATUSES, seed_row, seed_rows
+from petsync.server.store import Row
 
 API_PREFIX = "/v1"
 PAGE_LIMIT = 100  # the limit the benchmarks page with: these pages are pre-rendered
 LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT = 1, 100, 20  # interface, Limits
-STATUSES: tuple[str, ...] = ("available", "pending", "sold")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_HEAD_BYTES = 16 * 1024
 MAX_BODY_BYTES = 1024 * 1024
@@ -86,60 +87,6 @@ LOW_WATER_WAIT_US = 20_000  # the longest a raised low-water mark may delay a sh
 READY_LINE = "Stand-in Petstore at "
 DEPRECATION = "@1735689600"  # as the reference server says it for getPet
 SUNSET = "Thu, 05 Dec 2030 00:00:00 GMT"  # interface, Versioning 3
-
-Row = tuple[int, str, int, "str | None"]
-
-# -- the catalogue: the reference server's seed, pet i a pure function of i ----------------
-
-BASE_NAMES: tuple[str, ...] = (
-    "Rex",
-    "Bella",
-    "Milo",
-    "Luna",
-    "Charlie",
-    "Nala",
-    "Oscar",
-    "Coco",
-    "Max",
-    "Kiwi",
-    "Pepper",
-    "Biscuit",
-)
-SPECIAL_NAMES: tuple[str, ...] = (
-    "Rex, the Brave",
-    'Bella "Boo" Smith',
-    "Zoë Müller",
-    "Line\nBreak",
-    "=1+2",
-    "Cat 🐈 Emoji",
-    'Ñandú, "el" rápido',
-    "猫咪",
-    '=HYPERLINK("http://example.com")',
-    "Tab\tand\r\nCRLF",
-)
-NO_STATUS_EVERY = 10  # pets 3, 13, 23, ... have no status
-SPECIAL_EVERY = 7  # pets 2, 9, 16, ... have an awkward name
-BIG_CATEGORY = 2**53 + 1  # not representable as a float64
-
-
-def seed_row(i: int) -> Row:
-    """Pet ``i`` (1-based, also its id) as ``(id, name, categoryId, status)``.
-
-    >>> seed_row(1), seed_row(3)[3]
-    ((1, 'Rex 1', 1, 'available'), None)
-    """
-    if i % SPECIAL_EVERY == 2:
-        name = SPECIAL_NAMES[(i // SPECIAL_EVERY) % len(SPECIAL_NAMES)]
-    else:
-        name = f"{BASE_NAMES[(i - 1) % len(BASE_NAMES)]} {i}"
-    status = None if i % NO_STATUS_EVERY == 3 else STATUSES[(i - 1) % len(STATUSES)]
-    category = BIG_CATEGORY + i if i % 50 == 17 else 1 + (i - 1) % 12
-    return (i, name, category, status)
-
-
-def seed_rows(n: int) -> Iterator[Row]:
-    """The catalogue of ``n`` pets, ids 1..n."""
-    return (seed_row(i) for i in range(1, n + 1))
 
 
 # -- rendering ------------------------------------------------------------------------------
