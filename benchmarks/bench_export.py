@@ -129,7 +129,7 @@ def cpu_bound(pets: int, rounds: int, only: list[str], workdir: Path) -> dict[st
     print(f"\n## {pets:,} pets on the stand-in (Link paging, limit=100), {rounds} round(s)\n")
     with standin(pets, workdir) as server:
         print(f"  {server.describe()}", flush=True)
-        env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+        env = server.client_env()
         comparison = run_rounds(variants(pets, only), rounds, env, workdir, server)
     summaries = summarise(comparison)
     print_table(summaries, BARE, count=pets, unit="pet")
@@ -154,7 +154,7 @@ def interleaved(
             for pets in sizes if round_no % 2 == 0 else sizes[::-1]:
                 server = servers[pets]
                 print(f"  round {round_no + 1}/{rounds}, {pets:,} pets ({server.describe()})")
-                env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+                env = server.client_env()
                 order = variants(pets, only)
                 one = run_rounds(
                     order if round_no % 2 == 0 else order[::-1], 1, env, workdir, server

@@ -117,7 +117,7 @@ def on_standin(rows: int, rounds: int, workdir: Path) -> None:
     write_rows(source, rows)
     with standin(0, workdir) as server:
         print(f"  {server.describe()}", flush=True)
-        env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+        env = server.client_env()
         comparison = run_rounds(variants(source, rows), rounds, env, workdir, server)
     summaries = summarise(comparison)
     print_table(summaries, LOOP, count=rows, unit="row")
@@ -129,7 +129,7 @@ def memory_by_size(sizes: list[int], workdir: Path) -> None:
     """The import's peak RSS at several file sizes, one run each, on the stand-in."""
     print(f"\n## memory: import of {', '.join(f'{n:,}' for n in sizes)} rows on the stand-in\n")
     with standin(0, workdir) as server:
-        env = dict(os.environ, PETSYNC_API_KEY=server.key, PETSYNC_BASE_URL=server.base_url)
+        env = server.client_env()
         runs = []
         for rows in sizes:
             source = workdir / f"rows-{rows}.csv"

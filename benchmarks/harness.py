@@ -223,6 +223,10 @@ class StandIn:
         self.started_in = time.monotonic() - began
         self._stats_url = self.base_url.rsplit("/v1", 1)[0] + "/_stats"
 
+    def client_env(self) -> dict[str, str]:
+        """The environment a client of this stand-in runs with: ours, plus its URL and key."""
+        return dict(os.environ, PETSYNC_API_KEY=self.key, PETSYNC_BASE_URL=self.base_url)
+
     def stats(self) -> dict[str, float]:
         with urllib.request.urlopen(self._stats_url, timeout=60) as answer:
             data: dict[str, float] = json.load(answer)
