@@ -9,11 +9,11 @@ Python set, so the import's memory does not grow with the file.
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 from petsync.importer.check import CheckedInput, PetContent, content_of
+from petsync.importer.row_states import working_db
 from petsync.importer.validation import validate_row
 
 _NO_STATUS = ""  # no valid status is empty: it stands for "no status" in the table
@@ -27,20 +27,14 @@ class ContentSet:
     """
 
     def __init__(self, directory: Path) -> None:
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir()
         self._dir = directory
-        self._db = sqlite3.connect(directory / "contents.sqlite", isolation_level=None)
-        self._db.executescript(
+        self._db = working_db(
+            directory,
             """
-            PRAGMA journal_mode=OFF;
-            PRAGMA synchronous=OFF;
-            PRAGMA locking_mode=EXCLUSIVE;
-            PRAGMA temp_store=FILE;
             CREATE TABLE contents (name TEXT NOT NULL, category INTEGER NOT NULL,
                                    status TEXT NOT NULL, PRIMARY KEY (name, category, status))
                                    WITHOUT ROWID;
-            """
+            """,
         )
 
     def add_all(self, contents: Iterator[PetContent]) -> None:

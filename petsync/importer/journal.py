@@ -38,65 +38,17 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError, LockedError, PetsyncError
 from petsync.core.files import fsync_dir, try_lock
 from petsync.importer.baseline import Baseline
-from petsync.importer.row_states import RowStates
+from petsync.importer.row_states import RowRecord, RowState, RowStates
 
 logger = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1
-
-
-class RowState(StrEnum):
-    """What the journal knows about one row."""
-
-    SENDING = "sending"  # durable before the POST; last state after a crash = uncertain
-    CREATED = "created"
-    REJECTED = "rejected"  # the API answered 4xx: final
-    UNCERTAIN = "uncertain"  # sent, outcome unknown (timeout, dropped connection, 5xx)
-    UNSENT = "unsent"  # surely not created (401, 429 exhausted, refused): send again
-
-
-@dataclass(frozen=True)
-class RowRecord:
-    """One journal line about one row."""
-
-    row: int
-    state: RowState
-    id: int | None = None
-    code: str | None = None
-    field: str | None = None
-    message: str | None = None
-    http_status: int | None = None
-    candidates: tuple[int, ...] | None = None  # settle could not tell: pets that may be it
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"row": self.row, "state": self.state.value}
-        for key in ("id", "code", "field", "message", "http_status"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.candidates is not None:
-            out["candidates"] = list(self.candidates)
-        return out
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> RowRecord:
-        return cls(
-            row=int(obj["row"]),
-            state=RowState(obj["state"]),
-            id=obj.get("id"),
-            code=obj.get("code"),
-            field=obj.get("field"),
-            message=obj.get("message"),
-            http_status=obj.get("http_status"),
-            candidates=tuple(obj["candidates"]) if obj.get("candidates") is not None else None,
-        )
 
 
 class Journal:

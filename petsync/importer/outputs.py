@@ -27,7 +27,8 @@ from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer
 from petsync.importer.check import CheckedInput
 from petsync.importer.excel_safe import escape_row, unescape_cell
-from petsync.importer.journal import Journal, RowRecord, RowState
+from petsync.importer.journal import Journal
+from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import FieldError, validate_row
 
 OUTPUT_ENCODING = "utf-8-sig"

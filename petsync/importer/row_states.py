@@ -1,10 +1,11 @@
-"""The latest journal record of each row, kept on disk: memory does not grow with the file.
+"""What the journal knows of each row (:class:`RowRecord`), and the latest record of every
+row kept on disk (:class:`RowStates`): memory does not grow with the file.
 
 The journal (JSON lines) is the record that survives a crash; this is its index by row
 number, rebuilt from it whenever a journal is opened, so it needs no durability of its own:
-an SQLite file in a private temporary folder, written without a rollback journal or syncs,
-read through SQLite's small page cache. A 10-million-row import keeps a few megabytes of it
-in memory instead of a dictionary of ten million records.
+an SQLite file in a working folder beside the journal (:func:`working_db`), written without
+a rollback journal or syncs, read through SQLite's small page cache. A 10-million-row
+import keeps a few megabytes of it in memory instead of a dictionary of ten million records.
 """
 
 from __future__ import annotations
@@ -15,22 +16,67 @@ import sqlite3
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from petsync.importer.journal import RowRecord
+
+class RowState(StrEnum):
+    """What the journal knows about one row."""
+
+    SENDING = "sending"  # durable before the POST; last state after a crash = uncertain
+    CREATED = "created"
+    REJECTED = "rejected"  # the API answered 4xx: final
+    UNCERTAIN = "uncertain"  # sent, outcome unknown (timeout, dropped connection, 5xx)
+    UNSENT = "unsent"  # surely not created (401, 429 exhausted, refused): send again
+
+
+@dataclass(frozen=True)
+class RowRecord:
+    """One journal line about one row."""
+
+    row: int
+    state: RowState
+    id: int | None = None
+    code: str | None = None
+    field: str | None = None
+    message: str | None = None
+    http_status: int | None = None
+    candidates: tuple[int, ...] | None = None  # settle could not tell: pets that may be it
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"row": self.row, "state": self.state.value}
+        for key in ("id", "code", "field", "message", "http_status"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.candidates is not None:
+            out["candidates"] = list(self.candidates)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> RowRecord:
+        return cls(
+            row=int(obj["row"]),
+            state=RowState(obj["state"]),
+            id=obj.get("id"),
+            code=obj.get("code"),
+            field=obj.get("field"),
+            message=obj.get("message"),
+            http_status=obj.get("http_status"),
+            candidates=tuple(obj["candidates"]) if obj.get("candidates") is not None else None,
+        )
 
 
 class RowStates:
-    """Row number -> latest :class:`~petsync.importer.journal.RowRecord`, on disk.
+    """Row number -> latest :class:`RowRecord`, on disk.
 
     Thread-safe. ``directory`` is the working folder, made afresh (what a killed run left
     there is removed first); by default a new folder in the system's temporary directory.
     It is removed by :meth:`close`, or when the object is collected.
 
-    >>> from petsync.importer.journal import RowRecord, RowState
     >>> states = RowStates()
     >>> states[7] = RowRecord(7, RowState.CREATED, id=41)
     >>> states.get(7).id, states.get(8), len(states), states.has_created_id(41)
@@ -41,27 +87,18 @@ class RowStates:
     def __init__(self, directory: Path | None = None) -> None:
         if directory is None:
             directory = Path(tempfile.mkdtemp(prefix="petsync-rows-"))
-        else:
-            shutil.rmtree(directory, ignore_errors=True)
-            directory.mkdir()
         self._dir = directory
-        self._remove = weakref.finalize(self, shutil.rmtree, self._dir, True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            self._dir / "rows.sqlite", check_same_thread=False, isolation_level=None
-        )
-        self._db.executescript(
+        self._db = working_db(
+            directory,
             """
-            PRAGMA journal_mode=OFF;
-            PRAGMA synchronous=OFF;
-            PRAGMA locking_mode=EXCLUSIVE;
-            PRAGMA temp_store=FILE;
             CREATE TABLE rows (row INTEGER PRIMARY KEY, state TEXT NOT NULL, id INTEGER,
                                record TEXT);
             CREATE INDEX created_ids ON rows (id) WHERE state = 'created';
             BEGIN;
-            """
+            """,
         )
+        self._remove = weakref.finalize(self, shutil.rmtree, self._dir, True)
+        self._lock = threading.Lock()
         # One long transaction, committed every so often: a commit writes pages out, and
         # nothing here needs to survive a crash (the journal does). SQLite spills pages to
         # the file when its small cache is full, so memory stays flat either way.
@@ -131,9 +168,6 @@ class RowStates:
         with self._lock:
             return bool(self._recent) or bool(self._stored)
 
-    def __iter__(self) -> Iterator[int]:
-        return (row for row, _ in self.items())
-
     def items(self) -> Iterator[tuple[int, RowRecord]]:
         """Every row's latest record, by row number (read in pages: memory stays flat)."""
         after = -(2**63)
@@ -166,6 +200,20 @@ class RowStates:
         self._remove()
 
 
+def working_db(directory: Path, schema: str) -> sqlite3.Connection:
+    """A new SQLite database of ``schema`` in ``directory``, made afresh (what a killed run
+    left there is removed first), for data rebuilt on every run: no rollback journal, no
+    syncs, one process holding it. Usable from any thread under the caller's lock."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir()
+    db = sqlite3.connect(directory / "db.sqlite", check_same_thread=False, isolation_level=None)
+    db.executescript(
+        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+        "PRAGMA temp_store=FILE;\n" + schema
+    )
+    return db
+
+
 _FLUSH_AT = 4_096
 _COMMIT_EVERY = 16_384
 
@@ -179,8 +227,6 @@ def _details(record: RowRecord) -> str | None:
 
 
 def _record(row: int, state: str, pet_id: int | None, details: str | None) -> RowRecord:
-    from petsync.importer.journal import RowRecord, RowState
-
     if details is not None:
         return RowRecord.from_json(json.loads(details))
     return RowRecord(row, RowState(state), id=pet_id)

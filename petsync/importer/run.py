@@ -32,7 +32,7 @@ from petsync.importer.baseline import Baseline, take_baseline
 from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
-from petsync.importer.journal import Journal, RowState, unfinished_journals
+from petsync.importer.journal import Journal, unfinished_journals
 from petsync.importer.outputs import (
     Outcome,
     OutputPaths,
@@ -41,6 +41,7 @@ from petsync.importer.outputs import (
     write_outputs,
 )
 from petsync.importer.report import ImportReport
+from petsync.importer.row_states import RowState
 from petsync.importer.sender import SendProgress, SendResult, send_rows
 from petsync.importer.settle import settle_uncertain
 

@@ -40,8 +40,8 @@ from petsync.core.stop import StopRequest
 from petsync.importer.check import CheckedInput
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
-from petsync.importer.journal import Journal, RowRecord, RowState
-from petsync.importer.row_states import RowStates
+from petsync.importer.journal import Journal
+from petsync.importer.row_states import RowRecord, RowState, RowStates
 from petsync.importer.spreadsheet import Spreadsheet
 from petsync.importer.validation import validate_row
 

@@ -31,7 +31,8 @@ from petsync.client.api import PetLister
 from petsync.core.stop import StopRequest
 from petsync.importer.baseline import Baseline, take_baseline
 from petsync.importer.check import CheckedInput, PetContent, content_of
-from petsync.importer.journal import Journal, RowRecord, RowState
+from petsync.importer.journal import Journal
+from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import validate_row
 
 logger = logging.getLogger(__name__)

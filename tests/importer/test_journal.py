@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import InputError, LockedError
-from petsync.importer.journal import Journal, RowRecord, RowState
+from petsync.importer.journal import Journal
+from petsync.importer.row_states import RowRecord, RowState
 from tests.importer.doubles import SyncRecorder
 
 SOURCE = Path("pets.csv")

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import PetsyncError
-from petsync.importer.journal import RowRecord, RowState
 from petsync.importer.outputs import (
     SENDING_REASON,
     AtomicCsv,
@@ -19,6 +18,7 @@ from petsync.importer.outputs import (
     classify,
     write_text_atomic,
 )
+from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import FieldError
 
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from petsync.importer import row_states
 from petsync.importer.contents import ContentSet
-from petsync.importer.journal import RowRecord, RowState
-from petsync.importer.row_states import RowStates
+from petsync.importer.row_states import RowRecord, RowState, RowStates
 
 STATES = list(RowState)
 
@@ -47,7 +46,7 @@ def test_row_states_answer_like_a_dict_across_flushes(tmp_path: Path) -> None:
 def test_row_states_start_afresh_over_what_a_killed_run_left(tmp_path: Path) -> None:
     left = tmp_path / "rows"
     left.mkdir()
-    (left / "rows.sqlite").write_bytes(b"not a database")
+    (left / "db.sqlite").write_bytes(b"not a database")
     states = RowStates(left)
     try:
         assert not states and states.get(2) is None
