@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
@@ -374,14 +375,26 @@ def test_demo_into_a_locked_directory_exits_75_naming_the_lock(isolated: Path) -
 
 
 def test_memory_budget_takes_the_units_of_every_size_option(
-    petstore_server: Any, isolated: Path
+    petstore_server: Any, isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import petsync.export.run
+
     srv = petstore_server(seed_pets=30)
+    budgets: list[int] = []
+    real_run_export = petsync.export.run.run_export
+
+    def recording(config: Any, **kwargs: Any) -> Any:
+        budgets.append(config.memory_budget)
+        return real_run_export(config, **kwargs)
+
+    monkeypatch.setattr(petsync.export.run, "run_export", recording)
 
     decimal = run(srv, "export", "--out", "out", "--memory-budget", "1.5GB")
+    binary = run(srv, "export", "--out", "out", "--memory-budget", "200MiB")
     refused = run(srv, "export", "--out", "out", "--memory-budget", "lots")
 
-    assert decimal.exit_code == 0, decimal.output
+    assert (decimal.exit_code, binary.exit_code) == (0, 0), decimal.output + binary.output
+    assert budgets == [1_500_000_000, 200 * 2**20]
     assert refused.exit_code == 2
     assert "Invalid value for '--memory-budget': 'lots' is not a size; use e.g. 32MiB" in (
         refused.stderr
