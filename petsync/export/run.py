@@ -122,7 +122,7 @@ def run_export(
         # mount, a store that failed mid-upload. Nothing was published, so earlier
         # snapshots are as they were.
         scratch = config.scratch_dir
-        if scratch is not None and exc.filename and _within(Path(exc.filename), scratch):
+        if scratch is not None and exc.filename and Path(exc.filename).is_relative_to(scratch):
             raise PetsyncError(
                 f"cannot write the scratch area under {scratch} (--scratch-dir): "
                 f"{exc.strerror or exc} ({exc.filename}). Nothing was published; earlier "
@@ -143,10 +143,6 @@ def run_export(
         ) from exc
     finally:
         lock.release()
-
-
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
 
 
 @dataclass(frozen=True)
