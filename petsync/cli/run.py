@@ -20,7 +20,15 @@ from petsync.cli.options import TARGET_PARAMS, target_options
 from petsync.cli.render import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
 from petsync.core.errors import ConfigError, PetsyncError, StoppedError
-from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionSpec, load_job
+from petsync.ops.jobfile import (
+    JOB_KINDS,
+    JobFile,
+    JobKind,
+    OptionKind,
+    OptionSpec,
+    load_job,
+    parse_override,
+)
 
 
 @click.command()
@@ -35,6 +43,14 @@ from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionS
     is_flag=True,
     help="Import jobs: check every row and write the reject file, send nothing.",
 )
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Replace or add one key of the job file for this run (VALUE as in TOML: keep=7, "
+    "json=true, file=inbox/new.csv). Repeatable.",
+)
 @target_options
 @click.argument(
     "jobfiles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
@@ -46,6 +62,7 @@ def run(
     state: CliState,
     check_only: bool,
     dry_run: bool,
+    overrides: tuple[str, ...],
     jobfiles: tuple[Path, ...],
     target: TargetOptions,
 ) -> None:
@@ -61,14 +78,16 @@ def run(
         petsync run jobs/nightly-export.toml
         petsync run --check jobs/bulk-import.toml
         petsync run --dry-run jobs/bulk-import.toml
+        petsync run jobs/bulk-import.toml --set file=inbox/late.xlsx
     """
+    changes = dict(parse_override(text) for text in overrides)
     if len(jobfiles) == 1:
-        _run_one(ctx, state, check_only, dry_run, jobfiles[0], target)
+        _run_one(ctx, state, check_only, dry_run, jobfiles[0], target, changes)
         return
     errors: list[PetsyncError] = []
     for jobfile in jobfiles:
         try:
-            _run_one(ctx, state, check_only, dry_run, jobfile, target)
+            _run_one(ctx, state, check_only, dry_run, jobfile, target, changes)
         except PetsyncError as exc:
             errors.append(exc)
             if isinstance(exc, StoppedError):
@@ -94,8 +113,10 @@ def _run_one(
     dry_run: bool,
     jobfile: Path,
     target: TargetOptions,
+    overrides: dict[str, object],
 ) -> None:
-    job = load_job(jobfile, {kind: job_specs(ctx, kind) for kind in JOB_KINDS})
+    specs = {kind: job_specs(ctx, kind) for kind in JOB_KINDS}
+    job = load_job(jobfile, specs, overrides)
     command = _job_command(ctx, job.kind)
     arguments, job_target = job_arguments(ctx, job, command)
     running = RunningJob(name=job.name, target=job_target.overridden_by(target))

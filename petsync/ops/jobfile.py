@@ -112,22 +112,32 @@ def read_job_kind(path: Path) -> tuple[JobKind, dict[str, object]]:
     return kind, dict(table)
 
 
-def load_job(path: Path, specs: Mapping[JobKind, Sequence[OptionSpec]]) -> JobFile:
-    """Read and check a job file against the options of the command it runs."""
+def load_job(
+    path: Path,
+    specs: Mapping[JobKind, Sequence[OptionSpec]],
+    overrides: Mapping[str, object] | None = None,
+) -> JobFile:
+    """Read and check a job file against the options of the command it runs.
+
+    ``overrides`` (``petsync run --set KEY=VALUE``) replace or add keys before the check, so
+    they pass the same checks as the file's own keys; their errors name ``--set``.
+    """
     kind, table = read_job_kind(path)
     allowed = {spec.key: spec for spec in specs[kind]}
     where = f"job file {path} [{kind}]"
     options: dict[str, object] = {}
-    for key, value in table.items():
-        secret = secret_key_message(where, key)
+    given = [(key, value, where) for key, value in table.items() if key not in (overrides or {})]
+    given += [(key, value, f"--set {key}") for key, value in (overrides or {}).items()]
+    for key, value, source in given:
+        secret = secret_key_message(source, key)
         if secret is not None:
             raise ConfigError(secret)
         spec = allowed.get(key)
         if spec is None:
             raise ConfigError(
-                f"{where}: unknown key {key!r}; allowed keys: {', '.join(sorted(allowed))}"
+                f"{source}: unknown key {key!r}; allowed keys: {', '.join(sorted(allowed))}"
             )
-        options[key] = _check_value(where, spec, value)
+        options[key] = _check_value(source, spec, value)
     missing = [spec.key for spec in specs[kind] if spec.required and spec.key not in options]
     if missing:
         spec = allowed[missing[0]]
@@ -136,6 +146,24 @@ def load_job(path: Path, specs: Mapping[JobKind, Sequence[OptionSpec]]) -> JobFi
             f"{where}: missing required key {spec.key!r}{hint}; it takes {spec.describe()}"
         )
     return JobFile(path=path, kind=kind, name=path.stem, options=options)
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` from ``petsync run --set``: VALUE is read as a TOML value (``keep=7``,
+    ``sweep=false``, ``status=["sold"]``), else as plain text (``file=inbox/a.csv``).
+
+    >>> parse_override("keep=7"), parse_override("file=inbox/a b.csv")
+    (('keep', 7), ('file', 'inbox/a b.csv'))
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {text!r}: write KEY=VALUE, e.g. --set keep=7")
+    try:
+        value: object = tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
 
 
 def _check_value(where: str, spec: OptionSpec, value: object) -> object:
