@@ -267,7 +267,7 @@ def test_diff_of_a_missing_snapshot_is_a_usage_error(isolated: Path) -> None:
     )
 
 
-HEAVY = ("pandas", "pyarrow", "numpy", "httpx", "httpcore", "msgspec")
+HEAVY = ("pandas", "pyarrow", "numpy", "httpx", "httpcore", "msgspec", "dagster")
 
 
 def test_importing_the_cli_loads_no_data_or_network_library() -> None:

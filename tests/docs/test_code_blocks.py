@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import secrets
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,10 +188,21 @@ def check_server(ns: dict[str, Any], shown: str) -> None:
     assert re.search(r"^http://127\.0\.0\.1:\d+/v1 250$", shown, re.M)
 
 
+def check_orchestration(ns: dict[str, Any], shown: str) -> None:
+    import dagster as dg
+
+    defs = ns["defs"]
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert keys == {"nightly_export_snapshot", "nightly_export_history"}
+    assert defs.resolve_schedule_def("nightly_export_schedule").cron_schedule == "30 2 * * *"
+    assert isinstance(ns["PetsyncTarget"](api_key_file="k"), dg.ConfigurableResource)
+
+
 CHECKS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "README.md": check_readme,
     "export.md": check_export,
     "notebooks.md": check_notebooks,
+    "orchestration.md": check_orchestration,
     "server.md": check_server,
 }
 
@@ -264,6 +276,8 @@ def test_python_blocks_of_the_page_run_and_do_what_they_say(
         monkeypatch.setenv("AWS_ALLOW_HTTP", "true")  # delta-rs, to moto's http:// endpoint
         fill_bucket(workplace, bucket)
 
+    if any("jobs/nightly-export.toml" in block for block in python_blocks(page)):
+        shutil.copytree(ROOT / "jobs", workplace.path / "jobs")  # the working directory cron uses
     namespace = workplace.run_page(page)
 
     CHECKS[name](namespace, capfd.readouterr().out)

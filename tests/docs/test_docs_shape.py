@@ -23,6 +23,7 @@ TASK_PAGES = [
     "export.md",
     "import.md",
     "scheduling.md",
+    "orchestration.md",
     "notebooks.md",
     "server.md",
     "design.md",
