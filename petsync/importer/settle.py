@@ -27,7 +27,9 @@ pets that appeared since the first POST. Then:
 
 It cannot decide (rows stay uncertain, saying why) when a listing now could not prove its
 end, or, with a baseline, when rows without a status and rows with one share a name and
-category and a new pet could belong to either. docs/design.md ("Settling without a
+category and a new pet could belong to either. Without a complete baseline, pets that the
+other journals beside this one record as created by their own POSTs are no candidates
+either (:mod:`~petsync.importer.other_journals`). docs/design.md ("Settling without a
 baseline") says what each rule proves and what it assumes.
 """
 
@@ -42,6 +44,7 @@ from petsync.core.stop import StopRequest
 from petsync.importer.baseline import Baseline, take_baseline
 from petsync.importer.check import CheckedInput, PetContent, content_of
 from petsync.importer.journal import Journal
+from petsync.importer.other_journals import SETTLED_CREATED, ids_created_by_other_journals
 from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import validate_row
 
@@ -128,12 +131,16 @@ def _without_baseline(
     """Only "not created" is provable: no pet of the content but this import's exists.
 
     An incomplete baseline still proves that each id it holds existed before the first
-    POST, so those ids are no candidates.
+    POST, and another journal's 201 that its id is another POST's pet: no candidates.
     """
+    left_over = {key: [i for i in ids if i not in baseline.ids(key)] for key, ids in others.items()}
+    elsewhere = ids_created_by_other_journals(
+        journal.path.parent, journal.path, {i for ids in left_over.values() for i in ids}
+    )
     not_created = undecided = 0
     left: list[Undecided] = []
     for key, rows in rows_by_content.items():
-        candidates = [i for i in others[key] if i not in baseline.ids(key)]
+        candidates = [i for i in left_over[key] if i not in elsewhere]
         if candidates:
             reason = NO_BASELINE_REASON.format(count=len(candidates))
             undecided += _leave(journal, rows, reason, candidates)
@@ -179,7 +186,7 @@ def _with_baseline(
             left.append(Undecided(tuple(rows), tuple(fresh)))
         else:
             for row, pet_id in zip(rows, fresh, strict=False):
-                journal.record(RowRecord(row, RowState.CREATED, id=pet_id))
+                journal.record(RowRecord(row, RowState.CREATED, id=pet_id, message=SETTLED_CREATED))
                 created += 1
             not_created += _unsent(
                 journal,

@@ -189,3 +189,45 @@ def test_the_summary_and_the_report_list_the_candidate_ids(
     assert lines[at + 1] == f"  row 2: candidate pet ids {shown} and 2 more"
     assert settled.to_json()["settled"]["undecided_rows"] == [{"rows": [2], "candidate_ids": older}]
     json.dumps(settled.to_json())  # the --report file can hold it
+
+
+def test_a_pet_another_journal_got_in_a_201_is_no_candidate(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    earlier = tmp_path / "monday.csv"
+    earlier.write_text("name,categoryId,status\nRex,1,sold\n")
+    assert run(ImportConfig(earlier), srv).created == 1  # Monday's Rex, answered 201
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId,status\nRex,1,sold\nTom,2,\n")
+    run(ImportConfig(path), srv, {"Rex": ["dropped"]})
+
+    settled = run(ImportConfig(path, settle=True), srv)
+    # Monday's journal holds that Rex's id as the answer to its own POST: not this row's.
+    assert (settled.settled_not_created, settled.created, settled.uncertain) == (1, 1, 0)
+    assert names(srv) == Counter({"Rex": 2, "Tom": 1})
+
+
+def test_an_id_another_settle_assigned_still_counts_as_a_candidate(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    from petsync.importer.other_journals import SETTLED_CREATED
+
+    srv = petstore_server()
+    earlier = tmp_path / "monday.csv"
+    earlier.write_text("name,categoryId,status\nRex,1,sold\n")
+    run(ImportConfig(earlier), srv)
+    monday = journal_of(earlier)
+    lines = [json.loads(line) for line in monday.read_text().splitlines()]
+    for line in lines:
+        if line.get("state") == "created":  # as a settle with a baseline writes it
+            line["message"] = SETTLED_CREATED
+    monday.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId,status\nRex,1,sold\nTom,2,\n")  # other bytes: a new import
+    run(ImportConfig(path), srv, {"Rex": ["dropped"]})
+
+    settled = run(ImportConfig(path, settle=True), srv)
+    # A settle's conclusion is no answer from the API: the row stays for a person.
+    assert (settled.settled_undecided, settled.created, settled.uncertain) == (1, 0, 1)
+    assert names(srv) == Counter({"Rex": 1, "Tom": 1})
