@@ -117,6 +117,7 @@ def side_by_side(
     order = [variant for variant, _ in pairs]
     comparison = Comparison(order, {v.name: [] for v in order})
     for round_no in range(rounds):
+        print(f"  round {round_no + 1} of {rounds} (each program's line says 1/1):", flush=True)
         for variant, server in pairs if round_no % 2 == 0 else pairs[::-1]:
             one = run_rounds([variant], 1, server.client_env(), workdir, server)
             comparison.runs[variant.name] += one.runs[variant.name]
