@@ -159,6 +159,11 @@ def _list_before_sending(
                 "sending; nothing was sent"
             )
         journal.record_baseline(baseline)
+    elif config.baseline and journal.baseline is None:
+        report.notices.append(
+            f"--baseline applies from a file's first POST; {checked.path.name} was started "
+            "without one, so --settle decides its rows without a baseline"
+        )
     if config.settle:
         settled = settle_uncertain(journal, checked, client, stop)
         report.settled_created = settled.created

@@ -75,8 +75,8 @@ class SettleResult:
 
 NO_BASELINE_REASON = (
     "settle cannot tell: {count} pet(s) with this content exist that this import did not "
-    "record creating, and it has no record of which existed before its first POST (it ran "
-    "without --baseline); check the candidate ids by hand"
+    "record creating, and it has no record of which existed before its first POST ({why}); "
+    "check the candidate ids by hand"
 )
 
 
@@ -133,6 +133,11 @@ def _without_baseline(
     An incomplete baseline still proves that each id it holds existed before the first
     POST, and another journal's 201 that its id is another POST's pet: no candidates.
     """
+    why = (
+        f"the listing before it was incomplete: {baseline.reason}"
+        if baseline.reason
+        else "it ran without --baseline"
+    )
     left_over = {key: [i for i in ids if i not in baseline.ids(key)] for key, ids in others.items()}
     elsewhere = ids_created_by_other_journals(
         journal.path.parent, journal.path, {i for ids in left_over.values() for i in ids}
@@ -142,7 +147,7 @@ def _without_baseline(
     for key, rows in rows_by_content.items():
         candidates = [i for i in left_over[key] if i not in elsewhere]
         if candidates:
-            reason = NO_BASELINE_REASON.format(count=len(candidates))
+            reason = NO_BASELINE_REASON.format(count=len(candidates), why=why)
             undecided += _leave(journal, rows, reason, candidates)
             left.append(Undecided(tuple(rows), tuple(candidates)))
         else:

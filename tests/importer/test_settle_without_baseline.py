@@ -231,3 +231,22 @@ def test_an_id_another_settle_assigned_still_counts_as_a_candidate(
     # A settle's conclusion is no answer from the API: the row stays for a person.
     assert (settled.settled_undecided, settled.created, settled.uncertain) == (1, 0, 1)
     assert names(srv) == Counter({"Rex": 1, "Tom": 1})
+
+
+def test_a_baseline_asked_for_after_the_first_post_is_not_taken(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\n")
+    run(ImportConfig(path), srv, {"Rex": ["lost"]})
+    srv.store.create(NewPet("Tom", 2, None))  # listed now, but after the import began
+
+    settled = run(ImportConfig(path, settle=True, baseline=True), srv)
+    # A listing now is no baseline: the Rex it would show may be this row's.
+    assert '"baseline"' not in journal_of(path).read_text()
+    assert settled.notices == [
+        "--baseline applies from a file's first POST; pets.csv was started without one, so "
+        "--settle decides its rows without a baseline"
+    ]
+    assert (settled.settled_undecided, settled.created, names(srv)["Rex"]) == (1, 0, 1)
