@@ -120,7 +120,12 @@ def import_summary(report: ImportReport) -> list[str]:
     if report.files.get("accepted"):
         lines.append(f"accepted:  {report.files['accepted']}")
     uncertain = report.files.get("uncertain")
-    if uncertain and report.uncertain:
+    if uncertain and report.uncertain and report.settled_undecided:
+        lines.append(
+            f"uncertain: {uncertain}  (settle cannot tell: check the pets of "
+            "petsync_candidate_ids by hand)"
+        )
+    elif uncertain and report.uncertain:
         lines.append(
             f"uncertain: {uncertain}  (ask the API which exist: petsync import {report.source} "
             "--settle)"

@@ -187,6 +187,10 @@ def test_the_summary_and_the_report_list_the_candidate_ids(
     )
     shown = ", ".join(str(i) for i in older[:10])
     assert lines[at + 1] == f"  row 2: candidate pet ids {shown} and 2 more"
+    assert lines[-1] == (
+        f"uncertain: {tmp_path / 'pets.uncertain.csv'}  (settle cannot tell: check the pets of "
+        "petsync_candidate_ids by hand)"
+    )
     assert settled.to_json()["settled"]["undecided_rows"] == [{"rows": [2], "candidate_ids": older}]
     json.dumps(settled.to_json())  # the --report file can hold it
 
