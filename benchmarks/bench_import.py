@@ -1,30 +1,37 @@
-"""Benchmark `petsync import` against a sequential httpx POST loop of the same rows.
+"""Benchmark `petsync import` into a large catalogue against a sequential httpx POST loop.
 
-CPU-bound scenario (issue 10): the stand-in Petstore (``standin.py``) answers each POST in a
-few tens of microseconds of its own CPU (measured and printed), so the client is what is
-measured. Whole processes, side by side, the order reversed every other round, medians:
+Every scenario runs on stand-ins (``standin.py``) that already hold a catalogue: the import
+must cost what its file costs, not what the catalogue costs. Two stand-ins run at once, one
+with ``--catalogue`` pets (default 1,000,000), one empty, and the programs run side by
+side, the order reversed every other round, medians:
 
-* ``POST loop`` (``baseline_post_loop.py``): the CSV read with the csv module, one POST per
-  row with one httpx client, one after another, 201 required. The floor.
-* ``import``: ``python -m petsync import ROWS.csv --out-dir DIR`` at its defaults: row
-  validation, the journal (synced to disk), the output files, concurrent POSTs. Each run gets
-  a fresh output directory, so a fresh journal (a journal makes a re-run create nothing).
+* ``POST loop`` (``baseline_post_loop.py``), on the large catalogue: the CSV read with the
+  csv module, one POST per row with one httpx client, one after another, 201 required.
+* ``import``, on the large catalogue: ``python -m petsync import ROWS.csv --out-dir DIR``
+  at its defaults (row validation, the journal synced to disk, the output files,
+  concurrent POSTs). Each run gets a fresh output directory, so a fresh journal.
+* ``import, empty catalogue``: the same, on the empty stand-in: the catalogue's own cost
+  is the difference between the two.
+* ``import --baseline`` (only with ``--with-baseline``): the opt-in listing of the
+  catalogue before the first POST, on the large catalogue.
 
-Each run is checked: the stand-in must have received exactly one POST per row.
+Each run is checked: its stand-in must have received exactly one POST per row.
 
-Latency scenario: ``petsync serve --latency-ms 20`` (a real server, 20 ms per request),
-where the import's concurrency is what matters, against the same sequential loop.
+CPU-bound scenario: the stand-ins answer at once (a few tens of microseconds of their own
+CPU per request, measured and printed), so the client is what is measured. Latency
+scenario: the same stand-ins with ``--latency-ms 20`` slept before every response, where
+the import's concurrency is what matters.
 
-    python benchmarks/bench_import.py                    # 10,000 rows, then 2,000 at 20 ms
+    python benchmarks/bench_import.py                    # 5,000 rows, then 2,000 at 20 ms
     python benchmarks/bench_import.py --quick            # a small smoke run
-    python benchmarks/bench_import.py --rows 5000 --rounds 5 --no-latency
+    python benchmarks/bench_import.py --rows 5000 --rounds 3 --no-latency --with-baseline
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -34,13 +41,12 @@ from harness import (
     BENCHMARKS,
     Comparison,
     Run,
+    StandIn,
     Summary,
     Variant,
-    new_key,
     print_footer,
     print_header,
     print_table,
-    reference_server,
     run_rounds,
     standin,
     standin_condition,
@@ -49,6 +55,9 @@ from harness import (
 
 LOOP = "POST loop"
 IMPORT = "import"
+IMPORT_EMPTY = "import, empty catalogue"
+IMPORT_BASELINE = "import --baseline"
+DEFAULT_CATALOGUE = 1_000_000
 NAMES = ("Rex", "Bella", "Zoë Müller", 'Bella "Boo" Smith', "Rex, the Brave", "猫咪", "Milo")
 STATUSES = ("available", "pending", "sold", "")  # blank: no status sent
 
@@ -84,45 +93,67 @@ def check_posts(rows: int) -> Callable[[Run, Path], str | None]:
     return check
 
 
-def variants(source: Path, rows: int) -> list[Variant]:
-    return [
-        Variant(
-            LOOP,
-            lambda run_dir: [
-                sys.executable,
-                str(BENCHMARKS / "baseline_post_loop.py"),
-                str(source),
-            ],
-            check_loop(rows),
-        ),
-        Variant(
-            IMPORT,
-            lambda run_dir: [
-                sys.executable,
-                "-m",
-                "petsync",
-                "import",
-                str(source),
-                "--out-dir",
-                str(run_dir / "out"),
-            ],
-            check_posts(rows),
-        ),
-    ]
+def import_args(source: Path, *options: str) -> Callable[[Path], list[str]]:
+    def args(run_dir: Path) -> list[str]:
+        out = ["--out-dir", str(run_dir / "out")]
+        return [sys.executable, "-m", "petsync", "import", str(source), *out, *options]
+
+    return args
 
 
-def on_standin(rows: int, rounds: int, workdir: Path) -> None:
-    print(f"\n## {rows:,} rows on the stand-in, {rounds} round(s)\n")
+def loop_variant(source: Path, rows: int) -> Variant:
+    args = [sys.executable, str(BENCHMARKS / "baseline_post_loop.py"), str(source)]
+    return Variant(LOOP, lambda run_dir: args, check_loop(rows))
+
+
+def import_variant(source: Path, rows: int) -> Variant:
+    return Variant(IMPORT, import_args(source), check_posts(rows))
+
+
+def side_by_side(
+    pairs: list[tuple[Variant, StandIn]], rounds: int, workdir: Path
+) -> dict[str, Summary]:
+    """Each variant on its own stand-in, once per round, the order reversed every other."""
+    order = [variant for variant, _ in pairs]
+    comparison = Comparison(order, {v.name: [] for v in order})
+    for round_no in range(rounds):
+        print(f"  round {round_no + 1} of {rounds} (each program's line says 1/1):", flush=True)
+        for variant, server in pairs if round_no % 2 == 0 else pairs[::-1]:
+            one = run_rounds([variant], 1, server.client_env(), workdir, server)
+            comparison.runs[variant.name] += one.runs[variant.name]
+    return summarise(comparison)
+
+
+def scenario(
+    title: str,
+    rows: int,
+    catalogue: int,
+    rounds: int,
+    workdir: Path,
+    *,
+    latency_ms: float = 0.0,
+    with_baseline: bool = False,
+) -> dict[str, Summary]:
+    print(f"\n## {title}: {rows:,} rows into {catalogue:,} pets, {rounds} round(s)\n")
     source = workdir / f"rows-{rows}.csv"
     write_rows(source, rows)
-    with standin(0, workdir) as server:
-        print(f"  {server.describe()}", flush=True)
-        env = server.client_env()
-        comparison = run_rounds(variants(source, rows), rounds, env, workdir, server)
-    summaries = summarise(comparison)
+    with contextlib.ExitStack() as stack:
+        large = stack.enter_context(standin(catalogue, workdir, latency_ms))
+        empty = stack.enter_context(standin(0, workdir, latency_ms))
+        print(f"  {large.describe()}\n  {empty.describe()}", flush=True)
+        pairs = [
+            (loop_variant(source, rows), large),
+            (import_variant(source, rows), large),
+            (Variant(IMPORT_EMPTY, import_args(source), check_posts(rows)), empty),
+        ]
+        if with_baseline:
+            listing = import_args(source, "--baseline")
+            pairs.append((Variant(IMPORT_BASELINE, listing, check_posts(rows)), large))
+        summaries = side_by_side(pairs, rounds, workdir)
     print_table(summaries, LOOP, count=rows, unit="row")
-    standin_condition(summaries, LOOP)
-    target(summaries, 1.0)
+    if not latency_ms:
+        standin_condition(summaries, LOOP)
+    return summaries
 
 
 def memory_by_size(sizes: list[int], workdir: Path) -> None:
@@ -134,7 +165,7 @@ def memory_by_size(sizes: list[int], workdir: Path) -> None:
         for rows in sizes:
             source = workdir / f"rows-{rows}.csv"
             write_rows(source, rows)
-            variant = variants(source, rows)[1]
+            variant = import_variant(source, rows)
             runs.append(run_rounds([variant], 1, env, workdir, server).runs[IMPORT][0])
     print("| rows | wall s | peak RSS MiB |")
     print("|---:|---:|---:|")
@@ -146,45 +177,46 @@ def memory_by_size(sizes: list[int], workdir: Path) -> None:
         print(f"growth: {per_row:.0f} bytes of peak RSS per extra row")
 
 
-def with_latency(rows: int, latency_ms: float, rounds: int, workdir: Path) -> None:
-    print(
-        f"\n## {latency_ms:g} ms latency per request: petsync serve --latency-ms {latency_ms:g}, "
-        f"{rows:,} rows, {rounds} round(s)\n"
-    )
-    source = workdir / f"rows-{rows}.csv"
-    write_rows(source, rows)
-    # Each run gets a server of its own, empty: the import lists the catalogue before its
-    # first POST (the baseline), so a catalogue grown by earlier runs would slow later ones.
-    key = new_key()
-    order = variants(source, rows)
-    comparison = Comparison(order, {v.name: [] for v in order})
-    for round_no in range(rounds):
-        for variant in order if round_no % 2 == 0 else order[::-1]:
-            with reference_server(key, workdir, latency_ms=latency_ms) as base_url:
-                env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
-                one = run_rounds([variant], 1, env, workdir)
-            comparison.runs[variant.name] += one.runs[variant.name]
-    summaries = summarise(comparison)
-    print_table(summaries, LOOP, count=rows, unit="row")
-    target(summaries, 0.15)
-
-
-def target(summaries: dict[str, Summary], limit: float) -> None:
+def target(summaries: dict[str, Summary], limit: float, catalogue: int) -> None:
+    """The targets: the import against the loop, and against itself into an empty catalogue."""
     loop, imported = summaries.get(LOOP), summaries.get(IMPORT)
+    empty = summaries.get(IMPORT_EMPTY)
     if loop is None or imported is None:
+        print("target: not checked (a program failed every round)")
         return
     ratio = imported.wall / loop.wall
     verdict = "met" if ratio <= limit else "not met"
-    print(f"issue 10 target: import wall {ratio:.2f}x the POST loop (<= {limit:g}x): {verdict}")
+    print(
+        f"target: import into {catalogue:,} pets {ratio:.2f}x the POST loop's wall "
+        f"(<= {limit:g}x): {verdict}"
+    )
+    if empty is not None:
+        print(
+            f"catalogue's cost: import into {catalogue:,} pets {imported.wall:.2f} s, into an "
+            f"empty catalogue {empty.wall:.2f} s: {imported.wall / empty.wall:.2f}x "
+            f"(CPU {imported.cpu:.2f} s against {empty.cpu:.2f} s)"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10_000, help="rows on the stand-in")
+    parser.add_argument("--rows", type=int, default=5_000, help="rows, CPU-bound scenario")
+    parser.add_argument(
+        "--catalogue",
+        type=int,
+        default=DEFAULT_CATALOGUE,
+        help=f"pets the large stand-in holds (default {DEFAULT_CATALOGUE:,})",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
+    parser.add_argument("--no-cpu", action="store_true", help="skip the CPU-bound scenario")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--latency-rows", type=int, default=2_000)
+    parser.add_argument(
+        "--with-baseline",
+        action="store_true",
+        help="also time `import --baseline` in the CPU-bound scenario (it lists the catalogue)",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="small sizes for a smoke run (not for publishing)"
     )
@@ -196,8 +228,10 @@ def main() -> None:
     options = parser.parse_args()
     if options.rounds < 1 or options.rows < 1 or options.latency_rows < 1:
         parser.error("--rounds, --rows and --latency-rows must be 1 or more")
+    if options.catalogue < 0:
+        parser.error("--catalogue must be 0 or more")
     if options.quick:
-        options.rows, options.latency_rows = 1_000, 200
+        options.rows, options.latency_rows, options.catalogue = 1_000, 200, 20_000
     print_header("# petsync import benchmark (benchmarks/bench_import.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-import-") as tmp:
         workdir = Path(tmp)
@@ -205,9 +239,26 @@ def main() -> None:
             memory_by_size([int(n) for n in options.memory.split(",")], workdir)
             print_footer()
             return
-        on_standin(options.rows, options.rounds, workdir)
+        if not options.no_cpu:
+            cpu = scenario(
+                "CPU-bound",
+                options.rows,
+                options.catalogue,
+                options.rounds,
+                workdir,
+                with_baseline=options.with_baseline,
+            )
+            target(cpu, 0.5, options.catalogue)
         if not options.no_latency:
-            with_latency(options.latency_rows, options.latency_ms, options.rounds, workdir)
+            latency = scenario(
+                f"{options.latency_ms:g} ms latency per request",
+                options.latency_rows,
+                options.catalogue,
+                options.rounds,
+                workdir,
+                latency_ms=options.latency_ms,
+            )
+            target(latency, 0.15, options.catalogue)
     print_footer()
 
 

@@ -209,13 +209,15 @@ class ServerCost:
 class StandIn:
     """``standin.py --pets N`` as a subprocess: its URL, key, and CPU cost per request."""
 
-    def __init__(self, pets: int, workdir: Path) -> None:
+    def __init__(self, pets: int, workdir: Path, latency_ms: float = 0.0) -> None:
         self.pets = pets
+        self.latency_ms = latency_ms
         self.key = new_key()
-        self._log = workdir / f"standin-{pets}.log"
+        self._log = workdir / f"standin-{pets}-{latency_ms:g}ms.log"
         began = time.monotonic()
         self._proc, self.base_url = start_process(
-            [sys.executable, str(STANDIN), "--pets", str(pets), "--port", "0"],
+            [sys.executable, str(STANDIN), "--pets", str(pets), "--port", "0"]
+            + (["--latency-ms", f"{latency_ms:g}"] if latency_ms else []),
             dict(os.environ, PETSYNC_API_KEY=self.key),
             self._log,
             "the stand-in",
@@ -238,8 +240,9 @@ class StandIn:
 
     def describe(self) -> str:
         built = self._lines("built ")
+        latency = f", {self.latency_ms:g} ms latency" if self.latency_ms else ""
         return (
-            f"stand-in at {self.base_url}: {self.pets:,} pets; "
+            f"stand-in at {self.base_url}: {self.pets:,} pets{latency}; "
             f"{built[0] if built else 'built'} (ready after {self.started_in:.1f} s)"
         )
 
@@ -251,8 +254,8 @@ class StandIn:
 
 
 @contextmanager
-def standin(pets: int, workdir: Path) -> Iterator[StandIn]:
-    server = StandIn(pets, workdir)
+def standin(pets: int, workdir: Path, latency_ms: float = 0.0) -> Iterator[StandIn]:
+    server = StandIn(pets, workdir, latency_ms)
     try:
         yield server
     finally:

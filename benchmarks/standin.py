@@ -11,6 +11,9 @@ client's time per page.
     PETSYNC_API_KEY=bench-key python benchmarks/standin.py --pets 100000 --port 0
     # prints: Stand-in Petstore at http://127.0.0.1:PORT/v1 (...)
 
+``--latency-ms MS`` sleeps that long before each response, on the connection's own thread
+(the latency scenarios: a far API whose catalogue is large, each connection waiting alone).
+
 What it speaks (as ``petsync serve --pagination link`` does, on loopback only):
 
 * ``GET /v1/pets?limit=100[&status=S]``: Pets arrays in id order, per status or unfiltered,
@@ -547,7 +550,12 @@ class RequestStream:
         return True
 
 
-def serve_connection(server: StandIn, sock: socket.socket) -> None:
+def serve_connection(
+    server: StandIn,
+    sock: socket.socket,
+    latency: float = 0.0,
+    sleep: Callable[[float], object] = time.sleep,
+) -> None:
     """One connection on its own thread: blocking reads and writes, until the client closes.
 
     Threads measured cheaper here than an asyncio Protocol (about 40 against 57 us of CPU
@@ -555,7 +563,8 @@ def serve_connection(server: StandIn, sock: socket.socket) -> None:
     only system calls per request, with no event loop between them. While createPets come
     in two writes, reads wait for head and body together (``SO_RCVLOWAT``), bounded by
     ``LOW_WATER_WAIT_US``: a shorter request (or none) then ends the wait, and reads go
-    back to waking for any byte.
+    back to waking for any byte. ``latency`` (seconds) is slept before each response, on
+    this connection's thread only: concurrent clients wait side by side, as on a far API.
     """
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     # An idle client is dropped after IDLE_SECONDS, without a Python timeout (that would
@@ -563,6 +572,12 @@ def serve_connection(server: StandIn, sock: socket.socket) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", IDLE_SECONDS, 0))
     stream = RequestStream(server)
     recv, sendall, feed = sock.recv, sock.sendall, stream.feed
+    if latency > 0:
+
+        def sendall(data: bytes) -> None:
+            sleep(latency)
+            sock.sendall(data)
+
     low_water = 1
     try:
         while True:  # bounded by the client: it ends when the client closes or goes idle
@@ -589,14 +604,14 @@ def serve_connection(server: StandIn, sock: socket.socket) -> None:
         sock.close()
 
 
-def serve(server: StandIn, port: int) -> None:
+def serve(server: StandIn, port: int, latency: float = 0.0) -> None:
     """Accept loopback connections until SIGTERM or Ctrl-C; a thread per connection."""
     listener = socket.create_server(("127.0.0.1", port), backlog=128)
     bound = listener.getsockname()[1]
     catalogue = server.catalogue
     print(
         f"{READY_LINE}http://127.0.0.1:{bound}{API_PREFIX} ({catalogue.pets} pets, "
-        f"{len(catalogue.pages)} pages pre-rendered)",
+        f"{len(catalogue.pages)} pages pre-rendered, {latency * 1000:g} ms latency)",
         flush=True,
     )
 
@@ -607,7 +622,9 @@ def serve(server: StandIn, port: int) -> None:
     try:
         while True:  # until a signal
             sock, _ = listener.accept()
-            threading.Thread(target=serve_connection, args=(server, sock), daemon=True).start()
+            threading.Thread(
+                target=serve_connection, args=(server, sock, latency), daemon=True
+            ).start()
     except KeyboardInterrupt:
         pass
     finally:
@@ -618,9 +635,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pets", type=int, required=True, help="catalogue size (ids 1..N)")
     parser.add_argument("--port", type=int, default=0, help="loopback port; 0 picks a free one")
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="milliseconds slept before each response (a far API); default 0",
+    )
     options = parser.parse_args(argv)
-    if options.pets < 0:
-        parser.error("--pets must be 0 or more")
+    if options.pets < 0 or options.latency_ms < 0:
+        parser.error("--pets and --latency-ms must be 0 or more")
     api_key = os.environ.get("PETSYNC_API_KEY") or ""
     if not api_key:
         api_key = "standin-" + secrets.token_hex(8)
@@ -635,7 +658,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     server = StandIn(catalogue, api_key)
     before = server.stats()
-    serve(server, options.port)
+    serve(server, options.port, options.latency_ms / 1000)
     after = server.stats()
     served = max(after["requests"] - before["requests"], 1)
     cpu = after["cpu_seconds"] - before["cpu_seconds"]

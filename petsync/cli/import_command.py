@@ -17,7 +17,12 @@ from petsync.cli.render import import_summary, import_total_line
 from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError, PetsyncError
-from petsync.importer.config import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, ImportConfig
+from petsync.importer.config import (
+    DEFAULT_BASELINE,
+    DEFAULT_CONCURRENCY,
+    MAX_CONCURRENCY,
+    ImportConfig,
+)
 from petsync.ops.metrics import record_run
 
 if TYPE_CHECKING:
@@ -82,15 +87,17 @@ if TYPE_CHECKING:
 @click.option(
     "--settle",
     is_flag=True,
-    help="First decide each uncertain row from the API: created rows are accepted, rows "
-    "not created are sent once, others stay uncertain with the candidate ids.",
+    help="First decide each uncertain row from the API: rows with no pet of their content "
+    "but this import's are sent once; with --baseline, rows found created are accepted; "
+    "others stay uncertain with the candidate ids.",
 )
 @click.option(
     "--baseline/--no-baseline",
-    default=True,
+    default=DEFAULT_BASELINE,
     show_default=True,
-    help="Before the first POST, list the pets that exist already, so --settle can decide "
-    "uncertain rows later (one listing of the statuses the rows use).",
+    help="Before a file's first POST, list the pets that exist already, so --settle can also "
+    "find uncertain rows created (one listing of the statuses the rows use: it grows with "
+    "the catalogue). Without it, --settle sends only rows with no matching pet.",
 )
 @click.option(
     "--archive",

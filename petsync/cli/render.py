@@ -107,6 +107,7 @@ def import_summary(report: ImportReport) -> list[str]:
             f"{report.settled_not_created} not created (sent now), {report.settled_undecided} "
             "still uncertain"
         )
+        lines.extend(_settle_candidates(report))
     if report.normalisations:
         done = ", ".join(f"{name} {count}" for name, count in report.normalisations.items())
         lines.append(f"normalised: {done}")
@@ -119,7 +120,12 @@ def import_summary(report: ImportReport) -> list[str]:
     if report.files.get("accepted"):
         lines.append(f"accepted:  {report.files['accepted']}")
     uncertain = report.files.get("uncertain")
-    if uncertain and report.uncertain:
+    if uncertain and report.uncertain and report.settled_undecided:
+        lines.append(
+            f"uncertain: {uncertain}  (settle cannot tell: check the pets of "
+            "petsync_candidate_ids by hand)"
+        )
+    elif uncertain and report.uncertain:
         lines.append(
             f"uncertain: {uncertain}  (ask the API which exist: petsync import {report.source} "
             "--settle)"
@@ -127,6 +133,29 @@ def import_summary(report: ImportReport) -> list[str]:
     if report.pending and not report.dry_run:
         lines.append("pending rows were not sent: re-run the same command to resume")
     return lines
+
+
+SHOWN_GROUPS = 5  # rows left uncertain by settle, per content, shown in the summary
+SHOWN_IDS = 10
+
+
+def _settle_candidates(report: ImportReport) -> list[str]:
+    """The rows settle left uncertain and the pets that may be theirs (all in uncertain.csv)."""
+    lines = []
+    for rows, ids in report.settled_candidates[:SHOWN_GROUPS]:
+        shown = ", ".join(str(i) for i in ids[:SHOWN_IDS])
+        more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+        which = f"candidate pet ids {shown}{more}" if ids else "no candidates listed"
+        lines.append(f"  row{'s' if len(rows) > 1 else ''} {_rows(rows)}: {which}")
+    hidden = len(report.settled_candidates) - SHOWN_GROUPS
+    if hidden > 0:
+        lines.append(f"  and {hidden} more contents: see the uncertain file")
+    return lines
+
+
+def _rows(rows: tuple[int, ...]) -> str:
+    shown = ", ".join(str(r) for r in rows[:SHOWN_IDS])
+    return shown + (f" and {len(rows) - SHOWN_IDS} more" if len(rows) > SHOWN_IDS else "")
 
 
 def import_total_line(batch: BatchReport) -> str:

@@ -14,6 +14,7 @@ MAX_CONCURRENCY = 64
 # can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
 # senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
 SENDING_WINDOW = 32
+DEFAULT_BASELINE = False  # no listing of the catalogue before the first POST unless asked
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,11 @@ class ImportConfig:
     journal_path: Path | None = None
     resend_uncertain: bool = False
     settle: bool = False
-    # List the pets that exist already before the first POST, so --settle can decide later.
-    # It costs one listing of the statuses the rows use: against a catalogue of millions,
-    # a user may rather give that up (uncertain rows then stay for a person to check).
-    baseline: bool = True
+    # List the pets that exist already before the first POST, so --settle can also find
+    # uncertain rows created. Off by default: it costs one listing of the statuses the rows
+    # use, which grows with the catalogue, not the file (docs/design.md, "Settling without
+    # a baseline", says what --settle proves without it).
+    baseline: bool = DEFAULT_BASELINE
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

@@ -55,6 +55,8 @@ class ImportReport:
     settled_created: int = 0
     settled_not_created: int = 0
     settled_undecided: int = 0
+    # Rows settling left uncertain, by content: (row numbers, ids of pets that may be theirs).
+    settled_candidates: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     archived_to: str | None = None
     notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
     stopped_reason: str | None = None
@@ -138,6 +140,10 @@ class ImportReport:
                 "created": self.settled_created,
                 "not_created": self.settled_not_created,
                 "undecided": self.settled_undecided,
+                "undecided_rows": [
+                    {"rows": list(rows), "candidate_ids": list(ids)}
+                    for rows, ids in self.settled_candidates
+                ],
             },
             "archived_to": self.archived_to,
             "notices": self.notices,

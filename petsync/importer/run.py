@@ -4,9 +4,9 @@
 
 1. **check** (:mod:`~petsync.importer.check`): read and validate every row before anything
    is sent, so a malformed file stops with nothing created;
-2. **send** (:mod:`~petsync.importer.sender`): before a journal's first POST, the matching
-   pets that exist already are recorded (:mod:`~petsync.importer.baseline`); ``settle``
-   decides uncertain rows from the API (:mod:`~petsync.importer.settle`); then worker
+2. **send** (:mod:`~petsync.importer.sender`): with ``baseline``, before a journal's first
+   POST, the matching pets that exist already are recorded (:mod:`~petsync.importer.baseline`);
+   ``settle`` decides uncertain rows from the API (:mod:`~petsync.importer.settle`); then worker
    threads POST the valid rows not yet done, each journaled ``sending`` (durably) before it
    leaves;
 3. **write** (:mod:`~petsync.importer.outputs`): the reject, accepted and uncertain files
@@ -28,7 +28,7 @@ from typing import Protocol
 from petsync.client.api import PetCreator, PetLister
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.stop import StopRequest
-from petsync.importer.baseline import Baseline, take_baseline
+from petsync.importer.baseline import take_baseline
 from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
@@ -139,12 +139,6 @@ def run_import(
     return report
 
 
-NO_BASELINE = (
-    "the import ran with --no-baseline, so there is no record of the pets that existed "
-    "before its first POST"
-)
-
-
 def _list_before_sending(
     config: ImportConfig,
     client: ImportClient,
@@ -153,10 +147,8 @@ def _list_before_sending(
     report: ImportReport,
     stop: StopRequest | None,
 ) -> None:
-    """The listings before the send pass: a new journal's baseline, then ``--settle``."""
-    if journal.baseline is None and not journal.states and not config.baseline:
-        journal.record_baseline(Baseline(complete=False, reason=NO_BASELINE))
-    elif journal.baseline is None and not journal.states:
+    """The listings before the send pass: a new journal's baseline (opt-in), then ``--settle``."""
+    if config.baseline and journal.baseline is None and not journal.states:
         # Before the first POST: the pets of these contents that exist already. The file's
         # contents wait on disk beside the journal (a big file's would not fit in memory).
         with file_contents(checked, journal.path.with_name(journal.path.name + ".contents")) as c:
@@ -167,11 +159,17 @@ def _list_before_sending(
                 "sending; nothing was sent"
             )
         journal.record_baseline(baseline)
+    elif config.baseline and journal.baseline is None:
+        report.notices.append(
+            f"--baseline applies from a file's first POST; {checked.path.name} was started "
+            "without one, so --settle decides its rows without a baseline"
+        )
     if config.settle:
         settled = settle_uncertain(journal, checked, client, stop)
         report.settled_created = settled.created
         report.settled_not_created = settled.not_created
         report.settled_undecided = settled.undecided
+        report.settled_candidates = [(u.rows, u.candidates) for u in settled.undecided_rows]
 
 
 def _earlier_unfinished(journal: Path, source: Path) -> list[str]:

@@ -176,3 +176,38 @@ def test_pipelined_requests_are_answered_in_order_until_connection_close(
     statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", received)
     assert statuses == [b"200", b"200", b"201"]
     assert received.endswith(b',"name":"Pipelined","categoryId":7}')
+
+
+def test_latency_is_slept_before_each_response_on_the_connections_thread() -> None:
+    import importlib.util
+    import threading
+
+    spec = importlib.util.spec_from_file_location("standin_module", STANDIN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server = module.StandIn(module.Catalogue(PETS), "latency-key")
+    slept: list[float] = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname(), timeout=30)
+        accepted, _ = listener.accept()
+    thread = threading.Thread(
+        target=module.serve_connection, args=(server, accepted, 0.02, slept.append)
+    )
+    thread.start()
+    request = (
+        b"GET /v1/pets?limit=100 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer latency-key\r\n\r\n"
+    )
+    with client:
+        for _ in range(2):  # two requests, one after the other, on one connection
+            client.sendall(request)
+            received = b""
+            for _ in range(1000):  # bounded: until the head and its Content-Length came
+                received += client.recv(65536)
+                head, _, body = received.partition(b"\r\n\r\n")
+                length = re.search(rb"Content-Length: (\d+)", head)
+                if length and len(body) == int(length.group(1)):
+                    break
+            assert received.startswith(b"HTTP/1.1 200 OK")
+    thread.join(timeout=30)
+    assert slept == [0.02, 0.02]

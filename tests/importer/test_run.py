@@ -393,9 +393,14 @@ def test_401_stops_at_once_with_every_row_pending_and_resumable(
     assert (report.uncertain, report.pending) == (0, 40)
     assert srv.store.count() == 0
     assert not (tmp_path / "pets.rejects.csv").exists()
-    # The listing before the first POST met the 401: no row was journaled, none is uncertain
-    lines = journal_of(path).read_text().splitlines()[1:]
-    assert [line for line in lines if '"row"' in line] == []
+    # The first POSTs met the 401: the rows journaled for sending are journaled unsent (a
+    # refused key created nothing), none is uncertain
+    last: dict[int, str] = {}
+    for line in journal_of(path).read_text().splitlines()[1:]:
+        record = json.loads(line)
+        if "row" in record:
+            last[record["row"]] = record["state"]
+    assert last and set(last.values()) == {"unsent"}
     # ... so a re-run with the right key sends everything.
     report = run(ImportConfig(path), srv)
     assert (report.created, report.exit_code) == (40, 0)
@@ -458,9 +463,9 @@ def test_journal_records_every_row_before_and_after(
     report = run(ImportConfig(path, out_dir=tmp_path / "out"), srv)
     journal_path = journal_of(path, tmp_path / "out")
     states = [json.loads(line) for line in journal_path.read_text().splitlines()[1:]]
-    assert "baseline" in states[0]  # the catalogue before the first POST
+    assert "baseline" not in states[0]  # no listing before the first POST unless asked
     assert states[-1] == {"summary": {"pending": 0, "uncertain": 0}}  # how the run left it
-    states = states[1:-1]
+    states = states[:-1]
     assert Counter(s["state"] for s in states) == {"sending": 2, "created": 2}
     assert report.files["journal"] == str(journal_path)
     assert (tmp_path / "out" / "pets.accepted.csv").exists()

@@ -1,4 +1,5 @@
-"""Settling uncertain rows from the API: sound against pets that existed, or appeared, alike."""
+"""Settling uncertain rows with a baseline (``--baseline``): sound against pets that existed,
+or appeared, alike. Without one: test_settle_without_baseline.py."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_answers_lost_after_storing_are_all_found_created(
     path.write_text(
         "name,categoryId,status\n" + "".join(f"{n},{i % 3},sold\n" for i, n in enumerate(pets))
     )
-    first = run(ImportConfig(path, concurrency=4), srv)
+    first = run(ImportConfig(path, concurrency=4, baseline=True), srv)
     assert first.uncertain > 0
     srv.faults.fail_after_store_rate = 0.0
 
@@ -88,7 +89,7 @@ def test_an_older_pet_with_the_same_content_is_no_proof(
     srv.store.create(NewPet("Rex", 1, PetStatus.AVAILABLE))  # a real Rex, there before
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nRex,1,available\nTom,2,\n")
-    first = run(ImportConfig(path), srv, {"Rex": ["dropped"]})
+    first = run(ImportConfig(path, baseline=True), srv, {"Rex": ["dropped"]})
     assert (first.created, first.uncertain) == (1, 1)
 
     settled = run(ImportConfig(path, settle=True), srv)
@@ -103,7 +104,7 @@ def test_rows_of_equal_content_share_what_appeared(
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nBo,3,sold\nBo,3,sold\nKit,4,sold\n")
-    first = run(ImportConfig(path, concurrency=1), srv, {"Bo": ["lost", "dropped"]})
+    first = run(ImportConfig(path, concurrency=1, baseline=True), srv, {"Bo": ["lost", "dropped"]})
     assert first.uncertain == 2
 
     settled = run(ImportConfig(path, settle=True), srv)
@@ -117,7 +118,7 @@ def test_more_new_pets_than_uncertain_rows_cannot_be_told_apart(
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nRex,1,pending\n")
-    run(ImportConfig(path), srv, {"Rex": ["lost"]})
+    run(ImportConfig(path, baseline=True), srv, {"Rex": ["lost"]})
     other = srv.store.create(NewPet("Rex", 1, PetStatus.PENDING))  # another writer, meanwhile
 
     settled = run(ImportConfig(path, settle=True), srv)
@@ -133,25 +134,21 @@ def test_more_new_pets_than_uncertain_rows_cannot_be_told_apart(
     assert names(srv) == Counter({"Rex": 2})  # nothing sent
 
 
-def test_a_journal_without_a_baseline_cannot_settle(
+def test_a_journal_without_its_baseline_line_settles_as_without_one(
     tmp_path: Path, petstore_server: StartServer
 ) -> None:
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\nRex,1\n")
-    run(ImportConfig(path), srv, {"Rex": ["dropped"]})
+    run(ImportConfig(path, baseline=True), srv, {"Rex": ["dropped"]})
     journal = journal_of(path)
     lines = [line for line in journal.read_text().splitlines() if '"baseline"' not in line]
     journal.write_text("\n".join(lines) + "\n")  # as an older petsync wrote it
 
     settled = run(ImportConfig(path, settle=True), srv)
-    assert (settled.settled_undecided, settled.uncertain, settled.created) == (1, 1, 0)
-    (row,) = uncertain_rows(tmp_path / "pets.uncertain.csv")
-    assert (
-        "no record of the pets that existed before its first POST"
-        in (row["petsync_uncertain_reason"])
-    )
-    assert srv.store.count() == 0
+    # No Rex exists at all, so none was created: sent once, as without --baseline.
+    assert (settled.settled_not_created, settled.created, settled.uncertain) == (1, 1, 0)
+    assert names(srv) == Counter({"Rex": 1})
 
 
 def test_the_baseline_is_recorded_before_the_first_post(
@@ -161,7 +158,7 @@ def test_the_baseline_is_recorded_before_the_first_post(
     srv.store.create(NewPet("Rex", 1, None))
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nRex,1,\nTom,2,sold\n")
-    run(ImportConfig(path), srv)
+    run(ImportConfig(path, baseline=True), srv)
     lines = [json.loads(line) for line in journal_of(path).read_text().splitlines()]
     first_sending = next(i for i, line in enumerate(lines) if line.get("state") == "sending")
     (baseline_at,) = [i for i, line in enumerate(lines) if "baseline" in line]
@@ -187,24 +184,31 @@ def test_a_stop_during_the_baseline_records_nothing_and_sends_nothing(tmp_path: 
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\nRex,1\n")
     client = StoppedWhileListing()
-    report = run_import(ImportConfig(path), client, stop=stop)
+    report = run_import(ImportConfig(path, baseline=True), client, stop=stop)
     assert isinstance(report.stop, StoppedError) and report.exit_code == 143
     assert (client.calls, report.pending) == (0, 1)
     text = journal_of(path).read_text()
     assert '"baseline"' not in text and '"row"' not in text  # the next run lists again
 
 
-def test_no_baseline_lists_nothing_and_settle_then_says_why(
+def test_an_incomplete_baseline_still_proves_the_ids_it_listed_were_there(
     tmp_path: Path, petstore_server: StartServer
 ) -> None:
     srv = petstore_server()
+    older = srv.store.create(NewPet("Rex", 1, None))
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId\nRex,1\n")
-    with LosingClient(srv, {"Rex": ["lost"]}) as client:
-        run_import(ImportConfig(path, baseline=False), client)
-        assert client.requests == 1  # the POST only: no listing before it
+    run(ImportConfig(path, baseline=True), srv, {"Rex": ["dropped"]})
+    journal = journal_of(path)
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for line in lines:
+        if "baseline" in line:  # as if a later page of that listing had failed
+            assert line["baseline"]["matches"] == [["Rex", 1, None, [older.id]]]
+            line["baseline"].update(complete=False, reason="listing unfiltered: page 2 failed")
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
     settled = run(ImportConfig(path, settle=True), srv)
-    assert (settled.settled_undecided, settled.uncertain) == (1, 1)
-    (row,) = uncertain_rows(tmp_path / "pets.uncertain.csv")
-    assert "ran with --no-baseline" in row["petsync_uncertain_reason"]
-    assert names(srv) == Counter({"Rex": 1})  # never sent twice
+    # The older Rex was listed before the first POST: it is not this row's, so the row was
+    # not created. (An incomplete baseline cannot say more: it decides no row created.)
+    assert (settled.settled_not_created, settled.created, settled.uncertain) == (1, 1, 0)
+    assert names(srv) == Counter({"Rex": 2})
