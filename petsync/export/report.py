@@ -25,7 +25,13 @@ from petsync.core.interface import API_VERSION
 from petsync.export.collector import CollectedPets
 from petsync.export.config import CSV_NULL, ExportConfig
 from petsync.export.listings import FetchResult, ListingResult
-from petsync.export.snapshot import CSV_NAME, PARQUET_NAME, QUARANTINE_NAME, SnapshotInfo
+from petsync.export.snapshot import (
+    CSV_NAME,
+    PARQUET_NAME,
+    QUARANTINE_NAME,
+    SnapshotInfo,
+    data_name,
+)
 
 
 @dataclass(frozen=True)
@@ -217,7 +223,13 @@ class ExportReport:
 
         Users and tools read these keys; their names and order are a file format.
         """
-        files: dict[str, str] = {"parquet": PARQUET_NAME, "quarantine": QUARANTINE_NAME}
+        # A flagged snapshot's data goes under a name the readers of pets/ skip.
+        parquet = (
+            data_name(self.exit_code is ExitCode.OK)
+            if self.config.table_format == "hive"
+            else PARQUET_NAME
+        )
+        files: dict[str, str] = {"parquet": parquet, "quarantine": QUARANTINE_NAME}
         if self.config.writes_csv:
             files["csv"] = CSV_NAME
         collected, fetched, timing = self.collected, self.fetched, self.timing

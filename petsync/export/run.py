@@ -46,10 +46,10 @@ from petsync.export.report import (
 from petsync.export.snapshot import (
     CSV_NAME,
     MANIFEST_NAME,
-    PARQUET_NAME,
     QUARANTINE_NAME,
     RUN_ID_KEY,
     SnapshotInfo,
+    data_name,
 )
 from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
 
@@ -277,18 +277,19 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         from petsync.export.delta import commit_snapshot
 
         return commit_snapshot(run, collected, fetched, drop)
-    report = run.report(fetched, _write_files(run, collected), drop)
+    trusted = fetched.complete and not drop.flagged  # the report's exit code 0
+    report = run.report(fetched, _write_files(run, collected, data_name(trusted)), drop)
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())
     run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)
     path = run.staged.publish(run.date)
     return _published(run, report, path)
 
 
-def _write_files(run: _Run, collected: Deduplicated) -> CollectedPets:
+def _write_files(run: _Run, collected: Deduplicated, parquet_name: str) -> CollectedPets:
     """Stream the winning rows into the staged Parquet file (and CSV)."""
     staged = run.staged
     with contextlib.ExitStack() as streams:
-        parquet = streams.enter_context(staged.output(PARQUET_NAME))
+        parquet = streams.enter_context(staged.output(parquet_name))
         csv = streams.enter_context(staged.output(CSV_NAME)) if run.config.writes_csv else None
         return collected.write(parquet, csv, metadata={RUN_ID_KEY: run.run_id.encode()})
 

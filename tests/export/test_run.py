@@ -22,6 +22,7 @@ from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import (
     CSV_NAME,
+    FLAGGED_PARQUET_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
     QUARANTINE_NAME,
@@ -190,6 +191,37 @@ def test_incomplete_listing_is_published_flagged_with_exit_4(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
+    "client",
+    [ScriptedClient(CATALOGUE, incomplete={"sold": "cap"}), ScriptedClient(CATALOGUE[:2])],
+    ids=["incomplete", "suspicious-drop"],
+)
+def test_a_flagged_snapshot_keeps_its_data_where_dataset_readers_do_not_look(
+    tmp_path: Path, client: ScriptedClient
+) -> None:
+    export(tmp_path, ScriptedClient(CATALOGUE), today=DAY1)
+
+    report = export(tmp_path, client)
+
+    assert report.snapshot_path is not None
+    names = sorted(p.name for p in Path(report.snapshot_path).iterdir())
+    assert names == sorted([FLAGGED_PARQUET_NAME, MANIFEST_NAME, CSV_NAME, QUARANTINE_NAME])
+    assert report.manifest["files"]["parquet"] == FLAGGED_PARQUET_NAME
+    assert pq.read_table(Path(report.snapshot_path) / FLAGGED_PARQUET_NAME).num_rows == report.pets
+    assert [s.trusted for s in list_snapshots(tmp_path)] == [True, False]
+
+
+def test_a_trusted_rerun_of_a_flagged_day_publishes_pets_parquet(tmp_path: Path) -> None:
+    export(tmp_path, ScriptedClient(CATALOGUE, incomplete={"sold": "cap"}))
+
+    report = export(tmp_path, ScriptedClient(CATALOGUE))
+
+    assert report.snapshot_path is not None
+    names = sorted(p.name for p in Path(report.snapshot_path).iterdir())
+    assert names == sorted([MANIFEST_NAME, CSV_NAME, QUARANTINE_NAME, PARQUET_NAME])
+    assert load_snapshot(tmp_path).attrs["snapshot_date"] == DAY2.isoformat()
+
+
+@pytest.mark.parametrize(
     ("client", "refusal"),
     [
         (
@@ -333,7 +365,7 @@ def test_zero_pets_is_flagged_even_without_a_previous_snapshot(tmp_path: Path) -
     assert report.exit_code == ExitCode.INCOMPLETE
     assert report.drop.reason == "the export holds zero pets"
     assert report.snapshot_path is not None
-    assert pq.read_table(report.snapshot_path / PARQUET_NAME).num_rows == 0
+    assert pq.read_table(report.snapshot_path / FLAGGED_PARQUET_NAME).num_rows == 0
 
 
 def _id(row: dict[str, Any]) -> int:
