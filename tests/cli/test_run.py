@@ -159,6 +159,33 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert len(list((workdir / "archive").iterdir())) == 3  # one folder per same-day archive
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--dry-run", "jobs/bulk-import.toml"],
+        ["import", "inbox/new-animals.csv", "--dry-run", "--metrics-file", "METRICS"],
+    ],
+    ids=["run-job", "import-command"],
+)
+def test_a_dry_run_leaves_the_metrics_file_unchanged(
+    workdir: Path, petstore_server: Callable[..., RunningServer], args: list[str]
+) -> None:
+    srv = petstore_server()
+    install_jobs(workdir, srv)
+    prom = workdir / "metrics" / "petsync-bulk-import.prom"
+    before = (
+        "# TYPE petsync_last_completed_timestamp_seconds gauge\n"
+        'petsync_last_completed_timestamp_seconds{petsync_job="bulk-import"} 1795833000\n'
+    )
+    prom.write_text(before, encoding="utf-8")
+
+    result = invoke([str(prom) if a == "METRICS" else a for a in args])
+
+    assert result.exit_code == 0, result.output
+    assert prom.read_text(encoding="utf-8") == before
+    assert srv.store.count() == 0
+
+
 def test_failed_run_keeps_the_last_success_in_the_metrics(
     workdir: Path, petstore_server: Callable[..., RunningServer]
 ) -> None:
