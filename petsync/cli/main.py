@@ -82,6 +82,7 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
         stream=sys.stderr,  # CliRunner swaps it; click.get_text_stream is deprecated
         level=log_level,
         keys=keys_from_environ(environ),
+        outcomes=json_logs,  # as text, the command prints a job's warnings itself, once
     )
     ctx.call_on_close(handle.close)
     ctx.obj = CliState(log=handle, json_logs=json_logs, environ=environ, debug=log_level == "debug")

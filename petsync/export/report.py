@@ -87,24 +87,29 @@ def check_drop(pets: int, previous: SnapshotInfo | None, max_drop: float) -> Dro
     return DropCheck(pets, prev_date, prev_pets, max_drop, reason is not None, reason)
 
 
-def outcome_warnings(incomplete_reasons: list[str], drop: DropCheck, *, strict: bool) -> list[str]:
+def outcome_warnings(fetched: FetchResult, drop: DropCheck, *, strict: bool) -> list[str]:
     """What is wrong with a run's result and what to do, one warning per problem.
 
-    With ``strict`` they explain a refusal to publish; without, a snapshot published flagged.
+    With ``strict`` they explain a refusal to publish, each listing's reason included
+    (nothing else keeps it); without, a snapshot published flagged: the listings are named,
+    and their reasons are left to the listing lines and the manifest's
+    ``incomplete_reasons`` rather than repeated.
     """
     warnings: list[str] = []
-    if incomplete_reasons:
-        what = (
-            "Nothing was published."
-            if strict
-            else "The snapshot is written with complete: false and load_snapshot() keeps "
-            "returning the previous complete one."
-        )
+    incomplete = [r.label for r in fetched.listings if not r.complete]
+    if incomplete and strict:
         warnings.append(
             "The export could not be proven complete: "
-            + "; ".join(incomplete_reasons)
-            + f". {what} Check the server's paging (`petsync check`) and re-run"
-            + ("." if strict else "; pass --strict to refuse publishing an incomplete snapshot.")
+            + "; ".join(fetched.incomplete_reasons)
+            + ". Nothing was published. Check the server's paging (`petsync check`) and re-run."
+        )
+    elif incomplete:
+        named = ", ".join(repr(label) for label in incomplete)
+        warnings.append(
+            f"The export could not be proven complete: listing {named} did not prove its "
+            "end (why: its listing line, and incomplete_reasons in the manifest). The snapshot "
+            "is published flagged and load_snapshot() keeps returning the latest trusted one. "
+            "Check the server's paging (`petsync check`) and re-run."
         )
     if drop.flagged:
         warnings.append(
@@ -187,7 +192,7 @@ class ExportReport:
     @property
     def warnings(self) -> list[str]:
         """What is wrong with this snapshot and what to do; empty when it can be trusted."""
-        return outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
+        return outcome_warnings(self.fetched, self.drop, strict=self.config.strict)
 
     @property
     def exit_code(self) -> ExitCode:

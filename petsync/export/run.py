@@ -265,7 +265,7 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
     config = run.config
     drop = check_drop(collected.pets, run.previous, config.max_drop)
     if config.strict:
-        refusals = outcome_warnings(fetched.incomplete_reasons, drop, strict=True)
+        refusals = outcome_warnings(fetched, drop, strict=True)
         if refusals:
             raise PetsyncError(
                 "export refused to publish (--strict): "
@@ -314,5 +314,6 @@ def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportRepor
         },
     )
     for warning in report.warnings:
-        logger.warning("export.warning", extra={"fields": {"message": warning}})
+        # An outcome: a command prints it itself, so its text log leaves this event out.
+        logger.warning("export.warning", extra={"fields": {"message": warning}, "outcome": True})
     return report

@@ -90,8 +90,14 @@ def test_incomplete_export_warns_and_exits_4(petstore_server: Any, isolated: Pat
     result = run(srv, "export", "--out", "out")
 
     assert result.exit_code == 4
-    assert "Warning: The export could not be proven complete: listing 'all': " in result.stderr
-    assert "pass --strict to refuse publishing an incomplete snapshot." in result.stderr
+    [warning] = [line for line in result.stderr.splitlines() if "proven complete" in line]
+    assert warning == (
+        "Warning: The export could not be proven complete: listing 'all' did not prove its end "
+        "(why: its listing line, and incomplete_reasons in the manifest). The snapshot is "
+        "published flagged and load_snapshot() keeps returning the latest trusted one. Check "
+        "the server's paging (`petsync check`) and re-run."
+    )
+    assert result.stderr.count("petsync cannot prove") == 1  # the reason, in the listing line
     assert "INCOMPLETE" in result.stdout
     [info] = list_snapshots(Path("out"))
     assert info.complete is False
@@ -140,6 +146,7 @@ def test_drop_beyond_max_drop_exits_4_with_a_warning(petstore_server: Any, isola
         "Warning: Suspicious drop: the pet count fell by 30.0% (from 100 in the snapshot of "
         f"{TODAY} to 70), more than the allowed 25%." in result.stderr
     )
+    assert result.stderr.count("Suspicious drop") == 1  # once: not also as a log line
     assert result.stdout.splitlines()[1].endswith("complete, suspicious drop")
 
 

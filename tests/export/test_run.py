@@ -182,8 +182,9 @@ def test_incomplete_listing_is_published_flagged_with_exit_4(tmp_path: Path) -> 
     assert report.complete is False
     assert report.incomplete_reasons == ["listing 'pending': no next link and a full page"]
     assert report.warnings[0].startswith(
-        "The export could not be proven complete: listing 'pending': no next link and a "
-        "full page. The snapshot is written with complete: false"
+        "The export could not be proven complete: listing 'pending' did not prove its end "
+        "(why: its listing line, and incomplete_reasons in the manifest). The snapshot is "
+        "published flagged"
     )
     assert [s.date for s in list_snapshots(tmp_path)] == [DAY1, DAY2]
     latest = latest_snapshot(tmp_path)
