@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,13 @@ from petsync.ops.jobfile import JOB_KINDS, JobFile, JobKind, OptionKind, OptionS
     is_flag=True,
     help="Import jobs: check every row and write the reject file, send nothing.",
 )
+@click.option(
+    "--json/--text",
+    "as_json",
+    default=None,
+    help="The summary as one JSON line, or as text, whatever the job file's json says. "
+    "Default: the job file's json, else text.",
+)
 @target_options
 @click.argument(
     "jobfiles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
@@ -46,6 +54,7 @@ def run(
     state: CliState,
     check_only: bool,
     dry_run: bool,
+    as_json: bool | None,
     jobfiles: tuple[Path, ...],
     target: TargetOptions,
 ) -> None:
@@ -61,14 +70,16 @@ def run(
         petsync run jobs/nightly-export.toml
         petsync run --check jobs/bulk-import.toml
         petsync run --dry-run jobs/bulk-import.toml
+        petsync run --json jobs/nightly-export.toml   # as cron.example runs it
     """
+    given = _Given(check_only, dry_run, as_json, target)
     if len(jobfiles) == 1:
-        _run_one(ctx, state, check_only, dry_run, jobfiles[0], target)
+        _run_one(ctx, state, given, jobfiles[0])
         return
     errors: list[PetsyncError] = []
     for jobfile in jobfiles:
         try:
-            _run_one(ctx, state, check_only, dry_run, jobfile, target)
+            _run_one(ctx, state, given, jobfile)
         except PetsyncError as exc:
             errors.append(exc)
             if isinstance(exc, StoppedError):
@@ -87,25 +98,33 @@ def _rank(code: int) -> int:
     return order.index(code) if code in order else len(order) + code
 
 
-def _run_one(
-    ctx: click.Context,
-    state: CliState,
-    check_only: bool,
-    dry_run: bool,
-    jobfile: Path,
-    target: TargetOptions,
-) -> None:
+@dataclass(frozen=True)
+class _Given:
+    """What ``run``'s own options say, for every job it runs."""
+
+    check_only: bool
+    dry_run: bool
+    as_json: bool | None  # --json / --text; None: the job file's json key decides
+    target: TargetOptions
+
+
+def _run_one(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) -> None:
     job = load_job(jobfile, {kind: job_specs(ctx, kind) for kind in JOB_KINDS})
     command = _job_command(ctx, job.kind)
     arguments, job_target = job_arguments(ctx, job, command)
-    running = RunningJob(name=job.name, target=job_target.overridden_by(target))
-    if check_only:
+    running = RunningJob(name=job.name, target=job_target.overridden_by(given.target))
+    if given.check_only:
+        # Resolved before anything is printed: a job whose settings fail is never "valid".
+        lines = target_lines(state.resolve_target(running.target))
         click.echo(f"{jobfile}: {job.kind} job {job.name!r} is valid")
-        for line in target_lines(state.resolve_target(running.target)):
+        for line in lines:
             click.echo(f"  {line}")
         for key, value in job.options.items():
             click.echo(f"  {key} = {json.dumps(value)}")
         return
+    if given.as_json is not None:
+        arguments["as_json"] = given.as_json
+    dry_run = given.dry_run
     if dry_run:
         if job.kind != "import":
             raise ConfigError(
