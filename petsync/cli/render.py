@@ -14,6 +14,7 @@ from petsync.core.apikey import ENV_API_KEY, redact
 from petsync.core.text import shown_text
 
 NOTE_CHARS = 1_000  # of a note or reason built from what a server sent
+NO_STATUS_SHOWN = "(no status)"  # a missing status in the text of a diff (null in its JSON)
 
 if TYPE_CHECKING:
     from petsync.client.client import CheckReport
@@ -152,7 +153,7 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
     transitions = result.status_transitions
     lines.append(f"status changes: {sum(transitions.values())}")
     for (before, after), count in transitions.items():
-        lines.append(f"  {before} -> {after}: {count}")
+        lines.append(f"  {_shown_status(before)} -> {_shown_status(after)}: {count}")
     if details:
         for title, frame in (
             ("added", result.added_rows),
@@ -165,6 +166,10 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
                 lines.append(f"\n{title}:")
                 lines.append(frame.to_string(index=False))
     return lines
+
+
+def _shown_status(status: str | None) -> str:
+    return NO_STATUS_SHOWN if status is None else status
 
 
 def target_lines(target: Target) -> list[str]:

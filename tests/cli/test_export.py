@@ -258,7 +258,8 @@ def test_diff_counts_between_two_dates(petstore_server: Any, isolated: Path) -> 
         "status changes: 1",
         "  available -> sold: 1",
     ]
-    body = json.loads(as_json.stdout)
+    (line,) = as_json.stdout.splitlines()  # one line, as export --json
+    body = json.loads(line)
     assert body["added"] == 1 and body["removed"] == 1 and body["renamed"] == 1
     assert body["status_transitions"] == [{"from": "available", "to": "sold", "pets": 1}]
     assert "details" not in body
