@@ -45,6 +45,8 @@ class PetsyncGroup(click.Group):
             ctx.exit(int(exc.exit_code))
         except (click.exceptions.Exit, click.Abort):
             raise  # click's own ways of ending (RuntimeErrors, but no bugs)
+        except BrokenPipeError:
+            raise  # stdout's reader left (`| head -1`): no bug; main() ends quietly
         except click.ClickException as exc:
             state = _state(ctx)
             if not state.json_logs:
