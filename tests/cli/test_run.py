@@ -272,6 +272,27 @@ def test_run_check_whose_settings_fail_never_says_valid(workdir: Path) -> None:
     assert result.stderr.startswith("Error: ")
 
 
+def test_a_locked_run_with_json_logs_writes_json_lines_only(
+    workdir: Path, petstore_server: Callable[..., RunningServer]
+) -> None:
+    from petsync.export.lock import DirectoryLock
+
+    srv = petstore_server(seed_pets=5)
+    install_jobs(workdir, srv)
+    args = [
+        *("--log-format", "json", "--log-level", "info"),
+        *("run", "--json", "jobs/nightly-export.toml"),
+    ]
+    with DirectoryLock(workdir / "snapshots"):
+        result = invoke(args, {"PETSYNC_API_KEY": srv.api_key.reveal()})
+
+    assert result.exit_code == 75
+    assert result.stdout == ""
+    entries = [json.loads(line) for line in result.stderr.splitlines()]  # JSON lines only
+    assert entries[-1]["fields"]["error"] == "LockedError"
+    assert "holds the lock" in entries[-1]["fields"]["message"]
+
+
 def test_run_options_win_over_the_job_file(
     workdir: Path, petstore_server: Callable[..., RunningServer]
 ) -> None:
