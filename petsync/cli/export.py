@@ -69,9 +69,9 @@ from petsync.ops.metrics import record_run
     "--format",
     "file_format",
     type=click.Choice(EXPORT_FORMATS),
-    default=DEFAULT_FORMAT,
-    show_default=True,
-    help="Write Parquet only, or Parquet and CSV.",
+    default=None,
+    show_default=f"{DEFAULT_FORMAT}; parquet with --table-format delta",
+    help="Write Parquet only, or Parquet and CSV (not with --table-format delta).",
 )
 @click.option(
     "--table-format",
@@ -129,7 +129,7 @@ def export_command(
     out_dir: str,
     statuses: tuple[str, ...],
     sweep: bool,
-    file_format: ExportFormat,
+    file_format: ExportFormat | None,
     table_format: TableFormat,
     strict: bool,
     keep: int | None,

@@ -103,6 +103,33 @@ def test_incomplete_export_warns_and_exits_4(petstore_server: Any, isolated: Pat
     assert info.complete is False
 
 
+@pytest.mark.parametrize(
+    "how",
+    [
+        ["export", "--out", "out", "--table-format", "delta", "--format", "both"],
+        ["run", "delta.toml"],
+    ],
+    ids=["options", "job-file"],
+)
+def test_delta_with_a_csv_is_refused_before_any_request(
+    petstore_server: Any, isolated: Path, how: list[str]
+) -> None:
+    srv = petstore_server(seed_pets=5)
+    Path("delta.toml").write_text(
+        '[export]\nout = "out"\ntable_format = "delta"\nformat = "both"\n', encoding="utf-8"
+    )
+
+    result = run(srv, *how)
+
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: --format both writes a CSV beside each Parquet file, and a Delta table "
+        "(--table-format delta) holds Parquet only: leave --format out, or give --format "
+        "parquet\n"
+    )
+    assert not Path("out").exists()  # no lock taken, nothing fetched or written
+
+
 def test_strict_incomplete_export_exits_1_and_publishes_nothing(
     petstore_server: Any, isolated: Path
 ) -> None:
