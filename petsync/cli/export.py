@@ -148,8 +148,9 @@ def export_command(
     Pages GET /pets per status and once unfiltered, deduplicates by id and publishes
     OUT/pets/snapshot_date=YYYY-MM-DD/ atomically (pets.parquet, _pets.csv,
     _quarantine.jsonl, _manifest.json). Exits 4 when the listing cannot be proven complete
-    or the pet count dropped by more than --max-drop (the snapshot is written and flagged);
-    with --strict that is a failure (exit 1) and nothing is published.
+    or the pet count dropped by more than --max-drop: the snapshot is written flagged, its
+    rows in _pets.parquet.flagged, which pandas, DuckDB and polars reading OUT/pets skip.
+    With --strict that is a failure (exit 1) and nothing is published.
 
     \b
     Example (nightly, from cron):
