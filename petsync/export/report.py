@@ -26,10 +26,9 @@ from petsync.export.collector import CollectedPets
 from petsync.export.config import CSV_NULL, ExportConfig
 from petsync.export.listings import FetchResult, ListingResult
 from petsync.export.snapshot import (
-    CSV_NAME,
-    PARQUET_NAME,
     QUARANTINE_NAME,
     SnapshotInfo,
+    csv_name,
     data_name,
 )
 
@@ -228,15 +227,11 @@ class ExportReport:
 
         Users and tools read these keys; their names and order are a file format.
         """
-        # A flagged snapshot's data goes under a name the readers of pets/ skip.
-        parquet = (
-            data_name(self.exit_code is ExitCode.OK)
-            if self.config.table_format == "hive"
-            else PARQUET_NAME
-        )
-        files: dict[str, str] = {"parquet": parquet, "quarantine": QUARANTINE_NAME}
+        # A flagged snapshot's data goes under names the readers of pets/ skip.
+        trusted = self.exit_code is ExitCode.OK or self.config.table_format != "hive"
+        files: dict[str, str] = {"parquet": data_name(trusted), "quarantine": QUARANTINE_NAME}
         if self.config.writes_csv:
-            files["csv"] = CSV_NAME
+            files["csv"] = csv_name(trusted)
         collected, fetched, timing = self.collected, self.fetched, self.timing
         duration = timing.duration_seconds
         return {

@@ -13,6 +13,7 @@ One export run makes one snapshot partition, named by its UTC date::
           _manifest.json               counts, completeness, provenance; written last
         snapshot_date=2026-11-23/      a flagged snapshot (exit 4: incomplete, or a drop)
           _pets.parquet.flagged        its pets: the same Parquet, under a name readers skip
+          _pets.csv.flagged            its CSV, flagged too
           ...
 
 Files whose names start with ``_`` or ``.`` are skipped by pyarrow's dataset discovery, so
@@ -60,10 +61,12 @@ PETS_DIR = "pets"
 PARTITION_KEY = "snapshot_date"
 PARQUET_NAME = "pets.parquet"
 # A flagged snapshot's data: starts with "_" (pyarrow's discovery skips it) and does not end
-# in ".parquet" (the */*.parquet glob of DuckDB and polars skips it).
-FLAGGED_PARQUET_NAME = "_pets.parquet.flagged"
+# in ".parquet" (the */*.parquet glob of DuckDB and polars skips it). Its CSV is flagged too.
+FLAGGED_SUFFIX = ".flagged"
+FLAGGED_PARQUET_NAME = f"_{PARQUET_NAME}{FLAGGED_SUFFIX}"
 DATA_NAMES = (PARQUET_NAME, FLAGGED_PARQUET_NAME)
 CSV_NAME = "_pets.csv"
+FLAGGED_CSV_NAME = CSV_NAME + FLAGGED_SUFFIX
 QUARANTINE_NAME = "_quarantine.jsonl"
 MANIFEST_NAME = "_manifest.json"
 STAGING_DIR = ".petsync-tmp"
@@ -83,6 +86,15 @@ def data_name(trusted: bool) -> str:
     ('pets.parquet', '_pets.parquet.flagged')
     """
     return PARQUET_NAME if trusted else FLAGGED_PARQUET_NAME
+
+
+def csv_name(trusted: bool) -> str:
+    """The name of a snapshot's CSV: a ``_pets.csv`` glob finds trusted ones only.
+
+    >>> csv_name(True), csv_name(False)
+    ('_pets.csv', '_pets.csv.flagged')
+    """
+    return CSV_NAME if trusted else FLAGGED_CSV_NAME
 
 
 def _data_name(manifest: dict[str, Any]) -> str:

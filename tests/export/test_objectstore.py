@@ -114,12 +114,18 @@ def test_a_flagged_snapshot_on_an_object_store_is_hidden_from_dataset_readers(
     day2 = "petsync/pets/snapshot_date=2026-11-21/"
     assert sorted(k for k in memory_s3.object_keys() if k.startswith(day2)) == [
         day2 + name
-        for name in ("_manifest.json", "_pets.csv", "_pets.parquet.flagged", "_quarantine.jsonl")
+        for name in (
+            "_manifest.json",
+            "_pets.csv.flagged",
+            "_pets.parquet.flagged",
+            "_quarantine.jsonl",
+        )
     ]
     assert [s.trusted for s in list_snapshots(memory_s3.uri())] == [True, False]
     assert load_snapshot(memory_s3.uri(), DAY2, flagged=True)["id"].tolist() == [1, 2]
     export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=DAY2)  # a trusted re-run
     assert day2 + "_pets.parquet.flagged" not in memory_s3.object_keys()
+    assert day2 + "_pets.csv.flagged" not in memory_s3.object_keys()
     assert load_snapshot(memory_s3.uri())["id"].tolist() == IDS
 
 

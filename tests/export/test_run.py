@@ -22,6 +22,7 @@ from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import (
     CSV_NAME,
+    FLAGGED_CSV_NAME,
     FLAGGED_PARQUET_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
@@ -205,8 +206,9 @@ def test_a_flagged_snapshot_keeps_its_data_where_dataset_readers_do_not_look(
 
     assert report.snapshot_path is not None
     names = sorted(p.name for p in Path(report.snapshot_path).iterdir())
-    assert names == sorted([FLAGGED_PARQUET_NAME, MANIFEST_NAME, CSV_NAME, QUARANTINE_NAME])
+    assert names == sorted([FLAGGED_PARQUET_NAME, MANIFEST_NAME, FLAGGED_CSV_NAME, QUARANTINE_NAME])
     assert report.manifest["files"]["parquet"] == FLAGGED_PARQUET_NAME
+    assert report.manifest["files"]["csv"] == FLAGGED_CSV_NAME
     assert pq.read_table(Path(report.snapshot_path) / FLAGGED_PARQUET_NAME).num_rows == report.pets
     assert [s.trusted for s in list_snapshots(tmp_path)] == [True, False]
 
