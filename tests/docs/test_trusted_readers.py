@@ -101,3 +101,10 @@ def test_loading_a_flagged_night_warns_and_flagged_true_asks_for_it(three_nights
     assert latest.attrs["snapshot_date"] == DROPPED.isoformat()
     incomplete = petsync.list_snapshots(DEMO_DIR)[1]
     assert incomplete.flag_reasons == ["incomplete: listing 'sold': the end was not proven"]
+
+
+def test_the_export_pages_csv_glob_finds_the_trusted_night(three_nights: Path) -> None:
+    namespace = run_demo_blocks(ROOT / "docs" / "export.md")
+
+    assert f"snapshot_date={TRUSTED.isoformat()}" in namespace["path"]
+    assert namespace["csv_table"].num_rows == len(CATALOGUE)
