@@ -162,7 +162,7 @@ def export_command(
     _prefer_system_allocator()
     # Signals are handled from the start: a SIGTERM while pandas loads still records metrics.
     with (
-        stop_on_signals(grace) as stop,
+        stop_on_signals(grace, json_logs=state.json_logs) as stop,
         record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run,
     ):
         config = ExportConfig(
@@ -232,7 +232,7 @@ def demo(state: CliState, pets: int, out_dir: str) -> None:
     from petsync.demo import run_demo
 
     with (
-        stop_on_signals(DEFAULT_GRACE_SECONDS) as stop,
+        stop_on_signals(DEFAULT_GRACE_SECONDS, json_logs=state.json_logs) as stop,
         progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
     ):
         result = run_demo(Path(out_dir), pets, progress=display, stop=stop)

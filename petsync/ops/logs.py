@@ -128,6 +128,19 @@ def _not_an_outcome(record: logging.LogRecord) -> bool:
     return getattr(record, "outcome", False) is not True
 
 
+def json_event_line(logger: str, level: str, event: str, fields: dict[str, object]) -> str:
+    """One line of the JSON log, for text written outside logging (a signal handler's).
+
+    >>> json.loads(json_event_line("petsync.cli", "warning", "signal", {"n": 15}))["fields"]
+    {'n': 15}
+    """
+    record = logging.LogRecord(
+        logger, logging.getLevelName(level.upper()), "", 0, event, None, None
+    )
+    record.fields = fields
+    return JsonFormatter(_Keys(())).format(record)
+
+
 class LogHandle:
     """The handler one command installed; :meth:`close` puts the logger back as it was."""
 
