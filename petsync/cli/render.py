@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from petsync.client.client import CheckReport
     from petsync.export.diff import SnapshotDiff
     from petsync.export.report import ExportReport
+    from petsync.export.snapshot import SnapshotInfo
     from petsync.importer.batch import BatchReport
     from petsync.importer.report import ImportReport
     from petsync.ops.limits import ClientLimits
@@ -144,7 +145,7 @@ def import_total_line(batch: BatchReport) -> str:
 def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
     """The changes between two snapshots: counts, then with ``details`` the changed pets."""
     lines = [
-        f"from {result.old.date} ({result.old.path}) to {result.new.date} ({result.new.path})",
+        f"from {_shown_side(result.old)} to {_shown_side(result.new)}",
         f"added:         {result.added}",
         f"removed:       {result.removed}",
         f"renamed:       {result.renamed}",
@@ -166,6 +167,13 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
                 lines.append(f"\n{title}:")
                 lines.append(frame.to_string(index=False))
     return lines
+
+
+def _shown_side(info: SnapshotInfo) -> str:
+    """A side of a diff: its date and path, and a flag when it is not to be trusted."""
+    kinds = [k for k, on in (("incomplete", not info.complete), ("drop", info.drop_flagged)) if on]
+    flagged = f", flagged: {' and '.join(kinds)}" if kinds else ""
+    return f"{info.date} ({info.path}{flagged})"
 
 
 def _shown_status(status: str | None) -> str:

@@ -79,8 +79,8 @@ class SnapshotDiff:
         """The summary as a JSON-ready dict, like every ``to_json()`` of petsync (``details``
         adds the changed rows); :meth:`json_line` is the same as one line of JSON text."""
         body: dict[str, Any] = {
-            "old": {"snapshot_date": self.old.date.isoformat(), "path": str(self.old.path)},
-            "new": {"snapshot_date": self.new.date.isoformat(), "path": str(self.new.path)},
+            "old": _side(self.old),
+            "new": _side(self.new),
             "added": self.added,
             "removed": self.removed,
             "renamed": self.renamed,
@@ -103,6 +103,15 @@ class SnapshotDiff:
     def json_line(self, *, details: bool = False) -> str:
         """One line of JSON: what ``petsync diff --json`` prints (non-ASCII kept)."""
         return json.dumps(self.to_json(details=details), ensure_ascii=False, allow_nan=False)
+
+
+def _side(info: SnapshotInfo) -> dict[str, Any]:
+    """One side of the diff: its date, where it is, and whether it is trusted."""
+    return {
+        "snapshot_date": info.date.isoformat(),
+        "path": str(info.path),
+        "trusted": info.trusted,
+    }
 
 
 def _status(value: object) -> str | None:

@@ -112,3 +112,18 @@ def test_diff_by_path(snapshots: Path) -> None:
 def test_diff_of_a_missing_snapshot_names_it(snapshots: Path) -> None:
     with pytest.raises(InputError, match="no petsync snapshot at .*snapshot_date=2020-01-01"):
         diff_snapshots("2020-01-01", "2026-11-22", directory=snapshots)
+
+
+def test_the_diff_says_which_side_is_flagged(tmp_path: Path) -> None:
+    from petsync.cli.render import diff_lines
+
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), OLD)
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), NEW, complete=False)
+
+    d = diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+
+    assert (d.to_json()["old"]["trusted"], d.to_json()["new"]["trusted"]) == (True, False)
+    assert diff_lines(d, details=False)[0] == (
+        f"from 2026-11-21 ({tmp_path}/pets/snapshot_date=2026-11-21) to 2026-11-22 "
+        f"({tmp_path}/pets/snapshot_date=2026-11-22, flagged: incomplete)"
+    )
