@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from petsync.export.diff import SnapshotDiff, diff_snapshots
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
-    from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
+    from petsync.export.snapshot import (
+        FlaggedSnapshotWarning,
+        SnapshotInfo,
+        list_snapshots,
+        load_snapshot,
+    )
     from petsync.importer.report import ImportReport
     from petsync.importer.run import run_import
     from petsync.server.app import ServerConfig
@@ -65,6 +70,7 @@ _LAZY: dict[str, str] = {
     "ExportReport": "petsync.export.report",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.export.snapshot",
+    "FlaggedSnapshotWarning": "petsync.export.snapshot",
     "list_snapshots": "petsync.export.snapshot",
     "load_snapshot": "petsync.export.snapshot",
     "SnapshotDiff": "petsync.export.diff",
@@ -98,6 +104,7 @@ __all__ = [
     "ExportReport",
     "Faults",
     "FetchedPet",
+    "FlaggedSnapshotWarning",
     "ImportConfig",
     "ImportReport",
     "IncompleteError",

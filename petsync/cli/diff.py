@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from petsync.cli.options import LOCATION
+from petsync.cli.options import LOCATION, json_option
 from petsync.cli.render import diff_lines
 
 
@@ -24,7 +22,7 @@ from petsync.cli.render import diff_lines
     "s3://..., gs://..., abfs://...).",
 )
 @click.option("--details", is_flag=True, help="List the changed pets, not just counts.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+@json_option
 def diff_command(old: str, new: str, directory: str, details: bool, as_json: bool) -> None:
     """Show pets added, removed, renamed and moved between statuses from OLD to NEW.
 
@@ -39,7 +37,7 @@ def diff_command(old: str, new: str, directory: str, details: bool, as_json: boo
 
     result = diff_snapshots(old, new, directory=directory)
     if as_json:
-        click.echo(json.dumps(result.to_json(details=details), ensure_ascii=False, indent=2))
+        click.echo(result.json_line(details=details))  # one line, as every --json
         return
     for line in diff_lines(result, details=details):
         click.echo(line)

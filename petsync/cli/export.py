@@ -69,9 +69,9 @@ from petsync.ops.metrics import record_run
     "--format",
     "file_format",
     type=click.Choice(EXPORT_FORMATS),
-    default=DEFAULT_FORMAT,
-    show_default=True,
-    help="Write Parquet only, or Parquet and CSV.",
+    default=None,
+    show_default=f"{DEFAULT_FORMAT}; parquet with --table-format delta",
+    help="Write Parquet only, or Parquet and CSV (not with --table-format delta).",
 )
 @click.option(
     "--table-format",
@@ -129,7 +129,7 @@ def export_command(
     out_dir: str,
     statuses: tuple[str, ...],
     sweep: bool,
-    file_format: ExportFormat,
+    file_format: ExportFormat | None,
     table_format: TableFormat,
     strict: bool,
     keep: int | None,
@@ -148,8 +148,9 @@ def export_command(
     Pages GET /pets per status and once unfiltered, deduplicates by id and publishes
     OUT/pets/snapshot_date=YYYY-MM-DD/ atomically (pets.parquet, _pets.csv,
     _quarantine.jsonl, _manifest.json). Exits 4 when the listing cannot be proven complete
-    or the pet count dropped by more than --max-drop (the snapshot is written and flagged);
-    with --strict that is a failure (exit 1) and nothing is published.
+    or the pet count dropped by more than --max-drop: the snapshot is written flagged, its
+    rows in _pets.parquet.flagged, which pandas, DuckDB and polars reading OUT/pets skip.
+    With --strict that is a failure (exit 1) and nothing is published.
 
     \b
     Example (nightly, from cron):
@@ -161,7 +162,7 @@ def export_command(
     _prefer_system_allocator()
     # Signals are handled from the start: a SIGTERM while pandas loads still records metrics.
     with (
-        stop_on_signals(grace) as stop,
+        stop_on_signals(grace, json_logs=state.json_logs) as stop,
         record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run,
     ):
         config = ExportConfig(
@@ -231,7 +232,7 @@ def demo(state: CliState, pets: int, out_dir: str) -> None:
     from petsync.demo import run_demo
 
     with (
-        stop_on_signals(DEFAULT_GRACE_SECONDS) as stop,
+        stop_on_signals(DEFAULT_GRACE_SECONDS, json_logs=state.json_logs) as stop,
         progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
     ):
         result = run_demo(Path(out_dir), pets, progress=display, stop=stop)

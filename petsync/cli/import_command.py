@@ -163,8 +163,13 @@ def import_command(
     if journal_path is not None and (len(paths) > 1 or len(file) > 1):
         raise ConfigError("--journal names one journal: give one FILE, or leave --journal out")
     with (
-        stop_on_signals(grace) as stop,
-        record_run(metrics_file, state.job_name("import"), on_write_error=state.echo_error) as run,
+        stop_on_signals(grace, json_logs=state.json_logs) as stop,
+        # A dry run did no work: its metrics would hide a missed night, so it writes none.
+        record_run(
+            None if dry_run else metrics_file,
+            state.job_name("import"),
+            on_write_error=state.echo_error,
+        ) as run,
     ):
         report_to = ReportTo.parse(report_path)  # checked before anything is sent
         text = not (as_json or report_to.stdout)

@@ -45,6 +45,8 @@ class PetsyncGroup(click.Group):
             ctx.exit(int(exc.exit_code))
         except (click.exceptions.Exit, click.Abort):
             raise  # click's own ways of ending (RuntimeErrors, but no bugs)
+        except BrokenPipeError:
+            raise  # stdout's reader left (`| head -1`): no bug; main() ends quietly
         except click.ClickException as exc:
             state = _state(ctx)
             if not state.json_logs:
@@ -82,6 +84,7 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
         stream=sys.stderr,  # CliRunner swaps it; click.get_text_stream is deprecated
         level=log_level,
         keys=keys_from_environ(environ),
+        outcomes=json_logs,  # as text, the command prints a job's warnings itself, once
     )
     ctx.call_on_close(handle.close)
     ctx.obj = CliState(log=handle, json_logs=json_logs, environ=environ, debug=log_level == "debug")

@@ -14,11 +14,13 @@ from petsync.core.apikey import ENV_API_KEY, redact
 from petsync.core.text import shown_text
 
 NOTE_CHARS = 1_000  # of a note or reason built from what a server sent
+NO_STATUS_SHOWN = "(no status)"  # a missing status in the text of a diff (null in its JSON)
 
 if TYPE_CHECKING:
     from petsync.client.client import CheckReport
     from petsync.export.diff import SnapshotDiff
     from petsync.export.report import ExportReport
+    from petsync.export.snapshot import SnapshotInfo
     from petsync.importer.batch import BatchReport
     from petsync.importer.report import ImportReport
     from petsync.ops.limits import ClientLimits
@@ -172,7 +174,7 @@ def import_total_line(batch: BatchReport) -> str:
 def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
     """The changes between two snapshots: counts, then with ``details`` the changed pets."""
     lines = [
-        f"from {result.old.date} ({result.old.path}) to {result.new.date} ({result.new.path})",
+        f"from {_shown_side(result.old)} to {_shown_side(result.new)}",
         f"added:         {result.added}",
         f"removed:       {result.removed}",
         f"renamed:       {result.renamed}",
@@ -181,7 +183,7 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
     transitions = result.status_transitions
     lines.append(f"status changes: {sum(transitions.values())}")
     for (before, after), count in transitions.items():
-        lines.append(f"  {before} -> {after}: {count}")
+        lines.append(f"  {_shown_status(before)} -> {_shown_status(after)}: {count}")
     if details:
         for title, frame in (
             ("added", result.added_rows),
@@ -194,6 +196,17 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
                 lines.append(f"\n{title}:")
                 lines.append(frame.to_string(index=False))
     return lines
+
+
+def _shown_side(info: SnapshotInfo) -> str:
+    """A side of a diff: its date and path, and a flag when it is not to be trusted."""
+    kinds = [k for k, on in (("incomplete", not info.complete), ("drop", info.drop_flagged)) if on]
+    flagged = f", flagged: {' and '.join(kinds)}" if kinds else ""
+    return f"{info.date} ({info.path}{flagged})"
+
+
+def _shown_status(status: str | None) -> str:
+    return NO_STATUS_SHOWN if status is None else status
 
 
 def target_lines(target: Target) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,19 @@ from petsync.ops.jobfile import (
     help="Import jobs: check every row and write the reject file, send nothing.",
 )
 @click.option(
+    "--json/--text",
+    "as_json",
+    default=None,
+    help="The summary as one JSON line, or as text, whatever the job file's json says. "
+    "Default: the job file's json, else text.",
+)
+@click.option(
     "--set",
     "overrides",
     multiple=True,
     metavar="KEY=VALUE",
     help="Replace or add one key of the job file for this run (VALUE as in TOML: keep=7, "
-    "json=true, file=inbox/new.csv). Repeatable.",
+    "sweep=false, file=inbox/new.csv). Repeatable.",
 )
 @target_options
 @click.argument(
@@ -62,6 +70,7 @@ def run(
     state: CliState,
     check_only: bool,
     dry_run: bool,
+    as_json: bool | None,
     overrides: tuple[str, ...],
     jobfiles: tuple[Path, ...],
     target: TargetOptions,
@@ -78,16 +87,18 @@ def run(
         petsync run jobs/nightly-export.toml
         petsync run --check jobs/bulk-import.toml
         petsync run --dry-run jobs/bulk-import.toml
+        petsync run --json jobs/nightly-export.toml   # as cron.example runs it
         petsync run jobs/bulk-import.toml --set file=inbox/late.xlsx
     """
     changes = dict(parse_override(text) for text in overrides)
+    given = _Given(check_only, dry_run, as_json, target, changes)
     if len(jobfiles) == 1:
-        _run_one(ctx, state, check_only, dry_run, jobfiles[0], target, changes)
+        _run_one(ctx, state, given, jobfiles[0])
         return
     errors: list[PetsyncError] = []
     for jobfile in jobfiles:
         try:
-            _run_one(ctx, state, check_only, dry_run, jobfile, target, changes)
+            _run_one(ctx, state, given, jobfile)
         except PetsyncError as exc:
             errors.append(exc)
             if isinstance(exc, StoppedError):
@@ -106,27 +117,35 @@ def _rank(code: int) -> int:
     return order.index(code) if code in order else len(order) + code
 
 
-def _run_one(
-    ctx: click.Context,
-    state: CliState,
-    check_only: bool,
-    dry_run: bool,
-    jobfile: Path,
-    target: TargetOptions,
-    overrides: dict[str, object],
-) -> None:
+@dataclass(frozen=True)
+class _Given:
+    """What ``run``'s own options say, for every job it runs."""
+
+    check_only: bool
+    dry_run: bool
+    as_json: bool | None  # --json / --text; None: the job file's json key decides
+    target: TargetOptions
+    overrides: dict[str, object]  # --set KEY=VALUE
+
+
+def _run_one(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) -> None:
     specs = {kind: job_specs(ctx, kind) for kind in JOB_KINDS}
-    job = load_job(jobfile, specs, overrides)
+    job = load_job(jobfile, specs, given.overrides)
     command = _job_command(ctx, job.kind)
     arguments, job_target = job_arguments(ctx, job, command)
-    running = RunningJob(name=job.name, target=job_target.overridden_by(target))
-    if check_only:
+    running = RunningJob(name=job.name, target=job_target.overridden_by(given.target))
+    if given.check_only:
+        # Resolved before anything is printed: a job whose settings fail is never "valid".
+        lines = target_lines(state.resolve_target(running.target))
         click.echo(f"{jobfile}: {job.kind} job {job.name!r} is valid")
-        for line in target_lines(state.resolve_target(running.target)):
+        for line in lines:
             click.echo(f"  {line}")
         for key, value in job.options.items():
             click.echo(f"  {key} = {json.dumps(value)}")
         return
+    if given.as_json is not None:
+        arguments["as_json"] = given.as_json
+    dry_run = given.dry_run
     if dry_run:
         if job.kind != "import":
             raise ConfigError(

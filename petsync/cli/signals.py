@@ -48,6 +48,20 @@ def second_signal_line(name: str) -> str:
     return f"petsync: {name} received again: stopping now"
 
 
+def _said(line: str, name: str, json_logs: bool) -> str:
+    """The line as stderr wants it: as it is, or one JSON log event when stderr is JSON lines.
+
+    >>> import json
+    >>> json.loads(_said("stopping", "SIGTERM", True))["fields"]
+    {'signal': 'SIGTERM', 'message': 'stopping'}
+    """
+    if not json_logs:
+        return line
+    from petsync.ops.logs import json_event_line
+
+    return json_event_line(__name__, "warning", "signal", {"signal": name, "message": line})
+
+
 def _say(out: TextIO, line: str) -> None:
     """Write one line from a signal handler, never raising.
 
@@ -74,10 +88,12 @@ def stop_on_signals(
     *,
     stream: TextIO | None = None,
     exit_now: Callable[[int], Any] = os._exit,
+    json_logs: bool = False,
 ) -> Iterator[StopRequest]:
     """Turn SIGTERM/SIGINT into a :class:`StopRequest` for the block's job (see module doc).
 
-    ``stream`` (default stderr) gets the one line per signal; ``exit_now`` ends the process
+    ``stream`` (default stderr) gets the one line per signal (a JSON log event with
+    ``json_logs``, so a JSON-only log stays JSON); ``exit_now`` ends the process
     on the second signal (``os._exit``: no cleanup that could block on threads in flight).
     Outside the main thread (where Python cannot install handlers) the request is returned
     without handlers.
@@ -89,12 +105,12 @@ def stop_on_signals(
         name = signal.Signals(signal_number).name
         if stop.requested:
             try:
-                _say(out, second_signal_line(name))
+                _say(out, _said(second_signal_line(name), name, json_logs))
             finally:
                 exit_now(128 + signal_number)
             return
         stop.request(f"{name} received", signal_number=signal_number)
-        _say(out, first_signal_line(name, grace_seconds))
+        _say(out, _said(first_signal_line(name, grace_seconds), name, json_logs))
 
     previous: dict[signal.Signals, Any] = {}
     try:

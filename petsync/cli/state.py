@@ -25,8 +25,6 @@ from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
 from petsync.core.text import shown_text
 
-# Where a bug is reported when the package metadata names no Issues URL.
-BUG_REPORT_FALLBACK = "the petsync maintainers (their issue tracker)"
 BUG_MESSAGE_LIMIT = 300  # characters of the exception's own message shown
 TERMINAL_LINE_LIMIT = 2_000  # characters of one error or warning line
 
@@ -176,7 +174,7 @@ class CliState:
         said = shown_text(self.redact(" ".join(str(exc).split())), BUG_MESSAGE_LIMIT)
         message = (
             f"internal error, a bug in petsync {__version__}: {type(exc).__name__}: {said}. "
-            f"Please report it to {bug_report_place()} with the command you ran"
+            + bug_report_request()
             + ("" if self.debug else "; --log-level debug shows the traceback")
         )
         traceback_text = "".join(traceback.format_exception(exc)) if self.debug else None
@@ -210,7 +208,7 @@ def terminal_line(text: str) -> str:
     return shown_text(text, TERMINAL_LINE_LIMIT)
 
 
-def bug_report_place() -> str:
+def bug_report_place() -> str | None:
     """Where to report a bug: the package's ``Issues`` URL, when its metadata names one."""
     try:
         urls: list[str] = importlib.metadata.metadata("petsync").get_all("Project-URL") or []
@@ -220,7 +218,17 @@ def bug_report_place() -> str:
         label, _, url = str(entry).partition(",")
         if label.strip().lower() in {"issues", "bug tracker", "bugs"} and url.strip():
             return url.strip()
-    return BUG_REPORT_FALLBACK
+    return None
+
+
+def bug_report_request() -> str:
+    """The request to report a bug: at the tracker the package metadata names, if any.
+
+    With no tracker named, no place is made up: the request names none.
+    """
+    place = bug_report_place()
+    where = f" at {place}" if place else ""
+    return f"Please report it{where} with the command you ran"
 
 
 pass_state = click.make_pass_decorator(CliState)

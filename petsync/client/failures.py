@@ -162,6 +162,7 @@ class FailureTranslator:
                 "created. petsync does not re-send it (that could create it twice): list the "
                 "pets to check before sending it again",
                 url=shown,
+                http_status=response.status_code,
             )
         return Failure(error, sent=True, http_status=response.status_code, retry_after=retry_after)
 

@@ -122,8 +122,13 @@ class OutcomeUnknownError(TransportError):
     """A POST reached (or may have reached) the server and no answer tells what happened.
 
     POST /pets is not idempotent: re-sending could create the animal twice, so petsync
-    never re-sends such a request on its own.
+    never re-sends such a request on its own. ``http_status`` is the status the server
+    answered with (a 5xx after the request was sent), None when no answer came.
     """
+
+    def __init__(self, message: str, *, url: str, http_status: int | None = None) -> None:
+        super().__init__(message, url=url)
+        self.http_status = http_status
 
 
 class RetriesExhaustedError(PetsyncError):

@@ -24,7 +24,7 @@ TABLE_FORMATS: tuple[str, ...] = ("hive", "delta")
 
 DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
 DEFAULT_SWEEP = True
-DEFAULT_FORMAT: ExportFormat = "both"
+DEFAULT_FORMAT: ExportFormat = "both"  # for hive; a Delta table holds Parquet only
 DEFAULT_TABLE_FORMAT: TableFormat = "hive"
 DEFAULT_MAX_DROP = 0.20  # a fifth of the catalogue gone overnight is an outage, not a trend
 DEFAULT_CONCURRENCY = 4  # the three statuses and the sweep side by side
@@ -50,7 +50,7 @@ class ExportConfig:
     out_dir: Path | str  # a local directory, or an object-store URI (see export.location)
     statuses: tuple[PetStatus, ...] = DEFAULT_STATUSES
     sweep: bool = DEFAULT_SWEEP
-    format: ExportFormat = DEFAULT_FORMAT
+    format: ExportFormat | None = None  # None: DEFAULT_FORMAT, or "parquet" for delta
     strict: bool = False
     keep: int | None = None
     max_drop: float = DEFAULT_MAX_DROP
@@ -71,9 +71,19 @@ class ExportConfig:
         object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
         if not self.statuses and not self.sweep:
             raise ConfigError("nothing to export: no status given and the sweep is off")
+        if self.format is None:
+            object.__setattr__(
+                self, "format", "parquet" if self.table_format == "delta" else DEFAULT_FORMAT
+            )
         if self.format not in EXPORT_FORMATS:
             raise ConfigError(
                 f"unknown export format {self.format!r}; use one of: {', '.join(EXPORT_FORMATS)}"
+            )
+        if self.format == "both" and self.table_format == "delta":
+            raise ConfigError(
+                "--format both writes a CSV beside each Parquet file, and a Delta table "
+                "(--table-format delta) holds Parquet only: leave --format out, or give "
+                "--format parquet"
             )
         if self.keep is not None and self.keep < 1:
             raise ConfigError(f"keep must be at least 1, got {self.keep}")

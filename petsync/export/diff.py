@@ -5,12 +5,18 @@ diff of two nightly snapshots makes the ones that happen visible.
 
 >>> d = diff_snapshots("2026-11-21", "2026-11-22", directory=Path("out"))   # doctest: +SKIP
 >>> d.added, d.removed, d.status_transitions                                # doctest: +SKIP
-(12, 3, {('available', 'sold'): 40})
+(12, 3, {('available', 'sold'): 40, ('sold', None): 1})
+>>> d.json_line()                                                           # doctest: +SKIP
+'{"old": {"snapshot_date": "2026-11-21", ...}, ..., "status_transitions": [...]}'
+
+A missing status is None in the transitions and the row frames (null in JSON), never a
+made-up name that an unknown status could share.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +26,7 @@ from petsync.export.snapshot import SnapshotInfo, find_snapshot, read_table
 if TYPE_CHECKING:
     import pandas as pd
 
-NO_STATUS = "(none)"  # how a missing status is shown in transitions
+Transition = tuple[str | None, str | None]  # (old status, new status); None: no status
 
 
 @dataclass(frozen=True)
@@ -56,20 +62,25 @@ class SnapshotDiff:
         return len(self.recategorised_rows)
 
     @property
-    def status_transitions(self) -> dict[tuple[str, str], int]:
-        """How many pets went from one status to another, e.g. ``{("available", "sold"): 3}``."""
-        counts: dict[tuple[str, str], int] = {}
+    def status_transitions(self) -> dict[Transition, int]:
+        """How many pets went from one status to another, e.g. ``{("available", "sold"): 3}``.
+
+        A missing status is None: ``("sold", None)`` is a pet that lost its status.
+        """
+        counts: dict[Transition, int] = {}
         for old, new in zip(
             self.transition_rows["status_old"], self.transition_rows["status_new"], strict=True
         ):
-            counts[(old, new)] = counts.get((old, new), 0) + 1
-        return dict(sorted(counts.items()))
+            key = (_status(old), _status(new))
+            counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: _order(item[0])))
 
     def to_json(self, *, details: bool = False) -> dict[str, Any]:
-        """A JSON-ready summary (``details`` adds the changed rows)."""
+        """The summary as a JSON-ready dict, like every ``to_json()`` of petsync (``details``
+        adds the changed rows); :meth:`json_line` is the same as one line of JSON text."""
         body: dict[str, Any] = {
-            "old": {"snapshot_date": self.old.date.isoformat(), "path": str(self.old.path)},
-            "new": {"snapshot_date": self.new.date.isoformat(), "path": str(self.new.path)},
+            "old": _side(self.old),
+            "new": _side(self.new),
             "added": self.added,
             "removed": self.removed,
             "renamed": self.renamed,
@@ -88,6 +99,31 @@ class SnapshotDiff:
                 "status_transitions": _records(self.transition_rows),
             }
         return body
+
+    def json_line(self, *, details: bool = False) -> str:
+        """One line of JSON: what ``petsync diff --json`` prints (non-ASCII kept)."""
+        return json.dumps(self.to_json(details=details), ensure_ascii=False, allow_nan=False)
+
+
+def _side(info: SnapshotInfo) -> dict[str, Any]:
+    """One side of the diff: its date, where it is, and whether it is trusted."""
+    return {
+        "snapshot_date": info.date.isoformat(),
+        "path": str(info.path),
+        "trusted": info.trusted,
+    }
+
+
+def _status(value: object) -> str | None:
+    import pandas as pd
+
+    return None if value is None or value is pd.NA else str(value)
+
+
+def _order(transition: Transition) -> tuple[tuple[bool, str], tuple[bool, str]]:
+    """Sort key: by old, then new status; no status after every named one."""
+    old, new = transition
+    return (old is None, old or ""), (new is None, new or "")
 
 
 def diff_snapshots(
@@ -108,7 +144,7 @@ def diff_snapshots(
     before = to_dataframe(read_table(old_info))
     after = to_dataframe(read_table(new_info))
     for frame in (before, after):
-        frame["status"] = frame["status"].astype("string").fillna(NO_STATUS)
+        frame["status"] = frame["status"].astype("string")  # a missing status stays <NA>
     both = before.merge(after, on="id", how="outer", suffixes=("_old", "_new"), indicator=True)
     removed = both[both["_merge"] == "left_only"]
     added = both[both["_merge"] == "right_only"]
@@ -123,9 +159,12 @@ def diff_snapshots(
     recategorised = kept[kept["categoryId_old"] != kept["categoryId_new"]][
         ["id", "name_new", "categoryId_old", "categoryId_new"]
     ].rename(columns={"name_new": "name"})
-    moved = kept[kept["status_old"] != kept["status_new"]][
-        ["id", "name_new", "status_old", "status_new"]
-    ].rename(columns={"name_new": "name"})
+    status_old, status_new = kept["status_old"], kept["status_new"]
+    # <NA> compares as unknown: a status that appeared or went is a change too.
+    differs = (status_old.isna() != status_new.isna()) | (status_old != status_new).fillna(False)
+    moved = kept[differs.astype(bool)][["id", "name_new", "status_old", "status_new"]].rename(
+        columns={"name_new": "name"}
+    )
     return SnapshotDiff(
         old=old_info,
         new=new_info,

@@ -25,7 +25,12 @@ from petsync.core.interface import API_VERSION
 from petsync.export.collector import CollectedPets
 from petsync.export.config import CSV_NULL, ExportConfig
 from petsync.export.listings import FetchResult, ListingResult
-from petsync.export.snapshot import CSV_NAME, PARQUET_NAME, QUARANTINE_NAME, SnapshotInfo
+from petsync.export.snapshot import (
+    QUARANTINE_NAME,
+    SnapshotInfo,
+    csv_name,
+    data_name,
+)
 
 
 @dataclass(frozen=True)
@@ -81,24 +86,29 @@ def check_drop(pets: int, previous: SnapshotInfo | None, max_drop: float) -> Dro
     return DropCheck(pets, prev_date, prev_pets, max_drop, reason is not None, reason)
 
 
-def outcome_warnings(incomplete_reasons: list[str], drop: DropCheck, *, strict: bool) -> list[str]:
+def outcome_warnings(fetched: FetchResult, drop: DropCheck, *, strict: bool) -> list[str]:
     """What is wrong with a run's result and what to do, one warning per problem.
 
-    With ``strict`` they explain a refusal to publish; without, a snapshot published flagged.
+    With ``strict`` they explain a refusal to publish, each listing's reason included
+    (nothing else keeps it); without, a snapshot published flagged: the listings are named,
+    and their reasons are left to the listing lines and the manifest's
+    ``incomplete_reasons`` rather than repeated.
     """
     warnings: list[str] = []
-    if incomplete_reasons:
-        what = (
-            "Nothing was published."
-            if strict
-            else "The snapshot is written with complete: false and load_snapshot() keeps "
-            "returning the previous complete one."
-        )
+    incomplete = [r.label for r in fetched.listings if not r.complete]
+    if incomplete and strict:
         warnings.append(
             "The export could not be proven complete: "
-            + "; ".join(incomplete_reasons)
-            + f". {what} Check the server's paging (`petsync check`) and re-run"
-            + ("." if strict else "; pass --strict to refuse publishing an incomplete snapshot.")
+            + "; ".join(fetched.incomplete_reasons)
+            + ". Nothing was published. Check the server's paging (`petsync check`) and re-run."
+        )
+    elif incomplete:
+        named = ", ".join(repr(label) for label in incomplete)
+        warnings.append(
+            f"The export could not be proven complete: listing {named} did not prove its "
+            "end (why: its listing line, and incomplete_reasons in the manifest). The snapshot "
+            "is published flagged and load_snapshot() keeps returning the latest trusted one. "
+            "Check the server's paging (`petsync check`) and re-run."
         )
     if drop.flagged:
         warnings.append(
@@ -181,7 +191,7 @@ class ExportReport:
     @property
     def warnings(self) -> list[str]:
         """What is wrong with this snapshot and what to do; empty when it can be trusted."""
-        return outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
+        return outcome_warnings(self.fetched, self.drop, strict=self.config.strict)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -217,9 +227,11 @@ class ExportReport:
 
         Users and tools read these keys; their names and order are a file format.
         """
-        files: dict[str, str] = {"parquet": PARQUET_NAME, "quarantine": QUARANTINE_NAME}
+        # A flagged snapshot's data goes under names the readers of pets/ skip.
+        trusted = self.exit_code is ExitCode.OK or self.config.table_format != "hive"
+        files: dict[str, str] = {"parquet": data_name(trusted), "quarantine": QUARANTINE_NAME}
         if self.config.writes_csv:
-            files["csv"] = CSV_NAME
+            files["csv"] = csv_name(trusted)
         collected, fetched, timing = self.collected, self.fetched, self.timing
         duration = timing.duration_seconds
         return {

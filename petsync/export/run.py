@@ -44,12 +44,12 @@ from petsync.export.report import (
     outcome_warnings,
 )
 from petsync.export.snapshot import (
-    CSV_NAME,
     MANIFEST_NAME,
-    PARQUET_NAME,
     QUARANTINE_NAME,
     RUN_ID_KEY,
     SnapshotInfo,
+    csv_name,
+    data_name,
 )
 from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
 
@@ -265,7 +265,7 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
     config = run.config
     drop = check_drop(collected.pets, run.previous, config.max_drop)
     if config.strict:
-        refusals = outcome_warnings(fetched.incomplete_reasons, drop, strict=True)
+        refusals = outcome_warnings(fetched, drop, strict=True)
         if refusals:
             raise PetsyncError(
                 "export refused to publish (--strict): "
@@ -277,19 +277,25 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         from petsync.export.delta import commit_snapshot
 
         return commit_snapshot(run, collected, fetched, drop)
-    report = run.report(fetched, _write_files(run, collected), drop)
+    trusted = fetched.complete and not drop.flagged  # the report's exit code 0
+    report = run.report(fetched, _write_files(run, collected, trusted), drop)
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())
     run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)
     path = run.staged.publish(run.date)
     return _published(run, report, path)
 
 
-def _write_files(run: _Run, collected: Deduplicated) -> CollectedPets:
-    """Stream the winning rows into the staged Parquet file (and CSV)."""
+def _write_files(run: _Run, collected: Deduplicated, trusted: bool) -> CollectedPets:
+    """Stream the winning rows into the staged Parquet file (and CSV), named as trusted or
+    flagged (:func:`~petsync.export.snapshot.data_name`)."""
     staged = run.staged
     with contextlib.ExitStack() as streams:
-        parquet = streams.enter_context(staged.output(PARQUET_NAME))
-        csv = streams.enter_context(staged.output(CSV_NAME)) if run.config.writes_csv else None
+        parquet = streams.enter_context(staged.output(data_name(trusted)))
+        csv = (
+            streams.enter_context(staged.output(csv_name(trusted)))
+            if run.config.writes_csv
+            else None
+        )
         return collected.write(parquet, csv, metadata={RUN_ID_KEY: run.run_id.encode()})
 
 
@@ -313,5 +319,6 @@ def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportRepor
         },
     )
     for warning in report.warnings:
-        logger.warning("export.warning", extra={"fields": {"message": warning}})
+        # An outcome: a command prints it itself, so its text log leaves this event out.
+        logger.warning("export.warning", extra={"fields": {"message": warning}, "outcome": True})
     return report

@@ -11,10 +11,19 @@ One export run makes one snapshot partition, named by its UTC date::
           _pets.csv                    the same rows as CSV (unless --format parquet)
           _quarantine.jsonl            records that broke the interface, one JSON per line
           _manifest.json               counts, completeness, provenance; written last
+        snapshot_date=2026-11-23/      a flagged snapshot (exit 4: incomplete, or a drop)
+          _pets.parquet.flagged        its pets: the same Parquet, under a name readers skip
+          _pets.csv.flagged            its CSV, flagged too
+          ...
 
 Files whose names start with ``_`` or ``.`` are skipped by pyarrow's dataset discovery, so
 ``pandas.read_parquet("DIR/pets")`` reads every ``pets.parquet`` as one table with
-``snapshot_date`` as a column, and DuckDB's ``DIR/pets/*/*.parquet`` glob matches only them.
+``snapshot_date`` as a column, and the ``DIR/pets/*/*.parquet`` glob of DuckDB and polars
+matches only them. Only a trusted snapshot (complete, no suspicious drop) names its data
+``pets.parquet``: a flagged one keeps its rows in :data:`FLAGGED_PARQUET_NAME`, which neither
+the discovery nor the glob reads, so those readers see trusted nights only, with no filter to
+forget. Its manifest names the file (``files.parquet``); :func:`load_snapshot` reads it when
+asked, with a :class:`FlaggedSnapshotWarning`.
 
 The same layout lives under an object-store prefix (``s3://bucket/prefix/pets/...``);
 every function here takes a local directory or such a URI (:mod:`petsync.export.location`)
@@ -35,6 +44,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,13 +60,48 @@ if TYPE_CHECKING:
 PETS_DIR = "pets"
 PARTITION_KEY = "snapshot_date"
 PARQUET_NAME = "pets.parquet"
+# A flagged snapshot's data: starts with "_" (pyarrow's discovery skips it) and does not end
+# in ".parquet" (the */*.parquet glob of DuckDB and polars skips it). Its CSV is flagged too.
+FLAGGED_SUFFIX = ".flagged"
+FLAGGED_PARQUET_NAME = f"_{PARQUET_NAME}{FLAGGED_SUFFIX}"
+DATA_NAMES = (PARQUET_NAME, FLAGGED_PARQUET_NAME)
 CSV_NAME = "_pets.csv"
+FLAGGED_CSV_NAME = CSV_NAME + FLAGGED_SUFFIX
 QUARANTINE_NAME = "_quarantine.jsonl"
 MANIFEST_NAME = "_manifest.json"
 STAGING_DIR = ".petsync-tmp"
 RUN_ID_KEY = b"petsync.run_id"  # in the Parquet footer's key-value metadata
 
 _PARTITION_RE = re.compile(rf"^{PARTITION_KEY}=(\d{{4}}-\d{{2}}-\d{{2}})$")
+
+
+class FlaggedSnapshotWarning(UserWarning):
+    """A snapshot not to be trusted blindly was loaded: incomplete, or a suspicious drop."""
+
+
+def data_name(trusted: bool) -> str:
+    """The name of a snapshot's Parquet file: readers of ``pets/`` see trusted ones only.
+
+    >>> data_name(True), data_name(False)
+    ('pets.parquet', '_pets.parquet.flagged')
+    """
+    return PARQUET_NAME if trusted else FLAGGED_PARQUET_NAME
+
+
+def csv_name(trusted: bool) -> str:
+    """The name of a snapshot's CSV: a ``_pets.csv`` glob finds trusted ones only.
+
+    >>> csv_name(True), csv_name(False)
+    ('_pets.csv', '_pets.csv.flagged')
+    """
+    return CSV_NAME if trusted else FLAGGED_CSV_NAME
+
+
+def _data_name(manifest: dict[str, Any]) -> str:
+    """The Parquet file a manifest names (``files.parquet``), one of :data:`DATA_NAMES`."""
+    files = manifest.get("files")
+    name = files.get("parquet") if isinstance(files, dict) else None
+    return name if name in DATA_NAMES else PARQUET_NAME
 
 
 @dataclass(frozen=True)
@@ -73,6 +118,31 @@ class SnapshotInfo:
         return self.manifest.get("complete") is True
 
     @property
+    def drop_flagged(self) -> bool:
+        """True when the pet count fell by more than ``--max-drop`` (or to zero)."""
+        check = self.manifest.get("drop_check")
+        return isinstance(check, dict) and check.get("flagged") is True
+
+    @property
+    def trusted(self) -> bool:
+        """Complete and no suspicious drop: what the export exits 0 for."""
+        return self.complete and not self.drop_flagged
+
+    @property
+    def flag_reasons(self) -> list[str]:
+        """Why the snapshot is not trusted, from its manifest (empty when it is)."""
+        reasons: list[str] = []
+        if not self.complete:
+            found = self.manifest.get("incomplete_reasons")
+            listed = [str(r) for r in found] if isinstance(found, list) else []
+            reasons.append("incomplete: " + ("; ".join(listed) or "complete is not true"))
+        if self.drop_flagged:
+            check = self.manifest.get("drop_check")
+            reason = check.get("reason") if isinstance(check, dict) else None
+            reasons.append(f"suspicious drop: {reason or 'flagged'}")
+        return reasons
+
+    @property
     def pets(self) -> int:
         value = self.manifest.get("pets", 0)
         return value if isinstance(value, int) else 0
@@ -85,9 +155,11 @@ class SnapshotInfo:
 
     @property
     def parquet_path(self) -> Path | str:
+        """The snapshot's Parquet file: ``pets.parquet``, or a flagged one's hidden name."""
+        name = _data_name(self.manifest)
         if isinstance(self.path, Path):
-            return self.path / PARQUET_NAME
-        return f"{self.path}/{PARQUET_NAME}"
+            return self.path / name
+        return f"{self.path}/{name}"
 
 
 def pets_root(directory: Path) -> Path:
@@ -167,14 +239,18 @@ class _Store:
         manifest = self.manifest(f"{partition}/{MANIFEST_NAME}")
         if manifest is not None and not _run_id(manifest):
             return SnapshotInfo(date, shown, manifest)  # written before run ids: as it is
-        footer = self.footer_run_id(f"{partition}/{PARQUET_NAME}")
-        if footer is None:
-            return None
-        if manifest is None or _run_id(manifest) != footer:
-            manifest = self.manifest(self.store_path(STAGING_DIR, footer, MANIFEST_NAME))
-        if manifest is None or _run_id(manifest) != footer:
-            return None  # data without its run's manifest: a dead run the next one cleans
-        return SnapshotInfo(date, shown, manifest)
+        if manifest is not None and _run_id(manifest) == self.footer_run_id(
+            f"{partition}/{_data_name(manifest)}"
+        ):
+            return SnapshotInfo(date, shown, manifest)
+        for name in DATA_NAMES:
+            footer = self.footer_run_id(f"{partition}/{name}")
+            if footer is None:
+                continue
+            staged = self.manifest(self.store_path(STAGING_DIR, footer, MANIFEST_NAME))
+            if staged is not None and _run_id(staged) == footer and _data_name(staged) == name:
+                return SnapshotInfo(date, shown, staged)
+        return None  # data without its run's manifest: a dead run the next one cleans
 
     def manifest(self, path: str) -> dict[str, Any] | None:
         try:
@@ -297,7 +373,7 @@ def find_snapshot(
     if location.local is not None:
         path = location.local.parent if location.local.is_file() else location.local
         location = parse_location(path)
-    elif location.prefix.split("/")[-1] == PARQUET_NAME:
+    elif location.prefix.split("/")[-1] in DATA_NAMES:
         location = parse_location(location.uri.rsplit("/", 1)[0], what="snapshot")
     name = location.local.name if location.local is not None else location.uri.rsplit("/", 1)[-1]
     partition = partition_date(name)
@@ -361,23 +437,31 @@ def read_table(info: SnapshotInfo) -> pa.Table:
 
 
 def load_snapshot(
-    directory: Path | str, date: str | dt.date | None = None, *, version: int | None = None
+    directory: Path | str,
+    date: str | dt.date | None = None,
+    *,
+    version: int | None = None,
+    flagged: bool = False,
 ) -> pd.DataFrame:
     """Load one snapshot as a pandas DataFrame with exact dtypes.
 
     ``directory`` is the export's ``--out``: a local path or a URI (``s3://bucket/prefix``,
     ``gs://...``, ``abfs://...``), read with the store's standard credentials. By default
-    the latest *complete* snapshot; pass ``date`` for a given day (complete or not; its
-    manifest says). Columns: ``id`` and ``categoryId`` nullable ``Int64`` (exact int64,
-    never float), ``name`` ``string``, ``status`` categorical over ``available``,
-    ``pending``, ``sold`` plus any unknown value the API sent (null when it sent none).
-    ``frame.attrs`` holds ``snapshot_date`` and the ``manifest``. For a Delta table
-    (``--table-format delta``) ``version`` loads the snapshot a table version committed
-    (time travel); the manifest then comes from that commit's metadata.
+    the latest *trusted* snapshot: complete, and no suspicious drop (what the export exits
+    0 for). Pass ``date`` for a given day: a flagged one (exit 4) loads with a
+    :class:`FlaggedSnapshotWarning` saying why. ``flagged=True`` asks for flagged snapshots:
+    the latest of any kind by default, and no warning. Columns: ``id`` and ``categoryId``
+    nullable ``Int64`` (exact int64, never float), ``name`` ``string``, ``status``
+    categorical over ``available``, ``pending``, ``sold`` plus any unknown value the API
+    sent (null when it sent none). ``frame.attrs`` holds ``snapshot_date``, ``trusted`` and
+    the ``manifest``. For a Delta table (``--table-format delta``) ``version`` loads the
+    snapshot a table version committed (time travel); the manifest then comes from that
+    commit's metadata.
 
     >>> frame = load_snapshot("petsync-demo")                        # doctest: +SKIP
     >>> frame = load_snapshot("s3://archive/petsync", version=12)    # doctest: +SKIP
     >>> frame = load_snapshot("s3://archive/petsync", "2026-11-22")  # doctest: +SKIP
+    >>> frame = load_snapshot("petsync-demo", flagged=True)          # doctest: +SKIP
     >>> frame.status.value_counts()                                  # doctest: +SKIP
     """
     from petsync.export.schema import to_dataframe
@@ -394,18 +478,29 @@ def load_snapshot(
             )
         info = snapshot_at_version(store.location, version)
     elif date is None:
-        info = latest_snapshot(directory)
+        found = [s for s in list_snapshots(directory) if flagged or s.trusted]
+        info = found[-1] if found else None
         if info is None:
             root = _Store.open(directory).shown(PETS_DIR)
             raise InputError(
-                f"no complete snapshot under {root}; run "
-                f"`petsync export --out {directory}` first, or pass date= to load an "
-                "incomplete one"
+                f"no {'' if flagged else 'trusted '}snapshot under {root}; run "
+                f"`petsync export --out {directory}` first"
+                + ("" if flagged else ", or pass flagged=True to load a flagged one")
             )
     else:
         info = find_snapshot(date if isinstance(date, dt.date) else str(date), directory=directory)
     assert info is not None
+    if not info.trusted and not flagged:
+        warnings.warn(
+            FlaggedSnapshotWarning(
+                f"the snapshot of {info.date} is flagged, not to be trusted blindly: "
+                + "; ".join(info.flag_reasons)
+                + " (load_snapshot(..., flagged=True) loads it without this warning)"
+            ),
+            stacklevel=2,
+        )
     frame = to_dataframe(read_table(info))
     frame.attrs["snapshot_date"] = info.date.isoformat()
+    frame.attrs["trusted"] = info.trusted
     frame.attrs["manifest"] = info.manifest
     return frame

@@ -8,6 +8,10 @@ to the ``petsync`` logger, writing to stderr so stdout stays the command's own o
            "event": "export.done", "fields": {"pets": 250}}
     text: 2026-11-22T02:30:00.123Z INFO petsync.export.run export.done pets=250
 
+An event logged with ``extra={"outcome": True}`` is a job's outcome that its command prints
+itself (an export's warnings, as ``Warning:`` lines): a text log for a person leaves it out
+(``outcomes=False``), so each message shows once; a JSON log keeps it, its only copy there.
+
 The event, every field value (and key) and any traceback pass through
 :func:`petsync.core.apikey.redact` with the keys the handle knows, before they are
 serialised: a key with a quote in it would otherwise hide behind JSON's escaping, and the
@@ -120,6 +124,23 @@ def _escaped(text: str) -> str:
     return shown_text(text, sys.maxsize)
 
 
+def _not_an_outcome(record: logging.LogRecord) -> bool:
+    return getattr(record, "outcome", False) is not True
+
+
+def json_event_line(logger: str, level: str, event: str, fields: dict[str, object]) -> str:
+    """One line of the JSON log, for text written outside logging (a signal handler's).
+
+    >>> json.loads(json_event_line("petsync.cli", "warning", "signal", {"n": 15}))["fields"]
+    {'n': 15}
+    """
+    record = logging.LogRecord(
+        logger, logging.getLevelName(level.upper()), "", 0, event, None, None
+    )
+    record.fields = fields
+    return JsonFormatter(_Keys(())).format(record)
+
+
 class LogHandle:
     """The handler one command installed; :meth:`close` puts the logger back as it was."""
 
@@ -150,11 +171,13 @@ def configure_logging(
     stream: TextIO,
     level: str = DEFAULT_LOG_LEVEL,
     keys: Iterable[ApiKey | None] = (),
+    outcomes: bool = True,
 ) -> LogHandle:
     """Send the ``petsync`` loggers' records to ``stream`` in ``log_format``, redacted.
 
-    The caller closes the returned handle when the command ends, so tests and embedding
-    programs get the logger back untouched.
+    ``outcomes=False`` leaves out the events marked ``outcome`` (a command shows those
+    itself). The caller closes the returned handle when the command ends, so tests and
+    embedding programs get the logger back untouched.
     """
     if log_format not in LOG_FORMATS:
         raise ValueError(f"unknown log format {log_format!r}; use one of: text, json")
@@ -162,6 +185,8 @@ def configure_logging(
     handler = logging.StreamHandler(stream)
     formatter = JsonFormatter(known) if log_format == "json" else TextFormatter(known)
     handler.setFormatter(formatter)
+    if not outcomes:
+        handler.addFilter(_not_an_outcome)
     logger = logging.getLogger(LOGGER_NAME)
     previous = logger.level
     logger.addHandler(handler)

@@ -2,7 +2,7 @@
 
 An orchestrator runs petsync the way cron does, so the job file stays the one configuration
 and every exit code and signal keeps its meaning: the child is ``python -m petsync --log-format
-json --log-level info run --set json=true JOBFILE``, its stderr (JSON log lines) is handed
+json --log-level info run --json JOBFILE``, its stderr (JSON log lines) is handed
 line by line to the caller, its stdout is the command's one-line JSON summary. If the caller is
 interrupted while the child runs (Dagster cancelling a run raises in the op), the child gets
 SIGTERM, which makes it stop after the requests in flight and publish nothing, and the
@@ -70,10 +70,10 @@ def job_command(
     """The child's command line; it never holds a key, only a key file's path.
 
     >>> job_command(Path("jobs/nightly.toml"), {"keep": "7"}, python="python")[6:]
-    ['info', 'run', '--set', 'json=true', '--set', 'keep=7', 'jobs/nightly.toml']
+    ['info', 'run', '--json', '--set', 'keep=7', 'jobs/nightly.toml']
     """
     command = [python, "-m", "petsync", "--log-format", "json", "--log-level", "info"]
-    command += ["run", "--set", "json=true"]
+    command += ["run", "--json"]
     for key, value in (overrides or {}).items():
         command += ["--set", f"{key}={value}"]
     if api_key_file is not None:

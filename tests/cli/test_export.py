@@ -90,11 +90,44 @@ def test_incomplete_export_warns_and_exits_4(petstore_server: Any, isolated: Pat
     result = run(srv, "export", "--out", "out")
 
     assert result.exit_code == 4
-    assert "Warning: The export could not be proven complete: listing 'all': " in result.stderr
-    assert "pass --strict to refuse publishing an incomplete snapshot." in result.stderr
+    [warning] = [line for line in result.stderr.splitlines() if "proven complete" in line]
+    assert warning == (
+        "Warning: The export could not be proven complete: listing 'all' did not prove its end "
+        "(why: its listing line, and incomplete_reasons in the manifest). The snapshot is "
+        "published flagged and load_snapshot() keeps returning the latest trusted one. Check "
+        "the server's paging (`petsync check`) and re-run."
+    )
+    assert result.stderr.count("petsync cannot prove") == 1  # the reason, in the listing line
     assert "INCOMPLETE" in result.stdout
     [info] = list_snapshots(Path("out"))
     assert info.complete is False
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        ["export", "--out", "out", "--table-format", "delta", "--format", "both"],
+        ["run", "delta.toml"],
+    ],
+    ids=["options", "job-file"],
+)
+def test_delta_with_a_csv_is_refused_before_any_request(
+    petstore_server: Any, isolated: Path, how: list[str]
+) -> None:
+    srv = petstore_server(seed_pets=5)
+    Path("delta.toml").write_text(
+        '[export]\nout = "out"\ntable_format = "delta"\nformat = "both"\n', encoding="utf-8"
+    )
+
+    result = run(srv, *how)
+
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: --format both writes a CSV beside each Parquet file, and a Delta table "
+        "(--table-format delta) holds Parquet only: leave --format out, or give --format "
+        "parquet\n"
+    )
+    assert not Path("out").exists()  # no lock taken, nothing fetched or written
 
 
 def test_strict_incomplete_export_exits_1_and_publishes_nothing(
@@ -140,6 +173,7 @@ def test_drop_beyond_max_drop_exits_4_with_a_warning(petstore_server: Any, isola
         "Warning: Suspicious drop: the pet count fell by 30.0% (from 100 in the snapshot of "
         f"{TODAY} to 70), more than the allowed 25%." in result.stderr
     )
+    assert result.stderr.count("Suspicious drop") == 1  # once: not also as a log line
     assert result.stdout.splitlines()[1].endswith("complete, suspicious drop")
 
 
@@ -251,7 +285,8 @@ def test_diff_counts_between_two_dates(petstore_server: Any, isolated: Path) -> 
         "status changes: 1",
         "  available -> sold: 1",
     ]
-    body = json.loads(as_json.stdout)
+    (line,) = as_json.stdout.splitlines()  # one line, as export --json
+    body = json.loads(line)
     assert body["added"] == 1 and body["removed"] == 1 and body["renamed"] == 1
     assert body["status_transitions"] == [{"from": "available", "to": "sold", "pets": 1}]
     assert "details" not in body

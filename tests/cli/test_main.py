@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from petsync._version import __version__
 from petsync.cli import cli
-from petsync.cli.state import bug_report_place
+from petsync.cli.state import bug_report_request
 from petsync.core.errors import ExitCode
 
 
@@ -45,7 +45,7 @@ def invoke(*args: str) -> Result:
 
 BUG_LINE = (
     "Error: internal error, a bug in petsync {version}: RuntimeError: boom with the key *** in "
-    "it. Please report it to {place} with the command you ran"
+    "it. {request}"
 )
 
 
@@ -57,7 +57,7 @@ def test_a_bug_is_one_line_saying_so_and_exit_1(
     result = invoke("config", "show")
 
     assert result.exit_code == 1
-    expected = BUG_LINE.format(version=__version__, place=bug_report_place())
+    expected = BUG_LINE.format(version=__version__, request=bug_report_request())
     assert result.stderr == f"{expected}; --log-level debug shows the traceback\n"
 
 
@@ -70,9 +70,25 @@ def test_a_bug_shows_its_traceback_at_debug(
 
     assert result.exit_code == 1
     first, *rest = result.stderr.splitlines()
-    assert first == BUG_LINE.format(version=__version__, place=bug_report_place())
+    assert first == BUG_LINE.format(version=__version__, request=bug_report_request())
     assert rest[0] == "Traceback (most recent call last):"
     assert rest[-2:] == ["RuntimeError: boom", "with the key *** in it"]
+
+
+@pytest.mark.parametrize(
+    ("place", "request_text"),
+    [
+        (None, "Please report it with the command you ran"),
+        ("https://t.example/i", "Please report it at https://t.example/i with the command you ran"),
+    ],
+    ids=["no-tracker-named", "tracker-in-metadata"],
+)
+def test_a_bug_report_request_names_only_a_tracker_the_metadata_names(
+    monkeypatch: pytest.MonkeyPatch, place: str | None, request_text: str
+) -> None:
+    monkeypatch.setattr("petsync.cli.state.bug_report_place", lambda: place)
+
+    assert bug_report_request() == request_text
 
 
 @pytest.mark.parametrize("level", ["warning", "debug"])

@@ -108,8 +108,8 @@ def test_nightly_export_job_runs_against_the_reference_server(
     )
     assert result.exit_code == 0, result.output
     (snapshot,) = (workdir / "snapshots" / "pets").iterdir()
-    summary = json.loads(result.stdout)  # the job file says json = true
-    assert (summary["pets"], summary["snapshot_path"]) == (120, str(snapshot.relative_to(workdir)))
+    # A person running the job by hand gets the text summary.
+    assert result.stdout.splitlines()[-1] == f"written to {snapshot.relative_to(workdir)}"
     assert (snapshot / "pets.parquet").is_file() and (snapshot / "_manifest.json").is_file()
     samples = metrics(workdir / "metrics" / "petsync-nightly-export.prom")
     assert samples["petsync_pets_exported"] == 120
@@ -159,6 +159,33 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert len(list((workdir / "archive").iterdir())) == 3  # one folder per same-day archive
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--dry-run", "jobs/bulk-import.toml"],
+        ["import", "inbox/new-animals.csv", "--dry-run", "--metrics-file", "METRICS"],
+    ],
+    ids=["run-job", "import-command"],
+)
+def test_a_dry_run_leaves_the_metrics_file_unchanged(
+    workdir: Path, petstore_server: Callable[..., RunningServer], args: list[str]
+) -> None:
+    srv = petstore_server()
+    install_jobs(workdir, srv)
+    prom = workdir / "metrics" / "petsync-bulk-import.prom"
+    before = (
+        "# TYPE petsync_last_completed_timestamp_seconds gauge\n"
+        'petsync_last_completed_timestamp_seconds{petsync_job="bulk-import"} 1795833000\n'
+    )
+    prom.write_text(before, encoding="utf-8")
+
+    result = invoke([str(prom) if a == "METRICS" else a for a in args])
+
+    assert result.exit_code == 0, result.output
+    assert prom.read_text(encoding="utf-8") == before
+    assert srv.store.count() == 0
+
+
 def test_failed_run_keeps_the_last_success_in_the_metrics(
     workdir: Path, petstore_server: Callable[..., RunningServer]
 ) -> None:
@@ -182,7 +209,10 @@ def test_json_logs_keep_stderr_one_object_per_line(
 ) -> None:
     srv = petstore_server(seed_pets=30)
     install_jobs(workdir, srv)
-    args = ["--log-format", "json", "--log-level", "info", "run", "jobs/nightly-export.toml"]
+    args = [
+        *("--log-format", "json", "--log-level", "info"),
+        *("run", "--json", "jobs/nightly-export.toml"),
+    ]
     result = invoke(args, {"PETSYNC_API_KEY": srv.api_key.reveal()})
     assert result.exit_code == 0, result.output
     entries = [json.loads(line) for line in result.stderr.splitlines()]
@@ -197,6 +227,70 @@ def test_json_logs_keep_stderr_one_object_per_line(
     assert (last["level"], last["event"]) == ("error", "error")
     assert last["fields"]["exit_code"] == 3
     assert last["fields"]["error"] == "AuthenticationError"
+
+
+@pytest.mark.parametrize(
+    ("option", "json_key", "expect_json"),
+    [
+        ([], "", False),
+        (["--json"], "", True),
+        ([], "json = true", True),
+        (["--text"], "json = true", False),
+    ],
+    ids=["text-by-default", "json-asked", "json-in-the-job", "text-over-the-job"],
+)
+def test_run_json_and_text_win_over_the_job_file(
+    workdir: Path,
+    petstore_server: Callable[..., RunningServer],
+    option: list[str],
+    json_key: str,
+    expect_json: bool,
+) -> None:
+    srv = petstore_server(seed_pets=7)
+    install_jobs(workdir, srv)
+    job = write_job(workdir, f'[export]\nout = "snapshots"\n{json_key}\n')
+
+    result = invoke(["run", *option, str(job)], {"PETSYNC_API_KEY": srv.api_key.reveal()})
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    if expect_json:
+        (summary,) = lines
+        assert json.loads(summary)["pets"] == 7
+    else:
+        assert lines[0].startswith("snapshot ") and "7 pets" in lines[0]
+
+
+def test_run_check_whose_settings_fail_never_says_valid(workdir: Path) -> None:
+    job = write_job(workdir, '[export]\nout = "snapshots"\n')
+
+    result = invoke(["run", "--check", str(job)], {"PETSYNC_BASE_URL": "https://x.example/v1"})
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "is valid" not in result.output
+    assert result.stderr.startswith("Error: ")
+
+
+def test_a_locked_run_with_json_logs_writes_json_lines_only(
+    workdir: Path, petstore_server: Callable[..., RunningServer]
+) -> None:
+    from petsync.export.lock import DirectoryLock
+
+    srv = petstore_server(seed_pets=5)
+    install_jobs(workdir, srv)
+    args = [
+        *("--log-format", "json", "--log-level", "info"),
+        *("run", "--json", "jobs/nightly-export.toml"),
+    ]
+    with DirectoryLock(workdir / "snapshots"):
+        result = invoke(args, {"PETSYNC_API_KEY": srv.api_key.reveal()})
+
+    assert result.exit_code == 75
+    assert result.stdout == ""
+    entries = [json.loads(line) for line in result.stderr.splitlines()]  # JSON lines only
+    assert entries[-1]["fields"]["error"] == "LockedError"
+    assert "holds the lock" in entries[-1]["fields"]["message"]
 
 
 def test_run_options_win_over_the_job_file(

@@ -252,3 +252,28 @@ def test_handlers_are_restored_and_a_first_signal_only_requests_a_stop() -> None
         "stop now\n",
         "petsync: SIGINT received again: stopping now\n",
     ]
+
+
+def test_with_json_logs_the_signal_lines_are_json_events() -> None:
+    exits: list[int] = []
+    lines: list[str] = []
+
+    class Sink:
+        def write(self, text: str) -> None:
+            lines.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    sink: Any = Sink()
+    with stop_on_signals(3, stream=sink, exit_now=exits.append, json_logs=True):
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    events = [json.loads(line) for line in lines]  # each line one JSON object
+    assert [(e["level"], e["event"], e["fields"]["signal"]) for e in events] == [
+        ("warning", "signal", "SIGTERM"),
+        ("warning", "signal", "SIGTERM"),
+    ]
+    assert events[1]["fields"]["message"] == "petsync: SIGTERM received again: stopping now"
+    assert exits == [143]

@@ -32,7 +32,7 @@ def crontab_commands() -> dict[str, str]:
     """cron.example's job lines (schedule and command) by the job file they run."""
     lines: dict[str, str] = {}
     for line in (ROOT / "cron.example").read_text(encoding="utf-8").splitlines():
-        job = re.search(r" run jobs/([\w-]+)\.toml ", line)
+        job = re.search(r" run (?:--[\w-]+ )*jobs/([\w-]+)\.toml ", line)
         if job and not line.startswith("#"):
             lines[job.group(1)] = line
     return lines
@@ -164,7 +164,7 @@ def test_every_cron_line_does_what_the_page_says() -> None:
 
     for job, line in crontab_commands().items():
         assert "cd /var/lib/petsync && set -a && . /etc/petsync/env && set +a" in line
-        assert f"petsync --log-format json --log-level info run jobs/{job}.toml" in line
+        assert f"petsync --log-format json --log-level info run --json jobs/{job}.toml" in line
         assert f"tail -n 20 logs/{job}.log" in line
     for words in ("`/var/lib/petsync`", "`/etc/petsync/env`", "`set -a`", "last 20 log lines"):
         assert words in said

@@ -18,14 +18,26 @@ Row = tuple[int, str, int, str | None]
 
 
 def publish_snapshot(
-    directory: Path, date: dt.date, rows: Sequence[Row], *, complete: bool = True
+    directory: Path,
+    date: dt.date,
+    rows: Sequence[Row],
+    *,
+    complete: bool = True,
+    drop_check: dict[str, object] | None = None,
 ) -> Path:
-    """Stage ``rows`` (id, name, categoryId, status) with a minimal manifest; publish them."""
+    """Stage ``rows`` (id, name, categoryId, status) with a minimal manifest; publish them.
+
+    The data keeps the name ``pets.parquet`` whatever the manifest says (its ``files`` key
+    is left out), as a snapshot written before flagged data had a name of its own.
+    """
     staged = StagedSnapshot.create(directory)
     table = pa.Table.from_pylist(
         [dict(zip(("id", "name", "categoryId", "status"), r, strict=True)) for r in rows],
         schema=PET_SCHEMA,
     )
     pq.write_table(table, staged.file(PARQUET_NAME), compression="zstd")
-    staged.write_text(MANIFEST_NAME, json.dumps({"complete": complete, "pets": len(rows)}))
+    manifest: dict[str, object] = {"complete": complete, "pets": len(rows)}
+    if drop_check is not None:
+        manifest["drop_check"] = drop_check
+    staged.write_text(MANIFEST_NAME, json.dumps(manifest))
     return staged.publish(date)

@@ -20,7 +20,7 @@ from petsync.export.delta import MANIFEST_KEY, storage_options
 from petsync.export.location import parse_location
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
-from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.export.snapshot import FlaggedSnapshotWarning, list_snapshots, load_snapshot
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient
 
@@ -109,7 +109,9 @@ def test_incomplete_night_is_committed_flagged_and_load_snapshot_keeps_the_last_
 
     assert report.exit_code is ExitCode.INCOMPLETE
     assert load_snapshot(out).attrs["snapshot_date"] == "2026-11-20"
-    assert load_snapshot(out, "2026-11-21").attrs["manifest"]["complete"] is False
+    with pytest.warns(FlaggedSnapshotWarning, match="2026-11-21 is flagged"):
+        flagged = load_snapshot(out, "2026-11-21")
+    assert flagged.attrs["manifest"]["complete"] is False
 
 
 def test_strict_commits_nothing_when_incomplete(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_diff_counts_every_kind_of_change(snapshots: Path) -> None:
     d = diff_snapshots("2026-11-21", "2026-11-22", directory=snapshots)
 
     assert (d.added, d.removed, d.renamed, d.recategorised) == (1, 1, 1, 1)
-    assert d.status_transitions == {("available", "sold"): 1, ("sold", "(none)"): 1}
+    assert d.status_transitions == {("available", "sold"): 1, ("sold", None): 1}
 
 
 def test_diff_rows_keep_exact_ids(snapshots: Path) -> None:
@@ -59,18 +59,35 @@ def test_diff_json_with_details(snapshots: Path) -> None:
 
     assert body["status_transitions"] == [
         {"from": "available", "to": "sold", "pets": 1},
-        {"from": "sold", "to": "(none)", "pets": 1},
+        {"from": "sold", "to": None, "pets": 1},
     ]
     assert body["details"]["removed"] == [
-        {"id": 3, "name": "Kit", "categoryId": 11, "status": "(none)"}
+        {"id": 3, "name": "Kit", "categoryId": 11, "status": None}
     ]
     assert body["details"]["status_transitions"][1] == {
         "id": BIG,
         "name": "Max",
         "status_old": "sold",
-        "status_new": "(none)",
+        "status_new": None,
     }
     json.dumps(body)  # JSON-ready: no numpy or pandas scalars left
+
+
+def test_diff_json_line_is_one_line_with_null_for_no_status(snapshots: Path) -> None:
+    line = diff_snapshots("2026-11-21", "2026-11-22", directory=snapshots).json_line()
+
+    assert "\n" not in line
+    assert json.loads(line)["status_transitions"][1] == {"from": "sold", "to": None, "pets": 1}
+
+
+def test_a_status_that_appears_is_a_transition_from_none(tmp_path: Path) -> None:
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), [(1, "Rex", 1, None), (2, "Mo", 1, None)])
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), [(1, "Rex", 1, "sold"), (2, "Mo", 1, None)])
+
+    d = diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+
+    assert d.status_transitions == {(None, "sold"): 1}
+    assert d.transition_rows["id"].tolist() == [1]
 
 
 def test_diff_of_a_snapshot_with_itself_is_empty(snapshots: Path) -> None:
@@ -95,3 +112,18 @@ def test_diff_by_path(snapshots: Path) -> None:
 def test_diff_of_a_missing_snapshot_names_it(snapshots: Path) -> None:
     with pytest.raises(InputError, match="no petsync snapshot at .*snapshot_date=2020-01-01"):
         diff_snapshots("2020-01-01", "2026-11-22", directory=snapshots)
+
+
+def test_the_diff_says_which_side_is_flagged(tmp_path: Path) -> None:
+    from petsync.cli.render import diff_lines
+
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), OLD)
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), NEW, complete=False)
+
+    d = diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+
+    assert (d.to_json()["old"]["trusted"], d.to_json()["new"]["trusted"]) == (True, False)
+    assert diff_lines(d, details=False)[0] == (
+        f"from 2026-11-21 ({tmp_path}/pets/snapshot_date=2026-11-21) to 2026-11-22 "
+        f"({tmp_path}/pets/snapshot_date=2026-11-22, flagged: incomplete)"
+    )

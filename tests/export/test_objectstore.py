@@ -103,6 +103,32 @@ def test_same_day_rerun_replaces_the_snapshot_and_drops_files_it_no_longer_has(
     assert memory_s3.object_keys("petsync/.petsync-tmp/") == []
 
 
+def test_a_flagged_snapshot_on_an_object_store_is_hidden_from_dataset_readers(
+    memory_s3: MemoryBucket,
+) -> None:
+    export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=DAY1)
+    incomplete = ScriptedClient(CATALOGUE[:2], incomplete={"sold": "the end was not proven"})
+
+    export(memory_s3.uri(), incomplete, today=DAY2)
+
+    day2 = "petsync/pets/snapshot_date=2026-11-21/"
+    assert sorted(k for k in memory_s3.object_keys() if k.startswith(day2)) == [
+        day2 + name
+        for name in (
+            "_manifest.json",
+            "_pets.csv.flagged",
+            "_pets.parquet.flagged",
+            "_quarantine.jsonl",
+        )
+    ]
+    assert [s.trusted for s in list_snapshots(memory_s3.uri())] == [True, False]
+    assert load_snapshot(memory_s3.uri(), DAY2, flagged=True)["id"].tolist() == [1, 2]
+    export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=DAY2)  # a trusted re-run
+    assert day2 + "_pets.parquet.flagged" not in memory_s3.object_keys()
+    assert day2 + "_pets.csv.flagged" not in memory_s3.object_keys()
+    assert load_snapshot(memory_s3.uri())["id"].tolist() == IDS
+
+
 def test_keep_prunes_older_snapshots_only_after_a_clean_run(memory_s3: MemoryBucket) -> None:
     for day in (DAY1, DAY2):
         export(memory_s3.uri(), ScriptedClient(CATALOGUE), today=day)

@@ -22,6 +22,8 @@ from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import (
     CSV_NAME,
+    FLAGGED_CSV_NAME,
+    FLAGGED_PARQUET_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
     QUARANTINE_NAME,
@@ -181,12 +183,45 @@ def test_incomplete_listing_is_published_flagged_with_exit_4(tmp_path: Path) -> 
     assert report.complete is False
     assert report.incomplete_reasons == ["listing 'pending': no next link and a full page"]
     assert report.warnings[0].startswith(
-        "The export could not be proven complete: listing 'pending': no next link and a "
-        "full page. The snapshot is written with complete: false"
+        "The export could not be proven complete: listing 'pending' did not prove its end "
+        "(why: its listing line, and incomplete_reasons in the manifest). The snapshot is "
+        "published flagged"
     )
     assert [s.date for s in list_snapshots(tmp_path)] == [DAY1, DAY2]
     latest = latest_snapshot(tmp_path)
     assert latest is not None and latest.date == DAY1  # the latest *complete* one
+
+
+@pytest.mark.parametrize(
+    "client",
+    [ScriptedClient(CATALOGUE, incomplete={"sold": "cap"}), ScriptedClient(CATALOGUE[:2])],
+    ids=["incomplete", "suspicious-drop"],
+)
+def test_a_flagged_snapshot_keeps_its_data_where_dataset_readers_do_not_look(
+    tmp_path: Path, client: ScriptedClient
+) -> None:
+    export(tmp_path, ScriptedClient(CATALOGUE), today=DAY1)
+
+    report = export(tmp_path, client)
+
+    assert report.snapshot_path is not None
+    names = sorted(p.name for p in Path(report.snapshot_path).iterdir())
+    assert names == sorted([FLAGGED_PARQUET_NAME, MANIFEST_NAME, FLAGGED_CSV_NAME, QUARANTINE_NAME])
+    assert report.manifest["files"]["parquet"] == FLAGGED_PARQUET_NAME
+    assert report.manifest["files"]["csv"] == FLAGGED_CSV_NAME
+    assert pq.read_table(Path(report.snapshot_path) / FLAGGED_PARQUET_NAME).num_rows == report.pets
+    assert [s.trusted for s in list_snapshots(tmp_path)] == [True, False]
+
+
+def test_a_trusted_rerun_of_a_flagged_day_publishes_pets_parquet(tmp_path: Path) -> None:
+    export(tmp_path, ScriptedClient(CATALOGUE, incomplete={"sold": "cap"}))
+
+    report = export(tmp_path, ScriptedClient(CATALOGUE))
+
+    assert report.snapshot_path is not None
+    names = sorted(p.name for p in Path(report.snapshot_path).iterdir())
+    assert names == sorted([MANIFEST_NAME, CSV_NAME, QUARANTINE_NAME, PARQUET_NAME])
+    assert load_snapshot(tmp_path).attrs["snapshot_date"] == DAY2.isoformat()
 
 
 @pytest.mark.parametrize(
@@ -333,7 +368,7 @@ def test_zero_pets_is_flagged_even_without_a_previous_snapshot(tmp_path: Path) -
     assert report.exit_code == ExitCode.INCOMPLETE
     assert report.drop.reason == "the export holds zero pets"
     assert report.snapshot_path is not None
-    assert pq.read_table(report.snapshot_path / PARQUET_NAME).num_rows == 0
+    assert pq.read_table(report.snapshot_path / FLAGGED_PARQUET_NAME).num_rows == 0
 
 
 def _id(row: dict[str, Any]) -> int:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from pathlib import Path
 
 import pytest
 
 from petsync.core.errors import InputError
 from petsync.export.snapshot import (
+    FlaggedSnapshotWarning,
     find_snapshot,
     latest_snapshot,
     list_snapshots,
@@ -20,9 +22,16 @@ from tests.export.published import publish_snapshot
 DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
 
 
-def publish(directory: Path, date: dt.date, ids: list[int], *, complete: bool = True) -> Path:
+def publish(
+    directory: Path,
+    date: dt.date,
+    ids: list[int],
+    *,
+    complete: bool = True,
+    drop_check: dict[str, object] | None = None,
+) -> Path:
     rows = [(i, f"pet{i}", 1, "sold") for i in ids]
-    return publish_snapshot(directory, date, rows, complete=complete)
+    return publish_snapshot(directory, date, rows, complete=complete, drop_check=drop_check)
 
 
 def test_list_snapshots_is_oldest_first_and_skips_foreign_directories(tmp_path: Path) -> None:
@@ -92,23 +101,56 @@ def test_load_snapshot_defaults_to_the_latest_complete(tmp_path: Path) -> None:
     assert frame.attrs["manifest"] == {"complete": True, "pets": 2}
 
 
-def test_load_snapshot_by_date_loads_an_incomplete_one(tmp_path: Path) -> None:
+def test_load_snapshot_by_date_loads_an_incomplete_one_with_a_warning(tmp_path: Path) -> None:
     publish(tmp_path, DAY1, [1, 2])
     publish(tmp_path, DAY2, [3], complete=False)
 
-    assert load_snapshot(tmp_path, "2026-11-21")["id"].tolist() == [3]
-    assert load_snapshot(tmp_path, DAY2)["id"].tolist() == [3]
+    with pytest.warns(FlaggedSnapshotWarning) as caught:
+        frame = load_snapshot(tmp_path, "2026-11-21")
+
+    assert frame["id"].tolist() == [3] and frame.attrs["trusted"] is False
+    assert str(caught[0].message) == (
+        "the snapshot of 2026-11-21 is flagged, not to be trusted blindly: incomplete: "
+        "complete is not true (load_snapshot(..., flagged=True) loads it without this warning)"
+    )
 
 
-def test_load_snapshot_without_a_complete_one_says_what_to_do(tmp_path: Path) -> None:
+def test_load_snapshot_flagged_true_asks_for_flagged_ones_without_a_warning(
+    tmp_path: Path,
+) -> None:
+    publish(tmp_path, DAY1, [1, 2])
+    publish(tmp_path, DAY2, [3], complete=False)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        latest = load_snapshot(tmp_path, flagged=True)
+        by_date = load_snapshot(tmp_path, DAY2, flagged=True)
+
+    assert latest["id"].tolist() == [3] and by_date["id"].tolist() == [3]
+
+
+def test_load_snapshot_skips_a_drop_flagged_snapshot_by_default(tmp_path: Path) -> None:
+    publish(tmp_path, DAY1, [1, 2])
+    publish(tmp_path, DAY2, [3], drop_check={"flagged": True, "reason": "fell by 50%"})
+
+    frame = load_snapshot(tmp_path)
+    with pytest.warns(FlaggedSnapshotWarning, match="suspicious drop: fell by 50%"):
+        flagged = load_snapshot(tmp_path, DAY2)
+
+    assert frame.attrs["snapshot_date"] == "2026-11-20" and frame.attrs["trusted"] is True
+    assert flagged["id"].tolist() == [3]
+    assert [s.trusted for s in list_snapshots(tmp_path)] == [True, False]
+
+
+def test_load_snapshot_without_a_trusted_one_says_what_to_do(tmp_path: Path) -> None:
     publish(tmp_path, DAY1, [1], complete=False)
 
     with pytest.raises(InputError) as caught:
         load_snapshot(tmp_path)
 
     assert str(caught.value) == (
-        f"no complete snapshot under {tmp_path}/pets; run `petsync export --out {tmp_path}` "
-        "first, or pass date= to load an incomplete one"
+        f"no trusted snapshot under {tmp_path}/pets; run `petsync export --out {tmp_path}` "
+        "first, or pass flagged=True to load a flagged one"
     )
 
 

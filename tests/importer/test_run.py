@@ -300,6 +300,7 @@ def test_outcome_unknown_rows_are_uncertain_and_never_duplicated(
     assert len(uncertain) == report.uncertain
     assert all("500" in r["petsync_uncertain_reason"] for r in uncertain)
     assert all("may or may not" in r["petsync_uncertain_reason"] for r in uncertain)
+    assert all(r["petsync_http_status"] == "500" for r in uncertain)
 
     srv.faults.fail_after_store_rate = 0.0
     again = run(ImportConfig(path), srv)  # a plain re-run leaves them alone
