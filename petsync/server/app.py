@@ -41,6 +41,7 @@ from petsync.core.interface import (
     ServerPagination,
 )
 from petsync.core.models import INT64_MAX
+from petsync.server.extra_fields import extra_fields
 from petsync.server.faults import Faults, TokenBucket
 from petsync.server.openapi import build_openapi
 from petsync.server.store import PetStore, Row, StoreFullError
@@ -219,7 +220,8 @@ class PetstoreApp:
             rows = self.store.page_offset(offset, size, status) if offset <= INT64_MAX else []
         else:  # "none": only limit; anything else is ignored
             rows = self.store.page_after(None, size, status)
-        return Response(_render_rows(rows), 200, headers=headers, media_type="application/json")
+        body = _render_rows(rows, extra=self.faults.extra_fields)
+        return Response(body, 200, headers=headers, media_type="application/json")
 
     async def create_pet(self, request: Request) -> Response:
         body = await _read_body(request)
@@ -303,12 +305,18 @@ async def _read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-def _render_rows(rows: list[Row]) -> bytes:
-    """A Pets array; ``status`` left out when the pet has none (like the Pet model does)."""
+def _render_rows(rows: list[Row], *, extra: bool = False) -> bytes:
+    """A Pets array; ``status`` left out when the pet has none (like the Pet model does).
+
+    ``extra``: each pet also carries the demo's fields beyond the interface's.
+    """
     items = [
         {"id": r[0], "name": r[1], "categoryId": r[2]}
         if r[3] is None
         else {"id": r[0], "name": r[1], "categoryId": r[2], "status": r[3]}
         for r in rows
     ]
+    if extra:
+        for item, row in zip(items, rows, strict=True):
+            item.update(extra_fields(row[0]))
     return _encode(items).encode("utf-8")

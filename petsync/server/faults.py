@@ -28,6 +28,8 @@ class Faults:
     ``fail_after_store_rate``: fraction of createPet calls that store the pet, then answer
     500 (so clients meet a POST whose outcome they cannot know).
     ``seed``: seed of the RNG behind the rates.
+    ``extra_fields``: answer listPets as a newer API would, each pet with some fields beyond
+    the interface's (:mod:`petsync.server.extra_fields`); not a fault, a behaviour to try.
     """
 
     fail_rate: float = 0.0
@@ -35,6 +37,7 @@ class Faults:
     latency_ms: float = 0.0
     fail_after_store_rate: float = 0.0
     seed: int = 0
+    extra_fields: bool = False
     _rng: random.Random = field(init=False, repr=False, compare=False)
     _rng_seed: int = field(init=False, repr=False, compare=False)
 
