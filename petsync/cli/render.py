@@ -72,6 +72,11 @@ def export_summary(report: ExportReport) -> list[str]:
     ]
     if report.pruned:
         lines.append(f"pruned {len(report.pruned)} older snapshot(s)")
+    extra = report.extra_fields
+    summary = extra.summary()
+    if summary is not None:
+        lines.append(summary)
+    lines.extend(f"warning: {warning}" for warning in extra.warnings())
     return lines
 
 
