@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from petsync.export.diff import SnapshotDiff, diff_snapshots
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
-    from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
+    from petsync.export.snapshot import (
+        SnapshotInfo,
+        list_snapshots,
+        load_snapshot,
+        load_snapshots,
+    )
     from petsync.importer.report import ImportReport
     from petsync.importer.run import run_import
     from petsync.server.app import ServerConfig
@@ -67,6 +72,7 @@ _LAZY: dict[str, str] = {
     "SnapshotInfo": "petsync.export.snapshot",
     "list_snapshots": "petsync.export.snapshot",
     "load_snapshot": "petsync.export.snapshot",
+    "load_snapshots": "petsync.export.snapshot",
     "SnapshotDiff": "petsync.export.diff",
     "diff_snapshots": "petsync.export.diff",
     # The reference server (Starlette, uvicorn) also loads on first use.
@@ -130,6 +136,7 @@ __all__ = [
     "diff_snapshots",
     "list_snapshots",
     "load_snapshot",
+    "load_snapshots",
     "redact",
     "resolve_target",
     "run_export",

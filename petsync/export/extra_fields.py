@@ -312,7 +312,8 @@ class ExtraFieldsReport:
                 + ", ".join(self.disappeared)
                 + f" (in the snapshot of {self.previous_date})"
             )
-        return ["The API's pets changed shape: " + "; ".join(parts) + ". " + self.what_happens()]
+        then = " " + self.what_happens() if self.appeared or self.retyped else ""
+        return ["The API's pets changed shape: " + "; ".join(parts) + "." + then]
 
     def _described(self, names: Iterable[str]) -> str:
         by_name = {f.name: f for f in self.fields}
