@@ -240,7 +240,8 @@ def commit_snapshot(
             ),
             partition_by=[PARTITION_KEY],
             mode="overwrite",
-            schema_mode="merge" if columns else None,
+            # Adds the new kept fields' columns; a night without one leaves it null.
+            schema_mode="merge" if columns or _has_extra_columns(existing) else None,
             predicate=f"{PARTITION_KEY} = '{run.date.isoformat()}'",
             storage_options=storage_options(location),
             commit_properties=deltalake.CommitProperties(
@@ -259,6 +260,10 @@ def commit_snapshot(
             "committed; earlier versions are untouched."
         ) from exc
     return dataclasses.replace(report, snapshot_path=uri, pruned=pruned, table_version=version)
+
+
+def _has_extra_columns(table: Any | None) -> bool:
+    return table is not None and len(pa.schema(table.schema().to_arrow())) > len(DELTA_SCHEMA)
 
 
 def _dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:

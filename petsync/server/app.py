@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -41,7 +42,6 @@ from petsync.core.interface import (
     ServerPagination,
 )
 from petsync.core.models import INT64_MAX
-from petsync.server.extra_fields import extra_fields
 from petsync.server.faults import Faults, TokenBucket
 from petsync.server.openapi import build_openapi
 from petsync.server.store import PetStore, Row, StoreFullError
@@ -220,7 +220,8 @@ class PetstoreApp:
             rows = self.store.page_offset(offset, size, status) if offset <= INT64_MAX else []
         else:  # "none": only limit; anything else is ignored
             rows = self.store.page_after(None, size, status)
-        body = _render_rows(rows, extra=self.faults.extra_fields)
+        faults = self.faults
+        body = _render_rows(rows, faults.extra_fields_of if faults.extra_fields else None)
         return Response(body, 200, headers=headers, media_type="application/json")
 
     async def create_pet(self, request: Request) -> Response:
@@ -305,10 +306,10 @@ async def _read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-def _render_rows(rows: list[Row], *, extra: bool = False) -> bytes:
+def _render_rows(rows: list[Row], extra: Callable[[int], dict[str, Any]] | None = None) -> bytes:
     """A Pets array; ``status`` left out when the pet has none (like the Pet model does).
 
-    ``extra``: each pet also carries the demo's fields beyond the interface's.
+    ``extra``: each pet also carries the fields this gives for its id (beyond the interface's).
     """
     items = [
         {"id": r[0], "name": r[1], "categoryId": r[2]}
@@ -318,5 +319,5 @@ def _render_rows(rows: list[Row], *, extra: bool = False) -> bytes:
     ]
     if extra:
         for item, row in zip(items, rows, strict=True):
-            item.update(extra_fields(row[0]))
+            item.update(extra(row[0]))
     return _encode(items).encode("utf-8")
