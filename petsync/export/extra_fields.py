@@ -338,10 +338,17 @@ class ExtraFieldsReport:
         """One line for every night with extra fields (quiet nights included), else None."""
         if not self.fields:
             return None
-        action = (
-            "kept as columns" if self.mode == "keep" else f"dropped ({EXTRA_FIELDS_OPTION} drop)"
-        )
-        return f"extra fields: {', '.join(self.names)}: {action}"
+        if self.mode != "keep":
+            return f"extra fields: {', '.join(self.names)}: dropped ({EXTRA_FIELDS_OPTION} drop)"
+        clashing = [f.name for f in self.fields if f.column is None]
+        kept = [f.name for f in self.fields if f.column is not None]
+        line = f"extra fields: {', '.join(kept) or '-'}: kept as columns"
+        if clashing:
+            line += (
+                f"; not {', '.join(clashing)}: a column of that name, ignoring case, exists "
+                "(in the manifest only)"
+            )
+        return line
 
 
 def summarise(

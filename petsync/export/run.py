@@ -50,10 +50,12 @@ from petsync.export.report import (
     check_drop,
     outcome_warnings,
 )
+from petsync.export.schema import COLUMNS
 from petsync.export.snapshot import (
     CSV_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
+    PARTITION_KEY,
     QUARANTINE_NAME,
     RUN_ID_KEY,
     SnapshotInfo,
@@ -314,10 +316,13 @@ def _extra_fields(
     fixed = run.fixed_columns
     columns: dict[str, ColumnType] = {}
     if config.extra_fields == "keep":
-        columns = {
-            name: fixed.get(name) or choose_column(tally.fields[name])
-            for name in sorted(tally.fields)
-        }
+        # Most readers (DuckDB, Delta, Spark) match column names without regard to case: a
+        # field whose name clashes with a column already written gets none.
+        taken = {name.lower() for name in (*COLUMNS, PARTITION_KEY)}
+        for name in sorted(tally.fields):
+            if name.lower() not in taken:
+                taken.add(name.lower())
+                columns[name] = fixed.get(name) or choose_column(tally.fields[name])
     previous = run.previous
     report = summarise(
         config.extra_fields,

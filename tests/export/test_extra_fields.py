@@ -354,9 +354,26 @@ def test_interface_fields_keep_their_rules_and_other_cases_are_extra(
     }
     assert reasons == {"Pet 'categoryId' must be an int64 integer, got str '7'"}
     frame = load_snapshot(tmp_path).set_index("id")
-    assert 7 not in frame.index
-    assert frame.loc[8, "categoryId"] == 8 and frame.loc[8, "CategoryId"] == 1008
-    assert [f["name"] for f in manifest(tmp_path, 0)["extra_fields"]["fields"]] == ["CategoryId"]
+    assert 7 not in frame.index and frame.loc[8, "categoryId"] == 8
+    # Kept, CategoryId would clash with categoryId in readers that ignore case: no column.
+    assert list(frame.columns) == ["name", "categoryId", "status"]
+    (entry,) = manifest(tmp_path, 0)["extra_fields"]["fields"]
+    assert (entry["name"], entry["pets"], entry["column"]) == ("CategoryId", PETS - 1, None)
+    assert report.extra_fields.summary() == (
+        "extra fields: -: kept as columns; not CategoryId: a column of that name, ignoring "
+        "case, exists (in the manifest only)"
+    )
+
+
+def test_kept_fields_whose_names_clash_ignoring_case_get_one_column(
+    server: Any, tmp_path: Path
+) -> None:
+    sends(server, lambda i: {"Tag": "A", "tag": "b", "snapshot_date": "x"})
+
+    report = night(server, tmp_path, 0, extra_fields="keep", table_format="delta")
+
+    assert list(load_snapshot(tmp_path).columns)[4:] == ["Tag"]
+    assert [f.column for f in report.extra_fields.fields] == ["string", None, None]
 
 
 # -- the column-type rules --------------------------------------------------------------------
