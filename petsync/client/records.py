@@ -16,15 +16,16 @@ same values (``tests/client/test_records.py`` holds the two paths to the same an
 
 Fields beyond the interface's (*extra fields*, see :data:`~petsync.core.interface.PET_FIELDS`)
 are noticed, never dropped here: the typed decoder refuses unknown keys, so the usual page
-(none) costs what it did; a page that has some is decoded by the same typed record, then
-once more by the standard library for the extra keys alone. Each record's extra fields ride
-along as the JSON text of one object (:attr:`PetColumns.extras`); what becomes of them is
-the export's choice (``--extra-fields``).
+(none) costs what it did; a page that has some is decoded by the same typed record
+(unknown keys ignored), then once more as plain JSON for the extra keys alone. Each
+record's extra fields ride along as the JSON text of one object (:attr:`PetColumns.extras`);
+what becomes of them is the export's choice (``--extra-fields``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -166,6 +167,8 @@ _PAGE = msgspec.json.Decoder(list[_Record])
 _LENIENT_PAGE = msgspec.json.Decoder(list[_LenientRecord])
 _UNKNOWN_FIELD = "Object contains unknown field"  # msgspec's message for an unknown key
 _KNOWN = frozenset(PET_FIELDS)
+_ANY = msgspec.json.Decoder()
+_ENCODE = msgspec.json.Encoder().encode
 
 
 def typed_records(body: bytes | bytearray) -> Records | None:
@@ -205,9 +208,15 @@ def _typed(
 def _typed_with_extras(body: bytes | bytearray) -> Records | None:
     try:
         records = _LENIENT_PAGE.decode(body)
-        data = parse_json(body)
     except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
+    try:
+        data = _ANY.decode(body)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        try:  # a number beyond a double (1e999): the standard library reads it as infinity
+            data = parse_json(body)
+        except (ValueError, RecursionError):
+            return None
     if not isinstance(data, list) or len(data) != len(records):  # pragma: no cover - agreed
         return None
     return _typed(records, body, [extra_text(record) for record in data])
@@ -216,8 +225,10 @@ def _typed_with_extras(body: bytes | bytearray) -> Records | None:
 def extra_text(record: dict[str, Any]) -> str | None:
     """The record's fields beyond the interface's as the JSON text of one object, or None.
 
-    Keys keep the server's order; the text is compact ASCII (other text escaped), so equal
-    extra fields give equal text (the export's duplicate check hashes it).
+    Keys keep the server's order; the text is compact UTF-8 JSON, so equal extra fields give
+    equal text (the export's duplicate check hashes it). Values JSON cannot hold strictly
+    (NaN, infinity, a lone surrogate: only the standard path reads them) are written the
+    standard library's way, which reads them back.
 
     >>> extra_text({"id": 1, "name": "Rex", "categoryId": 7, "tag": "calm", "CategoryId": 7})
     '{"tag":"calm","CategoryId":7}'
@@ -229,7 +240,23 @@ def extra_text(record: dict[str, Any]) -> str | None:
     extra = {key: value for key, value in record.items() if key not in _KNOWN}
     if not extra:
         return None
-    return json.dumps(extra, separators=(",", ":"))
+    try:
+        text = _ENCODE(extra)
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        return json.dumps(extra, separators=(",", ":"))
+    if b"null" in text and not _finite(extra):  # msgspec writes NaN and infinity as null
+        return json.dumps(extra, separators=(",", ":"))
+    return text.decode()
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def decode_page(body: bytes | bytearray, status_code: int, shown: str) -> Records:

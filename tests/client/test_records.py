@@ -190,3 +190,20 @@ def test_a_known_field_of_the_wrong_type_is_refused_even_beside_extra_fields() -
 def test_rows_kept_by_mask_keep_their_extra_fields() -> None:
     columns = PetColumns([1, 2, 3], ["a", "b", "c"], [7, 7, 7], [None] * 3, [None, '{"t":1}', None])
     assert columns.where([False, True, True]).extras == ['{"t":1}', None]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'[{"id": 1, "name": "a", "categoryId": 3, "x": NaN}]',
+        b'[{"id": 1, "name": "a", "categoryId": 3, "x": 1e999}]',
+        b'[{"id": 1, "name": "a", "categoryId": 3, "x": ["\\ud800", null]}]',
+    ],
+    ids=["NaN", "infinity", "lone surrogate"],
+)
+def test_extra_values_strict_json_cannot_hold_are_kept_exactly(body: bytes) -> None:
+    records = decode_page(body, 200, "URL")
+    assert records.columns.extras is not None
+    (text,) = records.columns.extras
+    assert text is not None
+    assert repr(json.loads(text)["x"]) == repr(json.loads(body)[0]["x"])
