@@ -213,11 +213,16 @@ def arrow_column(values: list[object], column: ColumnType) -> pa.Array:
 
 
 def fixed_columns(previous: Mapping[str, Any] | None) -> dict[str, ColumnType]:
-    """The extra fields the previous snapshot kept as columns, with their types."""
+    """The extra fields the previous snapshot kept as columns, with their types.
+
+    A field that was null on every pet that night fixes no type (its column was text only
+    because a column needs a type): the next night chooses.
+    """
     columns: dict[str, ColumnType] = {}
     for entry in previous_fields(previous).values():
         column = entry.get("column")
-        if column in COLUMN_TYPES:
+        seen = entry.get("json_types")
+        if column in COLUMN_TYPES and isinstance(seen, list) and set(seen) - {"null"}:
             columns[str(entry["name"])] = column
     return columns
 

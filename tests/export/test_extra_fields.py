@@ -419,3 +419,14 @@ def test_a_value_fits_a_column_only_without_loss(
     value: object, column: ColumnType, expected: bool
 ) -> None:
     assert fits(value, column) is expected
+
+
+def test_a_field_null_on_every_pet_fixes_no_type(server: Any, tmp_path: Path) -> None:
+    sends(server, lambda i: {"chip": None})
+    night(server, tmp_path, 0, extra_fields="keep")
+    sends(server, lambda i: {"chip": i})
+
+    report = night(server, tmp_path, 1, extra_fields="keep")
+
+    assert report.quarantined == 0
+    assert [(f.name, f.column) for f in report.extra_fields.fields] == [("chip", "int64")]
