@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -46,7 +47,9 @@ from petsync.export.config import (
 )
 from petsync.export.location import is_uri
 from petsync.ops.metrics import record_run
-from petsync.ops.settings import Target
+
+if TYPE_CHECKING:
+    from petsync.ops.settings import Target
 
 
 @click.command("export")
