@@ -16,7 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from petsync.client.config import ClientConfig
+from petsync.client.records import typed_records
 from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.models import PetStatus
+from petsync.export.collector import PetCollector, source_of
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
 from petsync.export.extra_fields import (
@@ -430,3 +433,26 @@ def test_a_field_null_on_every_pet_fixes_no_type(server: Any, tmp_path: Path) ->
 
     assert report.quarantined == 0
     assert [(f.name, f.column) for f in report.extra_fields.fields] == [("chip", "int64")]
+
+
+def test_a_sweep_row_rebuilt_from_its_page_keeps_its_extra_fields(tmp_path: Path) -> None:
+    def page(tag: str) -> Any:
+        body = json.dumps(
+            [{"id": 1, "name": "Rex", "categoryId": 7, "status": "sold", "tag": tag}]
+        ).encode()
+        records = typed_records(body)
+        assert records is not None
+        return records
+
+    collector = PetCollector(tmp_path / "scratch", listed_statuses=["sold"])
+    collector.add(source_of(PetStatus.SOLD), page("old").columns)
+    later = page("new")  # the sweep, fetched last: its pet is kept as a ghost, then wins
+    collector.add(source_of(None), later.columns, later.body)
+    result = collector.finish()
+
+    assert (result.rebuilt, result.conflicting_duplicates) == (1, 1)
+    assert result.tally_extra_fields().fields["tag"].example == "new"
+    (batch,) = list(result.batches({"tag": "string"}))
+    assert batch.to_pylist() == [
+        {"id": 1, "name": "Rex", "categoryId": 7, "status": "sold", "tag": "new"}
+    ]
