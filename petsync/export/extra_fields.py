@@ -281,7 +281,7 @@ class ExtraFieldsReport:
     previous_date: str | None = None
     appeared: tuple[str, ...] = ()
     disappeared: tuple[str, ...] = ()
-    retyped: tuple[str, ...] = ()  # fields whose JSON types differ from the previous night's
+    retyped: tuple[str, ...] = ()  # fields whose JSON types (null aside) differ from before
 
     @property
     def names(self) -> list[str]:
@@ -385,11 +385,13 @@ def summarise(
         # No snapshot before this one: every field is new tonight.
         return ExtraFieldsReport(mode, tuple(fields), None, tuple(f.name for f in fields))
     now = {f.name: f for f in fields}
+    # A field null on some pets one night and on none the next has not changed type.
     retyped = tuple(
         name
         for name, field_ in now.items()
         if name in before
-        and sorted(before[name].get("json_types") or []) != list(field_.json_types)
+        and set(before[name].get("json_types") or []) - {"null"}
+        != set(field_.json_types) - {"null"}
     )
     return ExtraFieldsReport(
         mode=mode,

@@ -456,3 +456,14 @@ def test_a_sweep_row_rebuilt_from_its_page_keeps_its_extra_fields(tmp_path: Path
     assert batch.to_pylist() == [
         {"id": 1, "name": "Rex", "categoryId": 7, "status": "sold", "tag": "new"}
     ]
+
+
+def test_a_field_that_is_sometimes_null_has_not_changed_type(server: Any, tmp_path: Path) -> None:
+    sends(server, lambda i: {"tag": "calm"})
+    night(server, tmp_path, 0)
+    sends(server, lambda i: {"tag": None if i % 2 else "calm"})
+
+    report = night(server, tmp_path, 1)
+
+    assert report.warnings == [] and report.extra_fields.retyped == ()
+    assert report.extra_fields.fields[0].json_types == ("null", "string")
