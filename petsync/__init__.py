@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         SnapshotInfo,
         list_snapshots,
         load_snapshot,
+        load_snapshots,
     )
     from petsync.importer.report import ImportReport
     from petsync.importer.run import run_import
@@ -73,6 +74,7 @@ _LAZY: dict[str, str] = {
     "FlaggedSnapshotWarning": "petsync.export.snapshot",
     "list_snapshots": "petsync.export.snapshot",
     "load_snapshot": "petsync.export.snapshot",
+    "load_snapshots": "petsync.export.snapshot",
     "SnapshotDiff": "petsync.export.diff",
     "diff_snapshots": "petsync.export.diff",
     # The reference server (Starlette, uvicorn) also loads on first use.
@@ -137,6 +139,7 @@ __all__ = [
     "diff_snapshots",
     "list_snapshots",
     "load_snapshot",
+    "load_snapshots",
     "redact",
     "resolve_target",
     "run_export",

@@ -58,22 +58,28 @@ def run_demo(
     *,
     progress: ExportProgress | None = None,
     stop: StopRequest | None = None,
+    extra_fields: bool = False,
 ) -> DemoReport:
     """Start a reference server seeded with ``pets`` pets, export it into ``out_dir``.
 
-    ``stop`` (a signal) ends the export as it ends any: nothing published.
+    ``stop`` (a signal) ends the export as it ends any: nothing published. With
+    ``extra_fields`` the server sends fields beyond the interface's
+    (:mod:`petsync.server.extra_fields`) and the export keeps them as columns.
     """
     from petsync.server.app import ServerConfig
+    from petsync.server.faults import Faults
     from petsync.server.runner import start_server
 
     key = ApiKey("demo-" + secrets.token_urlsafe(16))
-    with start_server(ServerConfig(api_key=key, seed_pets=pets)) as server:
+    faults = Faults(extra_fields=extra_fields)
+    with start_server(ServerConfig(api_key=key, seed_pets=pets, faults=faults)) as server:
         config = ExportConfig(
             client=ClientConfig(server.base_url, server.api_key),
             out_dir=out_dir,
             # Each demo seeds a fresh catalogue, so a smaller --pets than last time is no
             # outage: only an empty export is worth flagging here.
             max_drop=1.0,
+            extra_fields="keep" if extra_fields else "drop",
         )
         report = run_export(config, progress=progress, stop=stop)
     return DemoReport(export=report, out_dir=out_dir)

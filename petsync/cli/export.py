@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from petsync.cli.options import (
     BYTE_SIZE,
     LOCATION,
+    extra_fields_option,
     grace_option,
     json_option,
     metrics_file_option,
@@ -21,11 +23,13 @@ from petsync.cli.progress import progress_display
 from petsync.cli.render import export_document, export_summary
 from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
+from petsync.core.errors import ConfigError
 from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
 from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.export.config import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_EXTRA_FIELDS,
     DEFAULT_FORMAT,
     DEFAULT_MAX_DROP,
     DEFAULT_MEMORY_BUDGET,
@@ -33,13 +37,19 @@ from petsync.export.config import (
     DEFAULT_SWEEP,
     DEFAULT_TABLE_FORMAT,
     EXPORT_FORMATS,
+    EXTRA_FIELDS_MODES,
+    EXTRA_FIELDS_OPTION,
     TABLE_FORMATS,
     ExportConfig,
     ExportFormat,
+    ExtraFieldsMode,
     TableFormat,
 )
 from petsync.export.location import is_uri
 from petsync.ops.metrics import record_run
+
+if TYPE_CHECKING:
+    from petsync.ops.settings import Target
 
 
 @click.command("export")
@@ -119,6 +129,7 @@ from petsync.ops.metrics import record_run
     help="Where working files go during the run (removed after it). Default: beside the "
     "snapshot being staged under OUT.",
 )
+@extra_fields_option
 @json_option
 @grace_option
 @metrics_file_option
@@ -138,6 +149,7 @@ def export_command(
     pagination: PaginationStyle,
     memory_budget: int,
     scratch_dir: Path | None,
+    extra_fields: ExtraFieldsMode | None,
     as_json: bool,
     grace: float,
     metrics_file: Path | None,
@@ -165,8 +177,9 @@ def export_command(
         stop_on_signals(grace, json_logs=state.json_logs) as stop,
         record_run(metrics_file, state.job_name("export"), on_write_error=state.echo_error) as run,
     ):
+        resolved = state.resolve_target(target)
         config = ExportConfig(
-            client=state.resolve_target(target).client_config(pagination=pagination),
+            client=resolved.client_config(pagination=pagination),
             out_dir=out_dir,
             statuses=tuple(PetStatus(s) for s in statuses) or DEFAULT_STATUSES,
             sweep=sweep,
@@ -178,6 +191,7 @@ def export_command(
             memory_budget=memory_budget,
             scratch_dir=scratch_dir,
             table_format=table_format,
+            extra_fields=extra_fields or extra_fields_setting(resolved),
         )
         from petsync.export.run import run_export
 
@@ -210,8 +224,13 @@ def export_command(
     show_default=True,
     help="Snapshot directory.",
 )
+@click.option(
+    "--extra-fields-demo",
+    is_flag=True,
+    help="Serve pets with fields beyond the interface's, and keep them as columns.",
+)
 @pass_state
-def demo(state: CliState, pets: int, out_dir: str) -> None:
+def demo(state: CliState, pets: int, out_dir: str, extra_fields_demo: bool) -> None:
     """Run the nightly export against a seeded reference server, in-process.
 
     Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
@@ -235,7 +254,9 @@ def demo(state: CliState, pets: int, out_dir: str) -> None:
         stop_on_signals(DEFAULT_GRACE_SECONDS, json_logs=state.json_logs) as stop,
         progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
     ):
-        result = run_demo(Path(out_dir), pets, progress=display, stop=stop)
+        result = run_demo(
+            Path(out_dir), pets, progress=display, stop=stop, extra_fields=extra_fields_demo
+        )
     for line in export_summary(result.export):
         click.echo(line)
     click.echo("")
@@ -243,6 +264,20 @@ def demo(state: CliState, pets: int, out_dir: str) -> None:
     click.echo(f"  {result.pandas_line}")
     click.echo(f"  {result.duckdb_line}")
     result.export.raise_for_outcome()
+
+
+def extra_fields_setting(target: Target) -> ExtraFieldsMode:
+    """The environment's ``extra_fields`` (petsync.toml), else the default, checked here."""
+    value = target.extra_fields
+    if value is None:
+        return DEFAULT_EXTRA_FIELDS
+    for mode in EXTRA_FIELDS_MODES:
+        if value == mode:
+            return mode
+    raise ConfigError(
+        f"{target.extra_fields_source}: {value!r} is no {EXTRA_FIELDS_OPTION} choice; use one "
+        f"of: {', '.join(EXTRA_FIELDS_MODES)}"
+    )
 
 
 def parse_max_drop(value: str) -> float:

@@ -18,6 +18,7 @@ import click
 
 from petsync.cli.state import CliState, TargetOptions
 from petsync.core.stop import DEFAULT_GRACE_SECONDS
+from petsync.export.config import EXTRA_FIELDS_MODES, EXTRA_FIELDS_OPTION
 from petsync.ops.limits import SIZE_EXAMPLE, ClientLimits, format_size, parse_size
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 
@@ -209,4 +210,14 @@ log_level_option = click.option(
     show_default=True,
     envvar="PETSYNC_LOG_LEVEL",
     help="Least severe log lines shown.",
+)
+
+
+extra_fields_option = click.option(
+    EXTRA_FIELDS_OPTION,
+    "extra_fields",
+    type=click.Choice(EXTRA_FIELDS_MODES),
+    help="Fields the API sends beyond the interface's: drop them (said in the output), keep "
+    "them as columns after the interface's, or fail (exit 1, nothing published). Default: "
+    "the environment's extra_fields in petsync.toml, else drop.",
 )

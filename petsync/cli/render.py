@@ -74,6 +74,11 @@ def export_summary(report: ExportReport) -> list[str]:
     ]
     if report.pruned:
         lines.append(f"pruned {len(report.pruned)} older snapshot(s)")
+    extra = report.extra_fields
+    summary = extra.summary()
+    if summary is not None:
+        lines.append(summary)
+    lines.extend(f"warning: {warning}" for warning in extra.warnings())
     return lines
 
 
@@ -184,6 +189,13 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
     lines.append(f"status changes: {sum(transitions.values())}")
     for (before, after), count in transitions.items():
         lines.append(f"  {_shown_status(before)} -> {_shown_status(after)}: {count}")
+    if result.fields_appeared or result.fields_disappeared:
+        lines.append(f"fields appeared:    {', '.join(result.fields_appeared) or '-'}")
+        lines.append(f"fields disappeared: {', '.join(result.fields_disappeared) or '-'}")
+    changes = result.field_changes
+    if changes:
+        lines.append(f"field changes: {sum(changes.values())}")
+        lines.extend(f"  {name}: {count}" for name, count in changes.items())
     if details:
         for title, frame in (
             ("added", result.added_rows),
@@ -191,8 +203,9 @@ def diff_lines(result: SnapshotDiff, *, details: bool) -> list[str]:
             ("renamed", result.renamed_rows),
             ("recategorised", result.recategorised_rows),
             ("status changes", result.transition_rows),
+            ("field changes", result.field_change_rows),
         ):
-            if len(frame):
+            if frame is not None and len(frame):
                 lines.append(f"\n{title}:")
                 lines.append(frame.to_string(index=False))
     return lines

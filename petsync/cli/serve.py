@@ -98,6 +98,12 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seed of the random draws behind the fault rates (runs repeat).",
 )
+@click.option(
+    "--extra-fields-demo",
+    is_flag=True,
+    help="Answer as a newer API would: pets carry fields beyond the interface's (tag, "
+    "birthDate, weightKg, vaccinated, owner).",
+)
 @pass_state
 def serve(
     state: CliState,
@@ -113,6 +119,7 @@ def serve(
     latency_ms: float,
     fail_after_store_rate: float,
     fault_seed: int,
+    extra_fields_demo: bool,
 ) -> None:
     """Run the reference Petstore server until Ctrl-C or SIGTERM.
 
@@ -148,6 +155,7 @@ def serve(
         latency_ms=latency_ms,
         fail_after_store_rate=fail_after_store_rate,
         seed=fault_seed,
+        extra_fields=extra_fields_demo,
     )
     config = ServerConfig(
         api_key=key.key,
@@ -212,6 +220,10 @@ def ready_lines(srv: RunningServer) -> list[str]:
     ]
     if injected:
         lines.append(f"Injected faults: {', '.join(injected)} (seed {faults.seed})")
+    if faults.extra_fields:
+        from petsync.server.extra_fields import EXTRA_FIELD_NAMES
+
+        lines.append(f"Extra fields beyond the interface's: {', '.join(EXTRA_FIELD_NAMES)}")
     lines.append(f"Serving Petstore at {srv.base_url}")
     lines.append("Stop with Ctrl-C or SIGTERM.")
     return lines

@@ -13,10 +13,19 @@ so every record that breaks the interface is refused and quarantined with the sa
 and a page that is not a JSON array of objects fails with the same message. Whenever the
 typed decoder accepts a page, the standard path would have accepted every record with the
 same values (``tests/client/test_records.py`` holds the two paths to the same answers).
+
+Fields beyond the interface's (*extra fields*, see :data:`~petsync.core.interface.PET_FIELDS`)
+are noticed, never dropped here: the typed decoder refuses unknown keys, so the usual page
+(none) costs what it did; a page that has some is decoded by the same typed record
+(unknown keys ignored), then once more as plain JSON for the extra keys alone. Each
+record's extra fields ride along as the JSON text of one object (:attr:`PetColumns.extras`);
+what becomes of them is the export's choice (``--extra-fields``).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -25,6 +34,7 @@ import msgspec
 
 from petsync.client.body import MAX_JSON_DEPTH, NestingError, nested_deeper_than, parse_json
 from petsync.core.errors import PetsyncError, ProtocolError
+from petsync.core.interface import PET_FIELDS
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, is_int64, parse_pet
 
 
@@ -43,9 +53,13 @@ class PetColumns:
     >>> columns = PetColumns([1, 2], ["Rex", "Bo"], [7, 7], ["sold", None])
     >>> len(columns), columns.pets()[1]
     (2, Pet(id=2, name='Bo', categoryId=7, status=None))
+
+    ``extras`` is None when no record carried a field beyond the interface's (the usual
+    page), else one entry per row: the JSON text of the row's extra fields as one object
+    (``{"tag":"calm"}``), or None for a row without any.
     """
 
-    __slots__ = ("categories", "ids", "names", "statuses")
+    __slots__ = ("categories", "extras", "ids", "names", "statuses")
 
     def __init__(
         self,
@@ -53,11 +67,13 @@ class PetColumns:
         names: list[str],
         categories: list[int],
         statuses: list[str | None],
+        extras: list[str | None] | None = None,
     ) -> None:
         self.ids = ids
         self.names = names
         self.categories = categories
         self.statuses = statuses
+        self.extras = extras
 
     @classmethod
     def empty(cls) -> PetColumns:
@@ -77,7 +93,13 @@ class PetColumns:
     def __repr__(self) -> str:
         return f"PetColumns({len(self)} pets)"
 
-    def append(self, pet_id: int, name: str, category: int, status: str | None) -> None:
+    def append(
+        self, pet_id: int, name: str, category: int, status: str | None, extra: str | None = None
+    ) -> None:
+        if extra is not None and self.extras is None:
+            self.extras = [None] * len(self.ids)
+        if self.extras is not None:
+            self.extras.append(extra)
         self.ids.append(pet_id)
         self.names.append(name)
         self.categories.append(category)
@@ -90,11 +112,13 @@ class PetColumns:
     def where(self, keep: Sequence[bool]) -> PetColumns:
         """The rows whose ``keep`` entry is True, in order."""
         rows = [i for i, kept in enumerate(keep) if kept]
+        extras = self.extras
         return PetColumns(
             [self.ids[i] for i in rows],
             [self.names[i] for i in rows],
             [self.categories[i] for i in rows],
             [self.statuses[i] for i in rows],
+            None if extras is None else [extras[i] for i in rows],
         )
 
 
@@ -126,8 +150,8 @@ class Records:
 _Int64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 
 
-class _Record(msgspec.Struct, gc=False):
-    """The interface's Pet as the typed decoder reads it (unknown keys are ignored)."""
+class _Record(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """The interface's Pet as the typed decoder reads it (an unknown key refuses the page)."""
 
     id: _Int64
     name: str
@@ -135,27 +159,104 @@ class _Record(msgspec.Struct, gc=False):
     status: str | None = None
 
 
+class _LenientRecord(_Record, forbid_unknown_fields=False):
+    """The same record, unknown keys ignored: for pages that carry extra fields."""
+
+
 _PAGE = msgspec.json.Decoder(list[_Record])
+_LENIENT_PAGE = msgspec.json.Decoder(list[_LenientRecord])
+_UNKNOWN_FIELD = "Object contains unknown field"  # msgspec's message for an unknown key
+_KNOWN = frozenset(PET_FIELDS)
+_ANY = msgspec.json.Decoder()
+_ENCODE = msgspec.json.Encoder().encode
 
 
 def typed_records(body: bytes | bytearray) -> Records | None:
     """The page's records when every one is a valid Pet, decoded in one pass; else None.
 
     None sends the caller to the standard path (``json.loads`` and :func:`parse_records`),
-    which decides what is wrong.
+    which decides what is wrong. A page whose records carry extra fields is decoded a second
+    time, by the standard library, for those fields alone (:func:`extra_text`).
     """
     try:
-        records = _PAGE.decode(body)
+        records: list[_Record] = _PAGE.decode(body)
+    except msgspec.ValidationError as exc:
+        if not str(exc).startswith(_UNKNOWN_FIELD):
+            return None
+        return _typed_with_extras(body)
     except (msgspec.MsgspecError, ValueError, RecursionError):
         return None
+    return _typed(records, body, None)
+
+
+def _typed(
+    records: list[_Record] | list[_LenientRecord],
+    body: bytes | bytearray,
+    extras: list[str | None] | None,
+) -> Records:
     ids = [r.id for r in records]
     columns = PetColumns(
         ids,
         [r.name for r in records],
         [r.categoryId for r in records],
         [r.status for r in records],
+        extras,
     )
     return Records(ids, columns, [], body)
+
+
+def _typed_with_extras(body: bytes | bytearray) -> Records | None:
+    try:
+        records = _LENIENT_PAGE.decode(body)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        return None
+    try:
+        data = _ANY.decode(body)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        try:  # a number beyond a double (1e999): the standard library reads it as infinity
+            data = parse_json(body)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(data, list) or len(data) != len(records):  # pragma: no cover - agreed
+        return None
+    return _typed(records, body, [extra_text(record) for record in data])
+
+
+def extra_text(record: dict[str, Any]) -> str | None:
+    """The record's fields beyond the interface's as the JSON text of one object, or None.
+
+    Keys keep the server's order; the text is compact UTF-8 JSON, so equal extra fields give
+    equal text (the export's duplicate check hashes it). Values JSON cannot hold strictly
+    (NaN, infinity, a lone surrogate: only the standard path reads them) are written the
+    standard library's way, which reads them back.
+
+    >>> extra_text({"id": 1, "name": "Rex", "categoryId": 7, "tag": "calm", "CategoryId": 7})
+    '{"tag":"calm","CategoryId":7}'
+    >>> extra_text({"id": 1, "name": "Rex", "categoryId": 7, "status": None}) is None
+    True
+    """
+    if len(record) <= 4 and _KNOWN.issuperset(record):
+        return None
+    extra = {key: value for key, value in record.items() if key not in _KNOWN}
+    if not extra:
+        return None
+    try:
+        text = _ENCODE(extra)
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        return json.dumps(extra, separators=(",", ":"))
+    if b"null" in text and not _finite(extra):  # msgspec writes NaN and infinity as null
+        return json.dumps(extra, separators=(",", ":"))
+    return text.decode()
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def decode_page(body: bytes | bytearray, status_code: int, shown: str) -> Records:
@@ -219,7 +320,7 @@ def parse_records(data: list[Any], shown: str) -> Records:
                 and INT64_MIN <= category <= INT64_MAX
             ):
                 keys.append(pet_id)
-                columns.append(pet_id, name, category, status)
+                columns.append(pet_id, name, category, status, extra_text(record))
                 continue
         if nested_deeper_than(record, MAX_JSON_DEPTH - 1):
             raise ProtocolError(
@@ -234,7 +335,7 @@ def parse_records(data: list[Any], shown: str) -> Records:
             keys.append(record_key(record))
         else:
             keys.append(pet.id)
-            columns.append(pet.id, pet.name, pet.categoryId, pet.status)
+            columns.append(pet.id, pet.name, pet.categoryId, pet.status, extra_text(record))
     return Records(keys, columns, invalid)
 
 

@@ -48,3 +48,8 @@ def limit_in_range(value: object) -> bool:
     (True, False, False)
     """
     return type(value) is int and LIMIT_MIN <= value <= LIMIT_MAX
+
+
+# The fields of a Pet (Resources: Pet), in the interface's order of meaning. Any other key
+# of a listed record is an *extra field* (matched exactly: `CategoryId` is extra).
+PET_FIELDS: tuple[str, ...] = ("id", "name", "categoryId", "status")

@@ -16,11 +16,18 @@ ghost is written as the stored row of the same id with the same hash (the same c
 and only a ghost with no such twin (the pet changed, or its status listing missed it) is
 rebuilt from its page. :meth:`Deduplicated.write` then streams the winners into Parquet and
 CSV. Rows are written in the order they were stored, then the rebuilt ones; not sorted.
+
+Fields beyond the interface's travel in the scratch rows as one more column, each row's
+extra fields as JSON text (null for a row without any: every row of the usual catalogue).
+Only when some row has them does :meth:`Deduplicated.tally_extra_fields` read that column
+back, and :meth:`Deduplicated.write` turn the kept fields into typed columns after the
+interface's (:mod:`petsync.export.extra_fields`).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from array import array
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -36,6 +43,7 @@ import pyarrow.compute as pc
 from petsync.client.records import PetColumns, typed_records
 from petsync.core.models import STATUS_VALUES, Pet, PetStatus
 from petsync.export.dedup import Keys, KeyStore, make_keys
+from petsync.export.extra_fields import ARROW_TYPES, ColumnType, FieldTally, arrow_column
 from petsync.export.schema import PET_SCHEMA
 
 _OFFSET_MAX = 2**31 - 1  # Arrow string offsets are int32
@@ -53,6 +61,8 @@ ROWS_NAME = "rows.arrow"
 REBUILT_NAME = "rebuilt.arrow"
 SWEEP_PAGES_NAME = "sweep-pages.json"
 KEYS_DIR = "keys"
+EXTRAS_COLUMN = "__extra_fields"  # scratch only: each row's extra fields as JSON text
+SCRATCH_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(EXTRAS_COLUMN, pa.string()))
 Sink: TypeAlias = "Path | str | pa.NativeFile"  # where Deduplicated.write streams a file
 
 
@@ -87,12 +97,15 @@ class StatusCounts:
 
 def _hashes(columns: PetColumns) -> list[int]:
     """A hash over every field of each row (tuples hashed in C): two fetches of one id with
-    equal hashes have (all but surely: 64 bits, keyed per process) the same content."""
-    return list(
-        map(
-            hash, zip(columns.ids, columns.names, columns.categories, columns.statuses, strict=True)
-        )
-    )
+    equal hashes have (all but surely: 64 bits, keyed per process) the same content.
+    A row's extra fields count when it has some; a row without any hashes as it always did."""
+    rows = zip(columns.ids, columns.names, columns.categories, columns.statuses, strict=True)
+    if columns.extras is None:
+        return list(map(hash, rows))
+    return [
+        hash(row) if extra is None else hash((*row, extra))
+        for row, extra in zip(rows, columns.extras, strict=True)
+    ]
 
 
 class _Buffer:
@@ -109,6 +122,7 @@ class _Buffer:
         self.names: list[str] = []
         self.categories: list[int] = []
         self.statuses: list[str | None] = []
+        self.extras: list[str | None] | None = None  # None while no row had extra fields
         self.seqs: list[int] = []
         self.hashes: list[int] = []
         self.ghost_ids: list[int] = []
@@ -118,6 +132,10 @@ class _Buffer:
     def add(self, pets: PetColumns, seq: int) -> None:
         statuses = pets.statuses
         self.hashes.extend(_hashes(pets))
+        if pets.extras is not None and self.extras is None:
+            self.extras = [None] * len(self.ids)
+        if self.extras is not None:
+            self.extras.extend(pets.extras or itertools.repeat(None, len(pets)))
         self.ids.extend(pets.ids)
         self.names.extend(pets.names)
         self.categories.extend(pets.categories)
@@ -212,7 +230,8 @@ class PetCollector:
         self._keys = KeyStore(scratch / KEYS_DIR, memory_budget)
         self._sweep_pages = _SweepPages(scratch / SWEEP_PAGES_NAME)
         self._spill_path = scratch / ROWS_NAME
-        self._writer = pa.ipc.new_file(str(self._spill_path), PET_SCHEMA)
+        self._writer = pa.ipc.new_file(str(self._spill_path), SCRATCH_SCHEMA)
+        self.saw_extra_fields = False
         self._rows = 0
         self._spilled_bytes = 0
         self._closed = False
@@ -237,6 +256,8 @@ class PetCollector:
         if source == SWEEP_SOURCE and body is not None and self._listed:
             pets = self._add_ghosts(buffer, pets, body, seq)
         if len(pets):
+            if pets.extras is not None:
+                self.saw_extra_fields = True
             buffer.add(pets, seq)
         if buffer.full(self._batch_rows):
             self._spill(buffer)
@@ -260,7 +281,11 @@ class PetCollector:
     def _spill(self, buffer: _Buffer) -> None:
         batch = None
         if len(buffer):
-            batch = _batch(PetColumns(buffer.ids, buffer.names, buffer.categories, buffer.statuses))
+            batch = _batch(
+                PetColumns(
+                    buffer.ids, buffer.names, buffer.categories, buffer.statuses, buffer.extras
+                )
+            )
         stored = (buffer.ids, buffer.seqs, buffer.hashes)
         ghosts = (buffer.ghost_ids, buffer.ghost_seqs, buffer.ghost_hashes)
         buffer.reset()
@@ -296,6 +321,7 @@ class PetCollector:
             rebuilt_path=rebuilt_path,
             rebuilt=rebuilt,
             scratch_bytes=scratch_bytes,
+            has_extra_fields=self.saw_extra_fields,
         )
 
     @property
@@ -314,7 +340,7 @@ class PetCollector:
         path = self._scratch / REBUILT_NAME
         wanted_seqs = keys["seq"]
         count = 0
-        with pa.ipc.new_file(str(path), PET_SCHEMA) as writer:
+        with pa.ipc.new_file(str(path), SCRATCH_SCHEMA) as writer:
             for seq, body in self._sweep_pages.bodies(np.unique(wanted_seqs).tolist()):
                 records = typed_records(body)
                 assert records is not None  # it was decoded by the typed decoder before
@@ -346,17 +372,42 @@ class PetCollector:
 
 
 def _batch(columns: PetColumns) -> pa.RecordBatch:
-    """The columns as an Arrow record batch of the snapshot schema (ids are exact: every one
+    """The columns as an Arrow record batch of the scratch schema (ids are exact: every one
     passed the int64 check)."""
+    extras = columns.extras
     return pa.record_batch(
         [
             _int64_array(np.array(columns.ids, dtype=np.int64)),
             _string_array(columns.names),
             _int64_array(np.array(columns.categories, dtype=np.int64)),
             _string_array(columns.statuses),
+            pa.nulls(len(columns), pa.string()) if extras is None else _string_array(extras),
         ],
-        schema=PET_SCHEMA,
+        schema=SCRATCH_SCHEMA,
     )
+
+
+def output_schema(extra_columns: Mapping[str, ColumnType]) -> pa.Schema:
+    """The snapshot schema, then one nullable column per kept extra field, in the given order."""
+    schema = PET_SCHEMA
+    for name, column in extra_columns.items():
+        schema = schema.append(pa.field(name, ARROW_TYPES[column], nullable=True))
+    return schema
+
+
+def _output_batch(
+    batch: pa.RecordBatch, extra_columns: Mapping[str, ColumnType], schema: pa.Schema
+) -> pa.RecordBatch:
+    """A scratch batch as the snapshot writes it: the interface's columns, then the kept ones."""
+    known = batch.columns[:4]
+    if not extra_columns:
+        return pa.RecordBatch.from_arrays(known, schema=schema)
+    decoded = [None if t is None else json.loads(t) for t in batch.column(4).to_pylist()]
+    kept = [
+        arrow_column([None if d is None else d.get(name) for d in decoded], column)
+        for name, column in extra_columns.items()
+    ]
+    return pa.RecordBatch.from_arrays([*known, *kept], schema=schema)
 
 
 # Columns are built without pa.array(): on its first call pa.array() imports pandas (its
@@ -423,6 +474,7 @@ class Deduplicated:
     rebuilt_path: Path | None = None  # winning sweep rows rebuilt from their pages
     rebuilt: int = 0
     scratch_bytes: int = 0  # written to the scratch area: rows, sweep pages, spilled keys
+    has_extra_fields: bool = False  # some row stored had fields beyond the interface's
 
     @property
     def pets(self) -> int:
@@ -434,6 +486,7 @@ class Deduplicated:
         csv_path: Sink | None,
         *,
         metadata: Mapping[bytes, bytes] | None = None,
+        extra_columns: Mapping[str, ColumnType] | None = None,
     ) -> CollectedPets:
         """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
 
@@ -443,18 +496,21 @@ class Deduplicated:
 
         pyarrow's CSV writer quotes every string and writes null as an empty unquoted
         field, so a null status (``,``) and an empty string (``,""``) stay distinct; ints
-        are plain digits.
+        are plain digits. ``extra_columns`` names the extra fields kept as columns, with
+        their types, in the order they follow the interface's columns.
         """
         import pyarrow.csv as pa_csv
         import pyarrow.parquet as pq
 
         counts = StatusCounts()
-        schema = PET_SCHEMA.with_metadata(dict(metadata)) if metadata else PET_SCHEMA
+        columns = extra_columns or {}
+        plain = output_schema(columns)
+        schema = plain.with_metadata(dict(metadata)) if metadata else plain
         parquet = pq.ParquetWriter(_sink(parquet_path), schema, compression="zstd")
         csv = (
             pa_csv.CSVWriter(
                 _sink(csv_path),
-                PET_SCHEMA,
+                plain,
                 write_options=pa_csv.WriteOptions(include_header=True, quoting_style="needed"),
             )
             if csv_path is not None
@@ -466,11 +522,11 @@ class Deduplicated:
         def flush() -> None:
             nonlocal pending, pending_rows
             if pending:
-                parquet.write_table(pa.Table.from_batches(pending, schema=PET_SCHEMA))
+                parquet.write_table(pa.Table.from_batches(pending, schema=plain))
                 pending, pending_rows = [], 0
 
         try:
-            for batch in self._winning_batches():
+            for batch in self.batches(columns):
                 counts.add(batch.column(3))
                 if csv is not None:
                     csv.write_batch(batch)
@@ -497,9 +553,30 @@ class Deduplicated:
             scratch_bytes=self.scratch_bytes,
         )
 
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        """The winning rows as record batches, streamed from the scratch file (for Delta)."""
-        return self._winning_batches()
+    def batches(
+        self, extra_columns: Mapping[str, ColumnType] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """The winning rows as record batches of the snapshot schema (and ``extra_columns``),
+        streamed from the scratch file."""
+        columns = extra_columns or {}
+        schema = output_schema(columns)
+        for batch in self._winning_batches():
+            yield _output_batch(batch, columns, schema)
+
+    def tally_extra_fields(self) -> FieldTally:
+        """Count the extra fields of the winning rows (reads the scratch file only when some
+        row had any)."""
+        tally = FieldTally()
+        if not self.has_extra_fields:
+            return tally
+        for batch in self._winning_batches():
+            extras = batch.column(4)
+            if extras.null_count == len(extras):
+                continue
+            for text in extras.to_pylist():
+                if text is not None:
+                    tally.add(text)
+        return tally
 
     def _winning_batches(self) -> Iterator[pa.RecordBatch]:
         """The scratch file's batches, read one at a time (no memory map), winners only."""

@@ -21,6 +21,12 @@ EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
 # hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table.
 TableFormat = Literal["hive", "delta"]
 TABLE_FORMATS: tuple[str, ...] = ("hive", "delta")
+# What becomes of fields the API sends beyond the interface's (see export.extra_fields):
+# dropped (said in the output), kept as columns, or refused (nothing published, exit 1).
+ExtraFieldsMode = Literal["drop", "keep", "fail"]
+EXTRA_FIELDS_MODES: tuple[ExtraFieldsMode, ...] = ("drop", "keep", "fail")
+DEFAULT_EXTRA_FIELDS: ExtraFieldsMode = "drop"
+EXTRA_FIELDS_OPTION = "--extra-fields"
 
 DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
 DEFAULT_SWEEP = True
@@ -59,6 +65,7 @@ class ExportConfig:
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     scratch_dir: Path | None = None
     table_format: TableFormat = DEFAULT_TABLE_FORMAT
+    extra_fields: ExtraFieldsMode = DEFAULT_EXTRA_FIELDS
 
     def __post_init__(self) -> None:
         location = parse_location(self.out_dir)
@@ -67,6 +74,11 @@ class ExportConfig:
             raise ConfigError(
                 f"unknown table format {self.table_format!r}; use one of: "
                 f"{', '.join(TABLE_FORMATS)}"
+            )
+        if self.extra_fields not in EXTRA_FIELDS_MODES:
+            raise ConfigError(
+                f"unknown {EXTRA_FIELDS_OPTION} choice {self.extra_fields!r}; use one of: "
+                f"{', '.join(EXTRA_FIELDS_MODES)}"
             )
         object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
         if not self.statuses and not self.sweep:

@@ -15,6 +15,11 @@ The schema is enforced: a table at ``OUT/pets`` whose schema is not exactly this
 that is not partitioned by ``snapshot_date``, is refused with a clear error before the first
 API request (:func:`check_table`, called under the lock) and checked again before the commit
 (delta-rs itself would cast an int32 column silently). Ids are int64, exact to 2**63-1.
+
+With ``--extra-fields keep`` the schema evolves by adding columns only: a field the API
+starts sending becomes a new nullable column after the others (``schema_mode="merge"``; null
+in the dates before it), while a kept field whose values no longer fit its column's type,
+like any change of a known column's type, is refused before the commit.
 Quarantined records, which have no place in a typed table, go to
 ``OUT/_quarantine/snapshot_date=.../_quarantine.jsonl``.
 """
@@ -32,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.collector import Deduplicated, StatusCounts
+from petsync.export.collector import Deduplicated, StatusCounts, output_schema
+from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
 from petsync.export.listings import FetchResult
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
@@ -129,8 +135,9 @@ def check_table(location: Location) -> None:
 
 
 def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
-    """Refuse a table whose schema is not exactly the snapshot schema plus the date, or that
-    is not partitioned by the date; the message names each difference."""
+    """Refuse a table whose schema is not the snapshot schema plus the date (then extra-field
+    columns of petsync's types), or that is not partitioned by the date; the message names
+    each difference."""
     found = pa.schema(table.schema().to_arrow())
     differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
     partitions = list(table.metadata().partition_columns)
@@ -156,6 +163,9 @@ def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
     """
     expected = [(f.name, str(f.type)) for f in DELTA_SCHEMA]
     wanted, found = dict(expected), dict(actual)
+    # Kept extra fields (--extra-fields keep) follow the snapshot's columns, in its types.
+    evolved = {str(t) for t in ARROW_TYPES.values()}
+    actual = [(n, k) for n, k in actual if n in wanted or k not in evolved]
     differences: list[str] = []
     for name, kind in expected:
         if name not in found:
@@ -180,29 +190,58 @@ def _plain_type(arrow_type: pa.DataType) -> str:
     return str(arrow_type)
 
 
+def check_column_types(table: Any, columns: dict[str, ColumnType], where: str) -> None:
+    """Refuse to commit a kept extra field whose column already exists with another type."""
+    found = {f.name: _plain_type(f.type) for f in pa.schema(table.schema().to_arrow())}
+    changed = [
+        f"column {name} is {found[name]}, tonight's values are {column}"
+        for name, column in columns.items()
+        if name in found and found[name] != str(ARROW_TYPES[column])
+    ]
+    if changed:
+        raise ConfigError(
+            f"the Delta table at {where} cannot take tonight's extra fields: "
+            + "; ".join(changed)
+            + ". petsync adds columns but never changes a column's type: export with "
+            "--extra-fields drop, or to another --out. Nothing was committed."
+        )
+
+
 def commit_snapshot(
-    run: _Run, collected: Deduplicated, fetched: FetchResult, drop: DropCheck
+    run: _Run,
+    collected: Deduplicated,
+    fetched: FetchResult,
+    drop: DropCheck,
+    extra_fields: ExtraFieldsReport | None = None,
+    columns: dict[str, ColumnType] | None = None,
 ) -> ExportReport:
-    """Commit the night's pets as one atomic replacement of its date's partition."""
+    """Commit the night's pets as one atomic replacement of its date's partition, adding a
+    column for each new kept extra field (``columns``)."""
     deltalake = _deltalake()
     config = run.config
     location = config.location
+    columns = columns or {}
     existing = open_table(location)
     if existing is not None:
         check_schema(existing, table_uri(location))
+        check_column_types(existing, columns, table_uri(location))
     counts = StatusCounts()
     for batch in collected.batches():
         counts.add(batch.column(3))
-    report = run.report(fetched, collected.counted(counts), drop)
+    report = run.report(fetched, collected.counted(counts), drop, extra_fields)
     _write_quarantine(run, location)
     run.lock.confirm()
     uri = table_uri(location)
     try:
         deltalake.write_deltalake(
             uri,
-            pa.RecordBatchReader.from_batches(DELTA_SCHEMA, _dated(collected, run.date)),
+            pa.RecordBatchReader.from_batches(
+                _dated_schema(columns), _dated(collected, run.date, columns)
+            ),
             partition_by=[PARTITION_KEY],
             mode="overwrite",
+            # Adds the new kept fields' columns; a night without one leaves it null.
+            schema_mode="merge" if columns or _has_extra_columns(existing) else None,
             predicate=f"{PARTITION_KEY} = '{run.date.isoformat()}'",
             storage_options=storage_options(location),
             commit_properties=deltalake.CommitProperties(
@@ -223,10 +262,28 @@ def commit_snapshot(
     return dataclasses.replace(report, snapshot_path=uri, pruned=pruned, table_version=version)
 
 
-def _dated(collected: Deduplicated, date: dt.date) -> Iterator[pa.RecordBatch]:
-    for batch in collected.batches():
+def _has_extra_columns(table: Any | None) -> bool:
+    return table is not None and len(pa.schema(table.schema().to_arrow())) > len(DELTA_SCHEMA)
+
+
+def _dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
+    """The table's schema: the snapshot's columns, the date, then the kept extra fields."""
+    schema = DELTA_SCHEMA
+    extra = output_schema(columns)
+    for index in range(len(PET_SCHEMA), len(extra)):
+        schema = schema.append(extra.field(index))
+    return schema
+
+
+def _dated(
+    collected: Deduplicated, date: dt.date, columns: dict[str, ColumnType]
+) -> Iterator[pa.RecordBatch]:
+    schema = _dated_schema(columns)
+    known = len(PET_SCHEMA)
+    for batch in collected.batches(columns):
         dates = pa.array([date] * batch.num_rows, pa.date32())
-        yield pa.RecordBatch.from_arrays([*batch.columns, dates], schema=DELTA_SCHEMA)
+        arrays = batch.columns
+        yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
 
 
 def _write_quarantine(run: _Run, location: Location) -> None:

@@ -1,7 +1,10 @@
 """Compare two snapshots: pets added, removed, renamed, recategorised and moved between statuses.
 
 The interface documents no status transitions (States and transitions: "not shown"); a
-diff of two nightly snapshots makes the ones that happen visible.
+diff of two nightly snapshots makes the ones that happen visible. Fields the API sends
+beyond the interface's are compared too: which appeared or disappeared between the two
+nights (from the manifests, whatever ``--extra-fields`` was), and, for fields both
+snapshots kept as columns, each pet whose value changed.
 
 >>> d = diff_snapshots("2026-11-21", "2026-11-22", directory=Path("out"))   # doctest: +SKIP
 >>> d.added, d.removed, d.status_transitions                                # doctest: +SKIP
@@ -17,14 +20,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from petsync.export.extra_fields import previous_fields
+from petsync.export.schema import extra_columns
 from petsync.export.snapshot import SnapshotInfo, find_snapshot, read_table
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 Transition = tuple[str | None, str | None]  # (old status, new status); None: no status
 
@@ -34,7 +40,10 @@ class SnapshotDiff:
     """Counts of the changes from ``old`` to ``new``, and the changed rows.
 
     The row frames have the snapshot columns; ``renamed_rows`` has ``id``, ``name_old``,
-    ``name_new``; ``transition_rows`` has ``id``, ``name``, ``status_old``, ``status_new``.
+    ``name_new``; ``transition_rows`` has ``id``, ``name``, ``status_old``, ``status_new``;
+    ``field_change_rows`` (kept extra fields) has ``id``, ``name``, ``field``, ``value_old``,
+    ``value_new``. ``fields_appeared`` and ``fields_disappeared`` name the extra fields sent
+    on one night and not the other.
     """
 
     old: SnapshotInfo
@@ -44,6 +53,17 @@ class SnapshotDiff:
     renamed_rows: pd.DataFrame
     recategorised_rows: pd.DataFrame
     transition_rows: pd.DataFrame
+    field_change_rows: pd.DataFrame | None = None
+    fields_appeared: tuple[str, ...] = field(default=())
+    fields_disappeared: tuple[str, ...] = field(default=())
+
+    @property
+    def field_changes(self) -> dict[str, int]:
+        """How many pets' values changed, per kept extra field, e.g. ``{"tag": 3}``."""
+        frame = self.field_change_rows
+        if frame is None or not len(frame):
+            return {}
+        return {str(k): int(v) for k, v in frame["field"].value_counts().sort_index().items()}
 
     @property
     def added(self) -> int:
@@ -89,6 +109,11 @@ class SnapshotDiff:
                 {"from": old, "to": new, "pets": count}
                 for (old, new), count in self.status_transitions.items()
             ],
+            "fields_appeared": list(self.fields_appeared),
+            "fields_disappeared": list(self.fields_disappeared),
+            "field_changes": [
+                {"field": name, "pets": count} for name, count in self.field_changes.items()
+            ],
         }
         if details:
             body["details"] = {
@@ -97,6 +122,9 @@ class SnapshotDiff:
                 "renamed": _records(self.renamed_rows),
                 "recategorised": _records(self.recategorised_rows),
                 "status_transitions": _records(self.transition_rows),
+                "field_changes": _records(self.field_change_rows)
+                if self.field_change_rows is not None
+                else [],
             }
         return body
 
@@ -141,28 +169,32 @@ def diff_snapshots(
 
     old_info = find_snapshot(old, directory=directory)
     new_info = find_snapshot(new, directory=directory)
-    before = to_dataframe(read_table(old_info))
-    after = to_dataframe(read_table(new_info))
+    old_table, new_table = read_table(old_info), read_table(new_info)
+    before = to_dataframe(old_table)
+    after = to_dataframe(new_table)
+    kept = [c for c in extra_columns(old_table.schema) if c in new_table.schema.names]
     for frame in (before, after):
         frame["status"] = frame["status"].astype("string")  # a missing status stays <NA>
     both = before.merge(after, on="id", how="outer", suffixes=("_old", "_new"), indicator=True)
     removed = both[both["_merge"] == "left_only"]
     added = both[both["_merge"] == "right_only"]
-    kept = both[both["_merge"] == "both"]
+    in_both = both[both["_merge"] == "both"]
+    old_fields = _extra_field_names(old_info, old_table)
+    new_fields = _extra_field_names(new_info, new_table)
 
     def side(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
         out = frame[["id", f"name{suffix}", f"categoryId{suffix}", f"status{suffix}"]]
         out = out.set_axis(["id", "name", "categoryId", "status"], axis=1)
         return out.sort_values("id").reset_index(drop=True)
 
-    renamed = kept[kept["name_old"] != kept["name_new"]][["id", "name_old", "name_new"]]
-    recategorised = kept[kept["categoryId_old"] != kept["categoryId_new"]][
+    renamed = in_both[in_both["name_old"] != in_both["name_new"]][["id", "name_old", "name_new"]]
+    recategorised = in_both[in_both["categoryId_old"] != in_both["categoryId_new"]][
         ["id", "name_new", "categoryId_old", "categoryId_new"]
     ].rename(columns={"name_new": "name"})
-    status_old, status_new = kept["status_old"], kept["status_new"]
+    status_old, status_new = in_both["status_old"], in_both["status_new"]
     # <NA> compares as unknown: a status that appeared or went is a change too.
     differs = (status_old.isna() != status_new.isna()) | (status_old != status_new).fillna(False)
-    moved = kept[differs.astype(bool)][["id", "name_new", "status_old", "status_new"]].rename(
+    moved = in_both[differs.astype(bool)][["id", "name_new", "status_old", "status_new"]].rename(
         columns={"name_new": "name"}
     )
     return SnapshotDiff(
@@ -173,7 +205,42 @@ def diff_snapshots(
         renamed_rows=renamed.sort_values("id").reset_index(drop=True),
         recategorised_rows=recategorised.sort_values("id").reset_index(drop=True),
         transition_rows=moved.sort_values("id").reset_index(drop=True),
+        field_change_rows=_field_changes(in_both, kept),
+        fields_appeared=tuple(sorted(new_fields - old_fields)),
+        fields_disappeared=tuple(sorted(old_fields - new_fields)),
     )
+
+
+def _extra_field_names(info: SnapshotInfo, table: pa.Table) -> set[str]:
+    """The extra fields a snapshot saw: its manifest's (kept or not), and its extra columns."""
+    return set(previous_fields(info.manifest)) | set(extra_columns(table.schema))
+
+
+def _field_changes(in_both: pd.DataFrame, fields: list[str]) -> pd.DataFrame:
+    """One row per pet and kept field whose value differs (a null and a value differ too)."""
+    import pandas as pd
+
+    parts = []
+    for name in fields:
+        old, new = in_both[f"{name}_old"].astype(object), in_both[f"{name}_new"].astype(object)
+        same = (old.isna() & new.isna()) | (old == new).fillna(False).astype(bool)
+        changed = in_both[~same]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "id": changed["id"],
+                    "name": changed["name_new"],
+                    "field": name,
+                    "value_old": old[~same],
+                    "value_new": new[~same],
+                }
+            )
+        )
+    columns = ["id", "name", "field", "value_old", "value_new"]
+    if not parts:
+        return pd.DataFrame({c: [] for c in columns})
+    frame = pd.concat(parts, ignore_index=True)
+    return frame.sort_values(["id", "field"]).reset_index(drop=True)[columns]
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

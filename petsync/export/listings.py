@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from petsync.core.models import PetStatus
 from petsync.core.stop import StopRequest
 from petsync.export.collector import PetCollector, source_of
 from petsync.export.config import SWEEP_LABEL, ExportConfig
+from petsync.export.extra_fields import ColumnType, screen
 from petsync.export.quarantine import Quarantine
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ def fetch_listings(
     progress: ExportProgress | None = None,
     scratch: Path | None = None,
     stop: StopRequest | None = None,
+    extra_columns: Mapping[str, ColumnType] | None = None,
 ) -> FetchResult:
     """Run every listing of ``config`` (up to ``config.concurrency`` at once); fail fast.
 
@@ -139,6 +141,8 @@ def fetch_listings(
     include whatever the client did for these listings and nothing from earlier use. With
     ``scratch``, each listing's record of ids seen keeps to its share of the memory budget
     (a quarter of ``config.per_pet_memory``, split between the listings) and spills there.
+    ``extra_columns`` are the kept extra fields whose column type is already fixed: a pet
+    whose value does not fit goes to the quarantine (:func:`~petsync.export.extra_fields.screen`).
     """
     plan: list[PetStatus | None] = list(config.statuses)
     if config.sweep:
@@ -157,6 +161,7 @@ def fetch_listings(
         seen_budget,
     )
     paging.stop_request = stop
+    paging.extra_columns = extra_columns or {}
     with ThreadPoolExecutor(
         max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
     ) as pool:
@@ -194,6 +199,7 @@ class _Paging:
     seen_budget: SeenBudget | None = None
     stop: threading.Event = field(default_factory=threading.Event)  # another listing failed
     stop_request: StopRequest | None = None  # a signal: stop after the current page
+    extra_columns: Mapping[str, ColumnType] = field(default_factory=dict)
 
     def run(self, status: PetStatus | None) -> ListingResult:
         label = SWEEP_LABEL if status is None else status.value
@@ -207,10 +213,14 @@ class _Paging:
         pets = invalid = 0
         stopped_by: str | None = None
         for pages, page in enumerate(listing, start=1):
-            self.collector.add(source, page.columns, page.body)
-            self.quarantine.add(label, page.invalid)
-            pets += len(page.columns)
-            invalid += len(page.invalid)
+            columns, body, misfits = page.columns, page.body, []
+            screened = screen(columns, self.extra_columns, page.url) if self.extra_columns else None
+            if screened is not None:  # the page's body no longer matches its columns
+                columns, misfits, body = screened[0], screened[1], None
+            self.collector.add(source, columns, body)
+            self.quarantine.add(label, page.invalid + misfits)
+            pets += len(columns)
+            invalid += len(page.invalid) + len(misfits)
             self.progress.page_done(label, pages, pets)
             if self.stop.is_set():  # the run is lost: stop paging
                 break

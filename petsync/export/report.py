@@ -24,6 +24,8 @@ from petsync.core.errors import ExitCode, IncompleteError
 from petsync.core.interface import API_VERSION
 from petsync.export.collector import CollectedPets
 from petsync.export.config import CSV_NULL, ExportConfig
+from petsync.export.extra_fields import MANIFEST_KEY as EXTRA_FIELDS_KEY
+from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.listings import FetchResult, ListingResult
 from petsync.export.snapshot import (
     QUARANTINE_NAME,
@@ -146,6 +148,7 @@ class ExportReport:
     pruned: list[Path | str] = field(default_factory=list)
     run_id: str = ""  # also in the Parquet footer (or the Delta commit): readers match them
     table_version: int | None = None  # the Delta table version committed (--table-format delta)
+    extra_fields: ExtraFieldsReport = field(default_factory=lambda: ExtraFieldsReport("drop"))
 
     @property
     def complete(self) -> bool:
@@ -190,8 +193,12 @@ class ExportReport:
 
     @property
     def warnings(self) -> list[str]:
-        """What is wrong with this snapshot and what to do; empty when it can be trusted."""
-        return outcome_warnings(self.fetched, self.drop, strict=self.config.strict)
+        """What is wrong with this snapshot and what to do, then, the night the API's extra
+        fields change, what became of them (that one alone leaves the exit code 0)."""
+        return (
+            outcome_warnings(self.fetched, self.drop, strict=self.config.strict)
+            + self.extra_fields.warnings()
+        )
 
     @property
     def exit_code(self) -> ExitCode:
@@ -268,6 +275,7 @@ class ExportReport:
             "run_id": self.run_id,
             "files": files,
             "csv_null": CSV_NULL,
+            EXTRA_FIELDS_KEY: self.extra_fields.to_json(),
         }
 
     def manifest_text(self) -> str:

@@ -33,7 +33,14 @@ from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
 from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
-from petsync.export.config import ExportConfig
+from petsync.export.config import EXTRA_FIELDS_OPTION, ExportConfig
+from petsync.export.extra_fields import (
+    ColumnType,
+    ExtraFieldsReport,
+    choose_column,
+    fixed_columns,
+    summarise,
+)
 from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
 from petsync.export.quarantine import Quarantine
 from petsync.export.report import (
@@ -43,8 +50,10 @@ from petsync.export.report import (
     check_drop,
     outcome_warnings,
 )
+from petsync.export.schema import COLUMNS
 from petsync.export.snapshot import (
     MANIFEST_NAME,
+    PARTITION_KEY,
     QUARANTINE_NAME,
     RUN_ID_KEY,
     SnapshotInfo,
@@ -173,8 +182,19 @@ class _Run:
         duration = self.clock.monotonic() - self.start
         return RunTiming(self.started_at, self.clock.now(), duration)
 
+    @property
+    def fixed_columns(self) -> dict[str, ColumnType]:
+        """Extra fields kept as columns by the previous snapshot: their types stay (keep)."""
+        if self.config.extra_fields != "keep" or self.previous is None:
+            return {}
+        return fixed_columns(self.previous.manifest)
+
     def report(
-        self, fetched: FetchResult, collected: CollectedPets, drop: DropCheck
+        self,
+        fetched: FetchResult,
+        collected: CollectedPets,
+        drop: DropCheck,
+        extra_fields: ExtraFieldsReport | None = None,
     ) -> ExportReport:
         """The run's report (and manifest), before publishing: no snapshot path yet."""
         return ExportReport(
@@ -186,6 +206,7 @@ class _Run:
             drop=drop,
             timing=self.timing(),
             run_id=self.run_id,
+            extra_fields=extra_fields or ExtraFieldsReport(self.config.extra_fields),
         )
 
 
@@ -247,6 +268,7 @@ def _fetch(
             progress=progress,
             scratch=scratch,
             stop=stop,
+            extra_columns=run.fixed_columns,
         )
 
 
@@ -263,6 +285,7 @@ def _lister(config: ExportConfig, client: PetLister | None) -> Iterator[PetListe
 def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> ExportReport:
     """Judge the collected pets, write the snapshot files and publish them (or commit)."""
     config = run.config
+    extra_fields, columns = _extra_fields(run, collected)
     drop = check_drop(collected.pets, run.previous, config.max_drop)
     if config.strict:
         refusals = outcome_warnings(fetched, drop, strict=True)
@@ -276,18 +299,58 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
     if config.table_format == "delta":
         from petsync.export.delta import commit_snapshot
 
-        return commit_snapshot(run, collected, fetched, drop)
+        return commit_snapshot(run, collected, fetched, drop, extra_fields, columns)
     trusted = fetched.complete and not drop.flagged  # the report's exit code 0
-    report = run.report(fetched, _write_files(run, collected, trusted), drop)
+    report = run.report(fetched, _write_files(run, collected, trusted, columns), drop, extra_fields)
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())
     run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)
     path = run.staged.publish(run.date)
     return _published(run, report, path)
 
 
-def _write_files(run: _Run, collected: Deduplicated, trusted: bool) -> CollectedPets:
+def _extra_fields(
+    run: _Run, collected: Deduplicated
+) -> tuple[ExtraFieldsReport, dict[str, ColumnType]]:
+    """The night's extra fields, and the columns ``keep`` writes; ``fail`` refuses them."""
+    config = run.config
+    tally = collected.tally_extra_fields()
+    fixed = run.fixed_columns
+    columns: dict[str, ColumnType] = {}
+    if config.extra_fields == "keep":
+        # Most readers (DuckDB, Delta, Spark) match column names without regard to case: a
+        # field whose name clashes with a column already written gets none.
+        taken = {name.lower() for name in (*COLUMNS, PARTITION_KEY)}
+        for name in sorted(tally.fields):
+            if name.lower() not in taken:
+                taken.add(name.lower())
+                columns[name] = fixed.get(name) or choose_column(tally.fields[name])
+    previous = run.previous
+    report = summarise(
+        config.extra_fields,
+        tally,
+        columns,
+        today=run.date,
+        previous=previous.manifest if previous is not None else None,
+        previous_date=previous.date if previous is not None else None,
+    )
+    if config.extra_fields == "fail" and report.fields:
+        shown = ", ".join(
+            f"{f.name} ({'/'.join(f.json_types)}, on {f.pets} pets)" for f in report.fields
+        )
+        raise PetsyncError(
+            f"export refused to publish ({EXTRA_FIELDS_OPTION} fail): the API sent fields "
+            f"beyond the interface's: {shown}. Nothing was published; the previous snapshot "
+            f"stays the latest. Update the agreed schema, then re-run with {EXTRA_FIELDS_OPTION} "
+            f"keep (or drop)."
+        )
+    return report, columns
+
+
+def _write_files(
+    run: _Run, collected: Deduplicated, trusted: bool, columns: dict[str, ColumnType]
+) -> CollectedPets:
     """Stream the winning rows into the staged Parquet file (and CSV), named as trusted or
-    flagged (:func:`~petsync.export.snapshot.data_name`)."""
+    flagged (:func:`~petsync.export.snapshot.data_name`), with the kept extra columns."""
     staged = run.staged
     with contextlib.ExitStack() as streams:
         parquet = streams.enter_context(staged.output(data_name(trusted)))
@@ -296,7 +359,9 @@ def _write_files(run: _Run, collected: Deduplicated, trusted: bool) -> Collected
             if run.config.writes_csv
             else None
         )
-        return collected.write(parquet, csv, metadata={RUN_ID_KEY: run.run_id.encode()})
+        return collected.write(
+            parquet, csv, metadata={RUN_ID_KEY: run.run_id.encode()}, extra_columns=columns
+        )
 
 
 def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportReport:

@@ -1,7 +1,10 @@
 """The one table schema of a pets snapshot, in Arrow and in pandas.
 
-Every snapshot has exactly these columns, named as the API names them (interface, Pet):
-``id`` int64, ``name`` string, ``categoryId`` int64 and ``status`` string. ``id``, ``name``
+Every snapshot has these columns first, named as the API names them (interface, Pet):
+``id`` int64, ``name`` string, ``categoryId`` int64 and ``status`` string. A snapshot
+exported with ``--extra-fields keep`` has one more nullable column per field the API sent
+beyond the interface's (string, int64, float64 or bool; see
+:mod:`petsync.export.extra_fields`), after these; readers keep them. ``id``, ``name``
 and ``categoryId`` are required by the interface, so they are never null (a record without
 them is quarantined, not written); ``status`` is null when the API sent no status. The
 schema is written down, never inferred, so an all-null column keeps its type and a snapshot
@@ -47,7 +50,8 @@ def empty_table() -> pa.Table:
 
 
 def conform(table: pa.Table) -> pa.Table:
-    """Return ``table`` with exactly the snapshot schema: column order, types, nullability.
+    """Return ``table`` with the snapshot schema first (column order, types, nullability),
+    then its other columns (kept extra fields) as they are.
 
     Raises ``ValueError`` if a column is missing or a required column holds a null, so a
     table that breaks the schema is never written.
@@ -58,7 +62,15 @@ def conform(table: pa.Table) -> pa.Table:
     for field in PET_SCHEMA:
         if not field.nullable and table.column(field.name).null_count:
             raise ValueError(f"column {field.name!r} holds nulls but is required")
-    return table.select(list(COLUMNS)).cast(PET_SCHEMA)
+    known = table.select(list(COLUMNS)).cast(PET_SCHEMA)
+    for name in extra_columns(table.schema):
+        known = known.append_column(table.schema.field(name), table.column(name))
+    return known
+
+
+def extra_columns(schema: pa.Schema) -> list[str]:
+    """The columns of ``schema`` beyond the snapshot schema's, in their order."""
+    return [name for name in schema.names if name not in COLUMNS]
 
 
 def status_categories(values: Iterable[str | None]) -> list[str]:
@@ -86,7 +98,21 @@ def to_dataframe(table: pa.Table) -> pd.DataFrame:
     uniques = pc.unique(table.column("status")).to_pylist()
     status_dtype = pd.CategoricalDtype(status_categories(uniques))
     frame["status"] = table.column("status").to_pandas().astype(status_dtype)
+    for name in extra_columns(table.schema):
+        frame[name] = table.column(name).to_pandas(types_mapper=_nullable_mapper)
     return frame
+
+
+def _nullable_mapper(arrow_type: pa.DataType) -> object:
+    """Kept extra fields as pandas' nullable dtypes: exact ints, and nulls never NaN'd."""
+    import pandas as pd
+
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pd.StringDtype()
+    if str(arrow_type) == "string_view":  # how delta-rs may read strings back
+        return pd.StringDtype()
+    mapping = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype()}
+    return mapping.get(arrow_type, pd.BooleanDtype() if pa.types.is_boolean(arrow_type) else None)
 
 
 def _int64_mapper(arrow_type: pa.DataType) -> object:

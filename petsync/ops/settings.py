@@ -17,6 +17,8 @@ show`` prints them)::
     limits        --timeout, --retries, --retry-budget, --max-response-size (or a job file's
                   keys of those names), else the environment's keys of those names, else
                   the client's defaults (:mod:`petsync.ops.limits`)
+    extra fields  --extra-fields (or a job file's extra_fields), else the environment's
+                  extra_fields, else drop (the export checks the choice, naming its source)
 
 The key never comes from a command-line value (it would show in ``ps`` and shell history) nor
 from a config or job file; a key file that group or others can read is refused with the
@@ -29,6 +31,7 @@ from a config or job file; a key file that group or others can read is refused w
     base_url = "https://staging.petstore.example.com/v1"
     api_key_file = "~/.config/petsync/staging.key"   # relative paths: to this file's folder
     timeout = 120                                    # and the other client limits
+    extra_fields = "keep"                            # fields beyond the interface's
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ ENV_ENVIRONMENT = "PETSYNC_ENV"  # chooses the environment, as AWS_PROFILE choos
 ENV_CONFIG = "PETSYNC_CONFIG"  # names the config file
 DEFAULT_ENV = "production"
 CONFIG_FILE_NAME = "petsync.toml"
-_STRING_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file")
+_STRING_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file", "extra_fields")
 ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + LIMIT_KEYS
 
 _ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -67,6 +70,7 @@ class Environment:
     api_key_env: str | None = None
     api_key_file: Path | None = None
     limits: Mapping[str, float | int] = field(default_factory=dict)  # by LIMIT_KEYS name
+    extra_fields: str | None = None  # the export's --extra-fields for this environment
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class Target:
     allow_insecure_http: bool = False
     allow_insecure_http_source: str = "default"
     limits: ClientLimits = field(default_factory=ClientLimits)
+    extra_fields: str | None = None  # the environment's extra_fields setting, if any
+    extra_fields_source: str = "default"
 
     def client_config(self, *, pagination: PaginationStyle | None = None) -> ClientConfig:
         """The :class:`ClientConfig` for this target; ``pagination`` None keeps its default.
@@ -221,6 +227,7 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
         api_key_env=values.get("api_key_env"),
         api_key_file=key_file,
         limits=limits,
+        extra_fields=values.get("extra_fields"),
     )
 
 
@@ -287,6 +294,12 @@ def resolve_target(
             limits or {},
             environment.limits if environment is not None else {},
             f"{config.path if config else CONFIG_FILE_NAME} [environments.{name}]",
+        ),
+        extra_fields=environment.extra_fields if environment is not None else None,
+        extra_fields_source=(
+            f"{config.path} [environments.{name}] extra_fields"
+            if environment is not None and environment.extra_fields and config is not None
+            else "default"
         ),
     )
 

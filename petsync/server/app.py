@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -219,7 +220,9 @@ class PetstoreApp:
             rows = self.store.page_offset(offset, size, status) if offset <= INT64_MAX else []
         else:  # "none": only limit; anything else is ignored
             rows = self.store.page_after(None, size, status)
-        return Response(_render_rows(rows), 200, headers=headers, media_type="application/json")
+        faults = self.faults
+        body = _render_rows(rows, faults.extra_fields_of if faults.extra_fields else None)
+        return Response(body, 200, headers=headers, media_type="application/json")
 
     async def create_pet(self, request: Request) -> Response:
         body = await _read_body(request)
@@ -303,12 +306,18 @@ async def _read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-def _render_rows(rows: list[Row]) -> bytes:
-    """A Pets array; ``status`` left out when the pet has none (like the Pet model does)."""
+def _render_rows(rows: list[Row], extra: Callable[[int], dict[str, Any]] | None = None) -> bytes:
+    """A Pets array; ``status`` left out when the pet has none (like the Pet model does).
+
+    ``extra``: each pet also carries the fields this gives for its id (beyond the interface's).
+    """
     items = [
         {"id": r[0], "name": r[1], "categoryId": r[2]}
         if r[3] is None
         else {"id": r[0], "name": r[1], "categoryId": r[2], "status": r[3]}
         for r in rows
     ]
+    if extra:
+        for item, row in zip(items, rows, strict=True):
+            item.update(extra(row[0]))
     return _encode(items).encode("utf-8")

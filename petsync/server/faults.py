@@ -15,6 +15,9 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+from petsync.server.extra_fields import extra_fields as demo_extra_fields
 
 
 @dataclass
@@ -28,6 +31,10 @@ class Faults:
     ``fail_after_store_rate``: fraction of createPet calls that store the pet, then answer
     500 (so clients meet a POST whose outcome they cannot know).
     ``seed``: seed of the RNG behind the rates.
+    ``extra_fields``: answer listPets as a newer API would, each pet with some fields beyond
+    the interface's (:mod:`petsync.server.extra_fields`); not a fault, a behaviour to try.
+    ``extra_fields_of``: which fields a pet then carries, given its id (a test may switch it
+    to send other fields, other types, or an interface field spelled otherwise).
     """
 
     fail_rate: float = 0.0
@@ -35,6 +42,10 @@ class Faults:
     latency_ms: float = 0.0
     fail_after_store_rate: float = 0.0
     seed: int = 0
+    extra_fields: bool = False
+    extra_fields_of: Callable[[int], dict[str, Any]] = field(
+        default=demo_extra_fields, repr=False, compare=False
+    )
     _rng: random.Random = field(init=False, repr=False, compare=False)
     _rng_seed: int = field(init=False, repr=False, compare=False)
 

@@ -137,3 +137,73 @@ def test_columns_give_pets_and_keep_rows_by_mask() -> None:
     columns = PetColumns.of([Pet(1, "a", 2, None), Pet(3, "b", 4, "sold"), Pet(5, "c", 6, "")])
     assert columns.where([True, False, True]).pets() == [Pet(1, "a", 2, None), Pet(5, "c", 6, "")]
     assert len(PetColumns.empty()) == 0
+
+
+def test_a_page_without_extra_fields_has_no_extras_column() -> None:
+    typed = typed_records(json.dumps(PARSE_CASES[:2]).encode())
+    assert typed is not None and typed.columns.extras is None
+
+
+# Pages with fields beyond the interface's: the typed decoder keeps them, as JSON text per
+# record, and agrees with the standard path.
+EXTRA = {
+    "some records": b'[{"id": 1, "name": "a", "categoryId": 3, "tag": "calm"},'
+    b' {"id": 2, "name": "b", "categoryId": 3}]',
+    "nested and typed": b'[{"id": 1, "name": "a", "categoryId": 3, "owner": {"n": [1, 2.5]},'
+    b' "w": 2.5, "v": true, "big": 123456789012345678901234567890, "nil": null}]',
+    "other case is extra": b'[{"id": 1, "name": "a", "categoryId": 3, "CategoryId": 9}]',
+    "non-ascii": '[{"id": 1, "name": "a", "categoryId": 3, "tag": "猫 Zoë"}]'.encode(),
+}
+
+
+@pytest.mark.parametrize("body", list(EXTRA.values()), ids=list(EXTRA))
+def test_extra_fields_ride_along_as_json_text_on_both_paths(body: bytes) -> None:
+    typed = typed_records(body)
+    assert typed is not None and typed.typed
+    data = json.loads(body)
+    standard = parse_records(data, "URL")
+    assert typed.columns.extras == standard.columns.extras
+    assert typed.columns.extras is not None
+    for text, record in zip(typed.columns.extras, data, strict=True):
+        extra = {k: v for k, v in record.items() if k not in ("id", "name", "categoryId", "status")}
+        assert (json.loads(text) if text is not None else {}) == extra
+    assert _rows(typed) == _rows(standard)
+
+
+def test_an_extra_field_named_like_a_known_one_is_extra_not_merged() -> None:
+    body = b'[{"id": 1, "name": "a", "categoryId": 3, "CategoryId": 9, "ID": 5}]'
+    records = decode_page(body, 200, "URL")
+    assert records.columns.categories == [3] and records.columns.ids == [1]
+    assert records.columns.extras == ['{"CategoryId":9,"ID":5}']
+
+
+def test_a_known_field_of_the_wrong_type_is_refused_even_beside_extra_fields() -> None:
+    body = b'[{"id": 1, "name": "a", "categoryId": "7", "tag": "x"}, {"id": 2, "categoryId": 7}]'
+    records = decode_page(body, 200, "URL")
+    assert len(records.columns) == 0
+    assert [r.reason for _, r in records.invalid] == [
+        "Pet 'categoryId' must be an int64 integer, got str '7'",
+        "Pet 'name' must be a string, got NoneType None",
+    ]
+
+
+def test_rows_kept_by_mask_keep_their_extra_fields() -> None:
+    columns = PetColumns([1, 2, 3], ["a", "b", "c"], [7, 7, 7], [None] * 3, [None, '{"t":1}', None])
+    assert columns.where([False, True, True]).extras == ['{"t":1}', None]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'[{"id": 1, "name": "a", "categoryId": 3, "x": NaN}]',
+        b'[{"id": 1, "name": "a", "categoryId": 3, "x": 1e999}]',
+        b'[{"id": 1, "name": "a", "categoryId": 3, "x": ["\\ud800", null]}]',
+    ],
+    ids=["NaN", "infinity", "lone surrogate"],
+)
+def test_extra_values_strict_json_cannot_hold_are_kept_exactly(body: bytes) -> None:
+    records = decode_page(body, 200, "URL")
+    assert records.columns.extras is not None
+    (text,) = records.columns.extras
+    assert text is not None
+    assert repr(json.loads(text)["x"]) == repr(json.loads(body)[0]["x"])

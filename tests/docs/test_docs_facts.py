@@ -116,6 +116,21 @@ def test_manifest_table_names_every_key_of_a_real_manifest(tmp_path: Path) -> No
     assert documented == list(manifest)
 
 
+def test_the_example_extra_fields_have_the_shape_of_a_real_manifests(tmp_path: Path) -> None:
+    report = run_demo(tmp_path / "out", 30, extra_fields=True)
+    assert report.export.snapshot_path is not None
+    real = json.loads((report.export.snapshot_path / "_manifest.json").read_text())
+    (block,) = fenced_blocks(section(EXPORT, "When the API changes"), "json")
+
+    example = json.loads("{" + block + "}")["extra_fields"]
+
+    section_of = real["extra_fields"]
+    assert list(example) == list(section_of)
+    assert [list(f) for f in example["fields"]] == [list(f) for f in section_of["fields"][:2]]
+    assert {f["column"] for f in example["fields"]} <= {"string", "json"}
+    assert example["appeared"] == [f["name"] for f in example["fields"]]
+
+
 def test_job_file_error_shown_is_the_one_petsync_prints(isolated: Path) -> None:
     shown = next(b for b in fenced_blocks(SCHEDULING, "text") if b.startswith("Error: job file"))
     (isolated / "jobs").mkdir()

@@ -106,6 +106,7 @@ def test_manifest_keys_keep_their_documented_order(tmp_path: Path) -> None:
         "run_id",
         "files",
         "csv_null",
+        "extra_fields",
     ]
     assert list(manifest["drop_check"]) == [
         "previous_snapshot_date",
