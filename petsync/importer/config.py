@@ -40,6 +40,8 @@ class ImportConfig:
     # It costs one listing of the statuses the rows use: against a catalogue of millions,
     # a user may rather give that up (uncertain rows then stay for a person to check).
     baseline: bool = True
+    # Rows repeated inside the sheet (every cell the same) are sent once unless this is set.
+    allow_duplicates: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

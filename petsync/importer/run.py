@@ -19,6 +19,7 @@ sent: a stop or ``--max-errors``; a re-run sends it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from petsync.importer.outputs import (
     check_writable,
     write_outputs,
 )
+from petsync.importer.provenance import Ledger, load_ledger, origin_lock, register_fix
 from petsync.importer.report import ImportReport
 from petsync.importer.row_states import RowState
 from petsync.importer.sender import SendProgress, SendResult, send_rows
@@ -73,6 +75,24 @@ def run_import(
     if not config.dry_run and client is None:
         raise ConfigError("an import that sends rows needs a client (or pass dry_run=True)")
     checked = check_input(config)
+    try:
+        with contextlib.ExitStack() as held:
+            return _run_checked(config, checked, client, clock, stop, progress, started, held)
+    finally:
+        checked.close()
+
+
+def _run_checked(
+    config: ImportConfig,
+    checked: CheckedInput,
+    client: ImportClient | None,
+    clock: Callable[[], float],
+    stop: StopRequest | None,
+    progress: SendProgress | None,
+    started: float,
+    held: contextlib.ExitStack,
+) -> ImportReport:
+    """:func:`run_import` once the check pass has read the file."""
     if stop is not None and stop.requested:
         raise stop.error(
             f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
@@ -87,11 +107,30 @@ def run_import(
     check_writable(paths.directory, "output files")
     report = _checked_report(config, checked)
     journal: Journal | None = None
+    ledger: Ledger | None = None
     if not config.dry_run:
-        check_writable(paths.journal.parent, "journal")
+        journals = paths.journal.parent
+        check_writable(journals, "journal")
+        # Every import of the rows of one first file holds the lock of its journal: two
+        # fixes of one row must not both send it (see petsync.importer.provenance). The
+        # first file's own import holds it as its journal.
+        if paths.journal != journals / f"{checked.origin}.jsonl":
+            held.enter_context(origin_lock(journals, checked.origin))
         journal = Journal.open(
             paths.journal, source=config.path, sha256=checked.sha256, settings=checked.settings
         )
+        try:
+            if checked.fed_back:
+                register_fix(journals, checked.origin, paths.journal)
+            ledger = load_ledger(
+                journals,
+                checked.origin,
+                paths.journal,
+                rows=checked.original_rows if checked.fed_back else None,
+            )
+        except BaseException:
+            journal.close()
+            raise
     try:
         if journal is not None and client is not None:
             report.already_imported = journal.resumed and _all_final(journal, checked)
@@ -105,17 +144,24 @@ def run_import(
             if report.stop is None:
                 try:
                     sent = send_rows(
-                        config, client, journal, checked, clock, stop=stop, progress=progress
+                        config,
+                        client,
+                        journal,
+                        checked,
+                        clock,
+                        stop=stop,
+                        progress=progress,
+                        ledger=ledger,
                     )
                 except KeyboardInterrupt:
                     # Ctrl-C: in-flight rows finished, the rest of their batches journaled
                     # unsent; leave complete output files behind, then let the interrupt go on.
                     journal.sync()
-                    write_outputs(checked, paths, journal)
+                    write_outputs(checked, paths, journal, ledger)
                     raise
                 journal.sync()
                 _count_sent(report, sent)
-        written = write_outputs(checked, paths, journal)
+        written = write_outputs(checked, paths, journal, ledger)
         _count_written(report, written)
         report.files = dict(written.files)
         if journal is not None:
@@ -207,6 +253,12 @@ def _all_final(journal: Journal, checked: CheckedInput) -> bool:
 
 def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport:
     """A report of what the check pass found (the file, how it was read, its rows)."""
+    repeats = checked.repeats
+    notices = [
+        f"--map {text!r} names no column of {config.path.name}; its columns are read by "
+        "their headers"
+        for text in checked.columns.ignored_maps
+    ]
     return ImportReport(
         source=str(config.path),
         dry_run=config.dry_run,
@@ -217,6 +269,12 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         delimiter=checked.delimiter,
         sheet=checked.sheet,
         columns=checked.column_names,
+        columns_not_sent=checked.unsent_columns,
+        map_hints=checked.columns.map_hints(checked.header),
+        duplicates=0 if repeats is None else repeats.count,
+        duplicate_rows=[] if repeats is None else [list(pair) for pair in repeats.listed],
+        duplicates_sent=config.allow_duplicates,
+        notices=notices,
     )
 
 

@@ -123,7 +123,7 @@ def test_messy_csv_imports_the_valid_rows_and_rejects_the_others(
     assert header == [
         "Name", "Category ID", "STATUS", "notes", "Colour", "notes",
         "petsync_row", "petsync_error_source", "petsync_error_code", "petsync_error_field",
-        "petsync_error_message", "petsync_http_status",
+        "petsync_error_message", "petsync_http_status", "petsync_origin",
     ]  # fmt: skip
 
     accepted = read_csv(tmp_path / "pets.accepted.csv")
@@ -180,8 +180,8 @@ def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: St
     with accepted.open(encoding="utf-8-sig", newline="") as handle:
         header = next(csv.reader(handle, delimiter=";"))
     # The input's own petsync_* columns are dropped, the new ones added once.
-    assert header == ["Name", "Category ID", "STATUS", "notes", "Colour", "notes",
-                      "petsync_row", "petsync_id"]  # fmt: skip
+    assert header == ["Name", "Category ID", "STATUS", "notes", "Colour", "notes", "petsync_row",
+                      "petsync_id", "petsync_origin", "petsync_fixed_in"]  # fmt: skip
 
 
 def test_xlsx_import(tmp_path: Path, petstore_server: StartServer) -> None:
