@@ -194,7 +194,10 @@ class CheckedInput:
         if self.workbook_records is not None:
             from petsync.importer.workbook import reopen_workbook
 
-            yield reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
+            again = reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
+            # A row whose only cells could not be read is a row (rejected), not a blank one.
+            again.cell_problems = {line: [] for line in self.problems}
+            yield again
             return
         with open_spreadsheet(self.path, self.options) as sheet:
             if sheet.sha256 != self.sha256:

@@ -1,9 +1,11 @@
 """Several files in one run, and the archive that empties an inbox.
 
-``petsync import 'inbox/*.csv'`` names its files by a glob that petsync expands itself
+``petsync import 'inbox/*'`` names its files by a glob that petsync expands itself
 (quoted, so the shell leaves it alone, and so a job file can hold it): :func:`expand_inputs`.
-The files petsync writes beside an input (``*.rejects.csv``, ``*.accepted.csv``,
-``*.uncertain.csv``) are never picked up by a glob, only when named.
+A glob picks the spreadsheets it matches (CSV, ``.txt`` and ``.tsv`` text, and every
+workbook petsync reads) and passes over other files (a ``README``, Excel's ``~$`` lock
+files, hidden files). The files petsync writes beside an input (``*.rejects.csv``,
+``*.accepted.csv``, ``*.uncertain.csv``) are never picked up by a glob, only when named.
 
 ``--archive DIR`` moves a fully processed file and its outputs into ``DIR/YYYY-MM-DD/``
 (:func:`archive_import`). Fully processed means the run was not stopped and every row of
@@ -16,15 +18,21 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import logging
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from petsync.core.errors import InputError
 from petsync.importer.report import ImportReport
+from petsync.importer.spreadsheet import WORKBOOK_SUFFIXES
 
 OUTPUT_SUFFIXES: tuple[str, ...] = (".rejects.csv", ".accepted.csv", ".uncertain.csv")
+# What a glob picks: CSV and its text cousins, and every workbook petsync reads.
+SPREADSHEET_SUFFIXES = frozenset({".csv", ".txt", ".tsv"}) | WORKBOOK_SUFFIXES
 MAX_SAME_DAY_FOLDERS = 1000
+
+logger = logging.getLogger(__name__)
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -36,17 +44,28 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
     found: list[Path] = []
     for pattern in patterns:
         if glob.has_magic(pattern):
-            matches = [
-                Path(name)
-                for name in sorted(glob.glob(pattern))
-                if Path(name).is_file() and not name.endswith(OUTPUT_SUFFIXES)
-            ]
+            matches = [Path(name) for name in sorted(glob.glob(pattern)) if _picked(Path(name))]
         else:
             matches = [Path(pattern)]
         for path in matches:
             if path not in found:
                 found.append(path)
     return found
+
+
+def _picked(path: Path) -> bool:
+    """Whether a glob takes ``path``: a spreadsheet, not one petsync wrote, not a lock file.
+
+    >>> [_picked(Path(n)) for n in ("a.xlsx", "a.CSV", "a.rejects.csv", "~$a.xlsx", "notes.md")]
+    [True, True, False, False, False]
+    """
+    name = path.name
+    return (
+        path.suffix.lower() in SPREADSHEET_SUFFIXES
+        and not name.lower().endswith(OUTPUT_SUFFIXES)
+        and not name.startswith(("~$", ".~lock", "."))
+        and path.is_file()
+    )
 
 
 def fully_processed(report: ImportReport) -> bool:
@@ -84,4 +103,9 @@ def archive_import(source: Path, report: ImportReport, archive: Path, today: dt.
         for kind, p in report.files.items()
     }
     report.archived_to = str(folder)
+    report.archived = [path.name for path in moving]
+    logger.info(
+        "import_archived",
+        extra={"fields": {"source": str(source), "folder": str(folder), "files": report.archived}},
+    )
     return folder

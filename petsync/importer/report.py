@@ -65,6 +65,7 @@ class ImportReport:
     settled_not_created: int = 0
     settled_undecided: int = 0
     archived_to: str | None = None
+    archived: list[str] = field(default_factory=list)  # the names of the files moved there
     notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
@@ -154,6 +155,7 @@ class ImportReport:
                 "undecided": self.settled_undecided,
             },
             "archived_to": self.archived_to,
+            "archived": self.archived,
             "notices": self.notices,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),

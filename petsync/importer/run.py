@@ -57,8 +57,12 @@ def run_import(
     clock: Callable[[], float] = time.monotonic,
     stop: StopRequest | None = None,
     progress: SendProgress | None = None,
+    on_checked: Callable[[ImportReport], None] | None = None,
 ) -> ImportReport:
     """Import ``config.path``; see the module docstring. ``client`` may be None for a dry run.
+
+    ``on_checked`` sees the report once the check pass has read the file, before anything
+    is sent: what it says of the file (columns not sent, repeated rows) can be shown then.
 
     Input problems, and output or journal folders that cannot be written, raise
     :class:`~petsync.core.errors.UsageError` before anything is sent. A stop after sending
@@ -77,7 +81,12 @@ def run_import(
     checked = check_input(config)
     try:
         with contextlib.ExitStack() as held:
-            return _run_checked(config, checked, client, clock, stop, progress, started, held)
+            report = _checked_report(config, checked)
+            if on_checked is not None:
+                on_checked(report)
+            return _run_checked(
+                config, checked, report, client, clock, stop, progress, started, held
+            )
     finally:
         checked.close()
 
@@ -85,6 +94,7 @@ def run_import(
 def _run_checked(
     config: ImportConfig,
     checked: CheckedInput,
+    report: ImportReport,
     client: ImportClient | None,
     clock: Callable[[], float],
     stop: StopRequest | None,
@@ -105,7 +115,6 @@ def _run_checked(
         fed_back=checked.petsync_written,
     )
     check_writable(paths.directory, "output files")
-    report = _checked_report(config, checked)
     journal: Journal | None = None
     ledger: Ledger | None = None
     if not config.dry_run:

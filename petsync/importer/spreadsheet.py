@@ -169,7 +169,7 @@ class Spreadsheet:
     def rows(self) -> Iterator[SheetRow]:
         """Yield the rows after the header, skipping (and counting) all-blank ones."""
         for number, cells, cut in self._records:
-            if not cut and not "".join(cells).strip():
+            if not cut and not "".join(cells).strip() and number not in self.cell_problems:
                 self.blank_rows += 1
                 continue
             if self.petsync_written:

@@ -72,8 +72,16 @@ def test_archive_moves_done_files_with_their_outputs_and_empties_the_inbox(
         "done.csv",
         "done.rejects.csv",
     ]
-    assert f"archived:  archive/{day.name}" in result.stdout.splitlines()
-    assert f"rejects:   archive/{day.name}/done.rejects.csv" in result.stdout
+    lines = result.stdout.splitlines()
+    # The reject file moved: the summary says where, and the fix command keeps the journals.
+    assert (
+        f"archived:  archive/{day.name}/ (done.csv, done.rejects.csv, done.accepted.csv "
+        "moved there)"
+    ) in lines
+    assert (
+        f"rejects:   archive/{day.name}/done.rejects.csv  (fix them, then: petsync import "
+        f"archive/{day.name}/done.rejects.csv --out-dir inbox)"
+    ) in lines
     assert [p.name for p in Path("inbox").iterdir()] == [".petsync"]  # the journals stay
     # The same bytes dropped again are recognised: nothing created, archived again.
     Path("inbox/done.csv").write_text("name,categoryId\nRex,1\nBad,x\n")
