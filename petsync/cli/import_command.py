@@ -143,9 +143,11 @@ def import_command(
     or sold, or blank); bad rows go to STEM.rejects.csv with the reason, created rows
     to STEM.accepted.csv with their new id, rows whose outcome is unknown to
     STEM.uncertain.csv. A journal per file content makes re-running safe: it resumes,
-    never creates a row twice, and the same bytes dropped again create nothing. FILE may
-    be a quoted glob ('inbox/*.csv'): each file gets its own journal and outputs, and the
-    run exits with the worst code. Exits 0 when every row was created, 4 when any was
+    never creates a row twice, and the same bytes dropped again create nothing; a fixed
+    reject file keeps its rows' identity, so a row is created once however often it is
+    fixed. Rows repeated in the sheet are sent once. FILE may be a quoted glob ('inbox/*':
+    every spreadsheet there): each file gets its own journal and outputs, and the run
+    exits with the worst code. Exits 0 when every row was created, 4 when any was
     rejected, uncertain or left pending, 3 when the API refused the key, 2 for input
     errors, 143/130 when SIGTERM/Ctrl-C stopped it.
 
@@ -154,7 +156,7 @@ def import_command(
       petsync import new-pets.csv --dry-run
       petsync import new-pets.xlsx --sheet April
       petsync import new-pets.rejects.csv          # after fixing the rejected rows
-      petsync import 'inbox/*.csv' --archive done --settle
+      petsync import 'inbox/*' --archive done --settle
     """
     from petsync.importer.batch import run_batch  # the job loads when it runs
     from petsync.importer.inbox import expand_inputs

@@ -2,8 +2,8 @@
 
 ``petsync import 'inbox/*'`` names its files by a glob that petsync expands itself
 (quoted, so the shell leaves it alone, and so a job file can hold it): :func:`expand_inputs`.
-A glob picks the spreadsheets it matches (CSV, ``.txt`` and ``.tsv`` text, and every
-workbook petsync reads) and passes over other files (a ``README``, Excel's ``~$`` lock
+A glob picks the spreadsheets it matches (``.csv``, ``.tsv`` and every workbook petsync
+reads) and passes over other files (a ``README``, Excel's ``~$`` lock
 files, hidden files). The files petsync writes beside an input (``*.rejects.csv``,
 ``*.accepted.csv``, ``*.uncertain.csv``) are never picked up by a glob, only when named.
 
@@ -28,8 +28,9 @@ from petsync.importer.report import ImportReport
 from petsync.importer.spreadsheet import WORKBOOK_SUFFIXES
 
 OUTPUT_SUFFIXES: tuple[str, ...] = (".rejects.csv", ".accepted.csv", ".uncertain.csv")
-# What a glob picks: CSV and its text cousins, and every workbook petsync reads.
-SPREADSHEET_SUFFIXES = frozenset({".csv", ".txt", ".tsv"}) | WORKBOOK_SUFFIXES
+# What a glob picks: CSV (and .tsv), and every workbook petsync reads. Not .txt: an inbox
+# often holds a note; a .txt spreadsheet is imported when named.
+SPREADSHEET_SUFFIXES = frozenset({".csv", ".tsv"}) | WORKBOOK_SUFFIXES
 MAX_SAME_DAY_FOLDERS = 1000
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,11 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
     found: list[Path] = []
     for pattern in patterns:
         if glob.has_magic(pattern):
-            matches = [Path(name) for name in sorted(glob.glob(pattern)) if _picked(Path(name))]
+            matches = [
+                Path(name)
+                for name in sorted(glob.glob(pattern))
+                if picked_by_glob(Path(name).name) and Path(name).is_file()
+            ]
         else:
             matches = [Path(pattern)]
         for path in matches:
@@ -53,18 +58,18 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
     return found
 
 
-def _picked(path: Path) -> bool:
-    """Whether a glob takes ``path``: a spreadsheet, not one petsync wrote, not a lock file.
+def picked_by_glob(name: str) -> bool:
+    """Whether a glob takes a file of this name: a spreadsheet, not one petsync wrote, not
+    an office program's lock file, not hidden.
 
-    >>> [_picked(Path(n)) for n in ("a.xlsx", "a.CSV", "a.rejects.csv", "~$a.xlsx", "notes.md")]
-    [True, True, False, False, False]
+    >>> names = ("a.xlsx", "a.CSV", "a.rejects.csv", "~$a.xlsx", "notes.txt", ".a.csv")
+    >>> [picked_by_glob(n) for n in names]
+    [True, True, False, False, False, False]
     """
-    name = path.name
     return (
-        path.suffix.lower() in SPREADSHEET_SUFFIXES
+        Path(name).suffix.lower() in SPREADSHEET_SUFFIXES
         and not name.lower().endswith(OUTPUT_SUFFIXES)
-        and not name.startswith(("~$", ".~lock", "."))
-        and path.is_file()
+        and not name.startswith(("~$", "."))
     )
 
 
