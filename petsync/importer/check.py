@@ -197,6 +197,7 @@ class CheckedInput:
             again = reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
             # A row whose only cells could not be read is a row (rejected), not a blank one.
             again.cell_problems = {line: [] for line in self.problems}
+            again.identity_column = self.identity_column
             yield again
             return
         with open_spreadsheet(self.path, self.options) as sheet:
@@ -219,6 +220,8 @@ def check_input(config: ImportConfig) -> CheckedInput:
         columns = resolve_columns(sheet.header, config.mappings, config.path)
         row_column = _row_column(sheet)
         origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
+        if row_column is None and origin_column is not None:  # a reject file saved as a workbook
+            row_column = _column(sheet, PETSYNC_MARKER_COLUMN)
         identity = None
         if row_column is not None and origin_column is not None:
             identity = _Identity(row_column)
@@ -370,8 +373,7 @@ def _column_letters(index: int) -> str:
 
 
 def _column(sheet: Spreadsheet, title: str) -> int | None:
-    if not sheet.petsync_written:
-        return None
+    """The column headed ``title`` (a fix saved as a workbook keeps petsync's columns too)."""
     for index, found in enumerate(sheet.header):
         if found.strip() == title:
             return index

@@ -142,3 +142,21 @@ def test_rows_added_to_a_reject_file_or_repeated_in_it_are_rejected_with_the_rea
         ("Rex", "2"): "row_repeated",
         ("Kit", "3"): "row_origin_missing",
     }  # Tom's row, deleted from the file being fixed, is gone with it
+
+
+def test_a_reject_file_saved_as_a_workbook_keeps_its_rows_identity(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\nNemo,fish\n")
+    assert run(srv, "pets.csv").exit_code == 4
+    (row,) = read_rows(Path("pets.rejects.csv"))
+    for category in ("7", "8"):  # fixed in Excel and saved as .xlsx, twice, differently
+        fixed = {**row, "categoryId": category}
+        workbook(Path("pets.rejects.xlsx"), list(fixed), list(fixed.values()))
+        result = run(srv, "pets.rejects.xlsx")
+        assert result.exit_code == 0, result.output
+    assert names(srv) == Counter({"Rex": 1, "Nemo": 1})
+    accepted = {r["name"]: r for r in read_rows(Path("pets.accepted.csv"))}
+    assert (accepted["Nemo"]["petsync_row"], accepted["Nemo"]["categoryId"]) == ("3", "7")
+    assert accepted["Rex"]["petsync_fixed_in"] == ""
