@@ -228,6 +228,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
         if identity is not None:
             sheet.identity_column = row_column  # rows numbered as in the first file
         repeats = RepeatedRows()
+        carried = columns.carried
         try:
             rows = valid = 0
             originals: set[int] = set()
@@ -252,10 +253,15 @@ def check_input(config: ImportConfig) -> CheckedInput:
                 result = validate_row(row.cells, columns, len(sheet.header), row.cut, found)
                 if result.pet is None:
                     continue
-                carried = [row.cells[i] if i < len(row.cells) else "" for i in columns.carried]
-                if repeats.see(row.line, carried) is None or config.allow_duplicates:
-                    valid += 1
-                    valid_by_identity += not refused
+                valid += 1
+                if not refused:  # a refused row is no copy of anything: it is rejected
+                    valid_by_identity += 1
+                    cells = row.cells
+                    repeats.see(row.line, [cells[i] if i < len(cells) else "" for i in carried])
+            repeats.finish()
+            if not config.allow_duplicates:  # repeats are not sent: they are not to do
+                valid -= repeats.count
+                valid_by_identity -= repeats.count
             if identity is not None and identity.origin is None:
                 # No row names its origin (a file of an older petsync, or every cell
                 # cleared): read it as before, by its own bytes and its petsync_row.
