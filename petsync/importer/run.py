@@ -123,7 +123,14 @@ def _run_checked(
         # Every import of the rows of one first file holds the lock of its journal: two
         # fixes of one row must not both send it (see petsync.importer.provenance). The
         # first file's own import holds it as its journal.
-        if paths.journal != journals / f"{checked.origin}.jsonl":
+        first = journals / f"{checked.origin}.jsonl"
+        if checked.fed_back and not _has_content(first):
+            report.notices.append(
+                f"the journal of the first file these rows came from is not in {journals} "
+                "(its import used another output folder, or it was moved): if so, import "
+                "this file with that --out-dir, or rows created there could be created again"
+            )
+        if paths.journal != first:
             held.enter_context(origin_lock(journals, checked.origin))
         journal = Journal.open(
             paths.journal, source=config.path, sha256=checked.sha256, settings=checked.settings
@@ -227,6 +234,13 @@ def _list_before_sending(
         report.settled_created = settled.created
         report.settled_not_created = settled.not_created
         report.settled_undecided = settled.undecided
+
+
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _earlier_unfinished(journal: Path, source: Path) -> list[str]:

@@ -160,3 +160,22 @@ def test_a_reject_file_saved_as_a_workbook_keeps_its_rows_identity(
     accepted = {r["name"]: r for r in read_rows(Path("pets.accepted.csv"))}
     assert (accepted["Nemo"]["petsync_row"], accepted["Nemo"]["categoryId"]) == ("3", "7")
     assert accepted["Rex"]["petsync_fixed_in"] == ""
+
+
+def test_a_fix_imported_away_from_the_first_files_journals_says_so(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nNemo,fish\n")
+    assert run(srv, "pets.csv", "--out-dir", "imports").exit_code == 4
+    (row,) = read_rows(Path("imports/pets.rejects.csv"))
+    Path("desktop").mkdir()
+    write_rows(Path("desktop/pets.rejects.csv"), [{**row, "categoryId": "7"}])
+    result = run(srv, "desktop/pets.rejects.csv")
+    assert result.exit_code == 0, result.output
+    assert (
+        "  note: the journal of the first file these rows came from is not in "
+        "desktop/.petsync/journals (its import used another output folder, or it was moved): "
+        "if so, import this file with that --out-dir, or rows created there could be created "
+        "again"
+    ) in result.output.splitlines()
