@@ -12,6 +12,10 @@
 3. **write** (:mod:`~petsync.importer.outputs`): the reject, accepted and uncertain files
    are rebuilt from the input and the journal, so they are complete after a resumed run too.
 
+A fixed reject file's rows keep the identity of the first file's rows: before sending, the
+journals of every import of that first file are read (:mod:`~petsync.importer.provenance`),
+and a row created or maybe created through any of them is not sent again.
+
 Outcomes per row: created; rejected (locally, or by the API: final, into the reject file);
 uncertain (sent, outcome unknown: never re-sent unless ``resend_uncertain``); pending (not
 sent: a stop or ``--max-errors``; a re-run sends it).
