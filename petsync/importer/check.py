@@ -8,7 +8,6 @@ created. What the pass learnt (the file's sha256, its columns, how it was decode
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from petsync.core.models import NewPet
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
+from petsync.importer.provenance import FixIdentity
 from petsync.importer.spreadsheet import (
     PETSYNC_MARKER_COLUMN,
     PETSYNC_ORIGIN_COLUMN,
@@ -224,7 +224,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
             row_column = _column(sheet, PETSYNC_MARKER_COLUMN)
         identity = None
         if row_column is not None and origin_column is not None:
-            identity = _Identity(row_column)
+            identity = FixIdentity()
         if identity is not None:
             sheet.identity_column = row_column  # rows numbered as in the first file
         repeats = RepeatedRows()
@@ -296,54 +296,6 @@ def check_input(config: ImportConfig) -> CheckedInput:
         except BaseException:
             repeats.close()
             raise
-
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class _Identity:
-    """The check of a fed-back file's rows' identities: one origin, each row once."""
-
-    def __init__(self, row_column: int) -> None:
-        self.row_column = row_column
-        self.origin: str | None = None
-        self.seen: dict[int, int] = {}  # petsync_row -> the row of this file that holds it
-
-    def problems(self, row: SheetRow, origin_cell: str) -> tuple[FieldError, ...]:
-        origin = origin_cell.strip().lower()
-        if row.number < 0 or not _SHA256.fullmatch(origin):
-            return (
-                FieldError(
-                    ErrorCode.ROW_ORIGIN_MISSING,
-                    None,
-                    "this row has no petsync_row and petsync_origin, so petsync cannot tell "
-                    "whether it was created already; put the cells back as petsync wrote "
-                    "them, or import a new pet from a new spreadsheet",
-                ),
-            )
-        if self.origin is None:
-            self.origin = origin
-        if origin != self.origin:
-            return (
-                FieldError(
-                    ErrorCode.ROW_ORIGIN_OTHER,
-                    None,
-                    f"this row comes from another first file (petsync_origin {origin[:12]}...) "
-                    f"than the rows above it ({self.origin[:12]}...); import it in a file of "
-                    "its own",
-                ),
-            )
-        first = self.seen.setdefault(row.number, row.line)
-        if first != row.line:
-            return (
-                FieldError(
-                    ErrorCode.ROW_REPEATED,
-                    None,
-                    f"row {row.number} of the first file is also row {first} of this file; "
-                    "a row is created at most once: delete one of the copies",
-                ),
-            )
-        return ()
 
 
 def _cell(row: SheetRow, column: int) -> str:

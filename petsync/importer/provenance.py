@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,8 @@ from pathlib import Path
 from petsync.core.errors import InputError, LockedError
 from petsync.core.files import fsync_dir, try_lock
 from petsync.importer.row_states import RowRecord, RowState, RowStates
+from petsync.importer.spreadsheet import SheetRow
+from petsync.importer.validation import ErrorCode, FieldError
 
 FIXES_SUFFIX = ".fixes"
 # Journal states that mean the pet exists, or may.
@@ -80,6 +83,59 @@ class KnownRows:
         if own is not None and own.state in _MAY_EXIST:
             return own
         return other if other is not None else own
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class FixIdentity:
+    """The check of a fix file's rows' identities: each names the first file and its row
+    there (``petsync_origin``, ``petsync_row``), one first file for the whole file, each of
+    its rows once. Anything else is rejected: guessing could create a pet twice.
+
+    ``origin`` is the first file's sha256 once a row named it.
+    """
+
+    def __init__(self) -> None:
+        self.origin: str | None = None
+        self.seen: dict[int, int] = {}  # petsync_row -> the row of this file that holds it
+
+    def problems(self, row: SheetRow, origin_cell: str) -> tuple[FieldError, ...]:
+        """Why ``row`` (numbered by its ``petsync_row``) cannot be told apart, if it cannot."""
+        origin = origin_cell.strip().lower()
+        if row.number < 0 or not _SHA256.fullmatch(origin):
+            return (
+                FieldError(
+                    ErrorCode.ROW_ORIGIN_MISSING,
+                    None,
+                    "this row has no petsync_row and petsync_origin, so petsync cannot tell "
+                    "whether it was created already; put the cells back as petsync wrote "
+                    "them, or import a new pet from a new spreadsheet",
+                ),
+            )
+        if self.origin is None:
+            self.origin = origin
+        if origin != self.origin:
+            return (
+                FieldError(
+                    ErrorCode.ROW_ORIGIN_OTHER,
+                    None,
+                    f"this row comes from another first file (petsync_origin {origin[:12]}...) "
+                    f"than the rows above it ({self.origin[:12]}...); import it in a file of "
+                    "its own",
+                ),
+            )
+        first = self.seen.setdefault(row.number, row.line)
+        if first != row.line:
+            return (
+                FieldError(
+                    ErrorCode.ROW_REPEATED,
+                    None,
+                    f"row {row.number} of the first file is also row {first} of this file; "
+                    "a row is created at most once: delete one of the copies",
+                ),
+            )
+        return ()
 
 
 def fixes_index(directory: Path, origin: str) -> Path:
