@@ -118,9 +118,10 @@ def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[st
         lines.append(f"  note: {report.encoding_notice}")
     lines.extend(f"  note: {notice}" for notice in report.notices)
     if report.dry_run:
+        done = f"; already created {report.already_created}" if report.already_created else ""
         lines.append(
             f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
-            f"{report.rejected_local}"
+            f"{report.rejected_local}{done}"
         )
     else:
         lines.append(

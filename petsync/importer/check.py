@@ -78,6 +78,9 @@ class CheckedInput:
     # What is wrong with a row as a whole, by its row number in this file (a fed-back row
     # of no known origin, a formula cell with no saved value): such rows are rejected.
     problems: Mapping[int, tuple[FieldError, ...]] = field(default_factory=dict)
+    # The numbers of the rows that fail their check: a dry run asks the journals of other
+    # files whether a fix created them since.
+    invalid_rows: frozenset[int] = frozenset()
     repeats: RepeatedRows | None = None  # rows repeating an earlier row, sent once
     allow_duplicates: bool = False
 
@@ -232,6 +235,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
         try:
             rows = valid = 0
             originals: set[int] = set()
+            invalid: set[int] = set()  # rows failing their check (few: the reject file's)
             problems: dict[int, tuple[FieldError, ...]] = {}
             identity_problems: dict[int, tuple[FieldError, ...]] = {}
             valid_by_identity = 0
@@ -252,6 +256,8 @@ def check_input(config: ImportConfig) -> CheckedInput:
                         identity_problems[row.line] = refused
                 result = validate_row(row.cells, columns, len(sheet.header), row.cut, found)
                 if result.pet is None:
+                    if not refused and row.number > 0:
+                        invalid.add(row.number)
                     continue
                 valid += 1
                 if not refused:  # a refused row is no copy of anything: it is rejected
@@ -290,6 +296,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
                 origin=sheet.sha256 if identity is None else identity.origin or sheet.sha256,
                 identity_column=row_column if identity is not None else None,
                 problems=problems,
+                invalid_rows=frozenset(invalid),
                 repeats=repeats,
                 allow_duplicates=config.allow_duplicates,
             )

@@ -188,8 +188,8 @@ def classify(
         return Outcome.REJECTED_LOCAL
     if record is None and repeat:
         return Outcome.DUPLICATE
-    if dry_run:
-        return Outcome.WOULD_SEND
+    if dry_run and (record is None or record.state in (RowState.REJECTED, RowState.UNSENT)):
+        return Outcome.WOULD_SEND  # a dry run knows only what exists or may (the ledger)
     if record is None:
         return Outcome.PENDING
     match record.state:
@@ -283,10 +283,12 @@ class OutputFiles:
                 self.reject_local(row)
             case Outcome.REJECTED_API:
                 self.reject_api(row)
-            case Outcome.CREATED:
+            case Outcome.CREATED if not self.dry_run:
                 self.accept(row)
-            case Outcome.UNCERTAIN:
+            case Outcome.UNCERTAIN if not self.dry_run:
                 self.mark_uncertain(row)
+            case Outcome.CREATED | Outcome.UNCERTAIN:
+                pass  # a dry run writes the reject file only
             case Outcome.PENDING | Outcome.WOULD_SEND:
                 pass  # in no file: a re-run (or the real run) sends it
             case Outcome.DUPLICATE:
@@ -446,13 +448,16 @@ def write_outputs(
     """The write pass: rebuild the output files from the input and ``journal``.
 
     Without a journal (a dry run) every row is validated and only the reject file is
-    written. ``ledger`` holds the rows of the same origin created (or maybe created)
+    written; a row the ledger knows as created, or maybe created, is no reject then either.
+    ``ledger`` holds the rows of the same origin created (or maybe created)
     through other files: they are written as such (:class:`~petsync.importer.provenance.
     KnownRows`). Raises :class:`~petsync.core.errors.InputError` if the input changed since
     the check pass, :class:`~petsync.core.errors.PetsyncError` if a file cannot be written.
     """
-    known = KnownRows(journal.states, ledger) if journal is not None else None
     dry_run = journal is None
+    known: KnownRows | None = None
+    if journal is not None or ledger is not None:
+        known = KnownRows(journal.states if journal is not None else None, ledger)
     normalisations: Counter[str] = Counter()
     with (
         checked.reopen() as sheet,

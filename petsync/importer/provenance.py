@@ -69,12 +69,12 @@ class KnownRows:
     >>> own.close()
     """
 
-    def __init__(self, own: RowStates, ledger: Ledger | None = None) -> None:
-        self.own = own
+    def __init__(self, own: RowStates | None, ledger: Ledger | None = None) -> None:
+        self.own = own  # None in a dry run, which opens no journal of its own
         self.ledger = ledger or Ledger()
 
     def get(self, row: int) -> RowRecord | None:
-        own = self.own.get(row)
+        own = self.own.get(row) if self.own is not None else None
         if own is not None and own.state is RowState.CREATED:
             return own
         other = self.ledger.get(row)
@@ -168,17 +168,18 @@ def origin_journals(directory: Path, origin: str) -> list[Path]:
 
 
 def load_ledger(
-    directory: Path, origin: str, current: Path, rows: Collection[int] | None = None
+    directory: Path, origin: str, current: Path | None, rows: Collection[int] | None = None
 ) -> Ledger:
     """The rows of ``origin`` that other imports created or may have (see the module doc).
 
-    ``current`` (this import's journal) is left out; ``rows``, when given, limits the
+    ``current`` (this import's journal; None for a dry run, which has none) is left out;
+    ``rows``, when given, limits the
     ledger to those row numbers (a fix file reads the first file's big journal for its
     own few rows only).
     """
     ledger = Ledger()
     for path in origin_journals(directory, origin):
-        if path.resolve() == current.resolve():
+        if current is not None and path.resolve() == current.resolve():
             continue
         for record in _latest_records(path, rows).values():
             if record.state not in _MAY_EXIST:

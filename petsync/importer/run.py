@@ -121,6 +121,9 @@ def _run_checked(
     check_writable(paths.directory, "output files")
     journal: Journal | None = None
     ledger: Ledger | None = None
+    if config.dry_run and checked.invalid_rows:
+        # A row a fix created since must not show as a reject again: the journals say so.
+        ledger = load_ledger(paths.journal.parent, checked.origin, None, checked.invalid_rows)
     if not config.dry_run:
         journals = paths.journal.parent
         check_writable(journals, "journal")
@@ -323,5 +326,6 @@ def _count_written(report: ImportReport, written: WrittenOutputs) -> None:
     report.would_send = counts[Outcome.WOULD_SEND]
     if report.dry_run:  # no send pass counted them
         report.normalisations = written.normalisations
+        report.already_created = counts[Outcome.CREATED]  # by a fix of a rejected row
     else:  # the accepted file lists every row created so far; this run made `created`
         report.already_created = max(0, counts[Outcome.CREATED] - report.created)

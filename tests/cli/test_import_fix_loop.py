@@ -70,6 +70,14 @@ def test_a_fixed_row_is_created_once_however_often_and_in_whatever_bytes_it_is_f
     assert names(srv) == Counter({"Rex": 1, "Nemo": 1, "Tom": 1})
     (nemo,) = [pet for pet in srv.store.all() if pet.name == "Nemo"]
 
+    # A dry run of the original knows it too: Nemo is no reject any more.
+    dry = run(srv, "new-pets.xlsx", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert (
+        "dry run: 2 rows would be sent, nothing sent; rejected locally 0; already created 1"
+    ) in dry.output.splitlines()
+    assert not rejects.exists()
+
     # Day 3: the original command again (the docs call it safe): no re-reject, and the
     # accepted file keeps Nemo, with its id and the fix file that created it.
     again = run(srv, "new-pets.xlsx")
