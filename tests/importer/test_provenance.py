@@ -122,3 +122,31 @@ def test_repeats_across_batches_are_found(monkeypatch: pytest.MonkeyPatch) -> No
         assert [repeats.first_of(line) for line in range(2, 8)] == [None] * 4 + [2, 3]
     finally:
         repeats.close()
+
+
+def test_a_fix_files_rows_name_one_first_file_and_each_of_its_rows_once() -> None:
+    from petsync.importer.provenance import FixIdentity
+    from petsync.importer.spreadsheet import SheetRow
+
+    check = FixIdentity()
+    other = "b" * 64
+    codes = [
+        [e.code for e in check.problems(SheetRow(number, ("Rex",), (), line), origin)]
+        for number, line, origin in [
+            (4, 2, ORIGIN),
+            (5, 3, ORIGIN.upper()),  # case does not matter
+            (4, 4, ORIGIN),
+            (6, 5, other),
+            (-6, 6, ORIGIN),
+            (7, 7, "not a sha256"),
+        ]
+    ]
+    assert codes == [
+        [],
+        [],
+        ["row_repeated"],
+        ["row_origin_other"],
+        ["row_origin_missing"],
+        ["row_origin_missing"],
+    ]
+    assert check.origin == ORIGIN

@@ -98,3 +98,24 @@ def test_a_sheet_with_neither_reads_no_xml(tmp_path: Path) -> None:
     path = workbook(tmp_path / "pets.xlsx", ["name", "categoryId"], ["Rex", 1])
     found = read_exact_cells(path, "Sheet")
     assert (found.integers, found.formulas) == ({}, set())
+
+
+def test_only_formulas_with_no_value_where_one_belongs_are_flagged() -> None:
+    import io
+
+    from petsync.importer.xlsx_cells import _parse
+
+    xml = (
+        b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        b'<sheetData><row r="2">'
+        b'<c r="A2" t="str"><f>IF(B2,"x","")</f><v></v></c>'  # an empty text result: a value
+        b'<c r="B2"><f t="shared" si="0"/><v>3</v></c>'  # a shared formula, computed
+        b'<c r="C2"><f>1+1</f></c>'  # never computed
+        b'<c r="D2"><f>1+1</f><v/></c>'  # written empty by a program
+        b'<c r="E2" t="n"><v>-12345678901234567</v></c>'
+        b'<c t="n"><v>9007199254740993</v></c>'  # no reference: the next column
+        b"</row></sheetData></worksheet>"
+    )
+    found = _parse(io.BytesIO(xml))
+    assert found.formulas == {(2, 2), (2, 3)}
+    assert found.integers == {(2, 4): "-12345678901234567", (2, 5): "9007199254740993"}
