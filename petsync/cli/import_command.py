@@ -13,7 +13,7 @@ import click
 from petsync.cli.import_progress import ImportProgressLine, shows_progress
 from petsync.cli.options import grace_option, json_option, metrics_file_option, target_options
 from petsync.cli.output import ReportTo, echo_json
-from petsync.cli.render import import_summary, import_total_line
+from petsync.cli.render import import_check_lines, import_summary, import_total_line
 from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError, PetsyncError
@@ -106,6 +106,12 @@ if TYPE_CHECKING:
     help="Move each fully processed FILE and its outputs into ARCHIVE/YYYY-MM-DD/.",
 )
 @click.option(
+    "--allow-duplicates",
+    is_flag=True,
+    help="Send rows that repeat an earlier row of the sheet (every cell the same) as they "
+    "are. Default: send such a row once and report the repeats.",
+)
+@click.option(
     "--resend-uncertain",
     is_flag=True,
     help="Send the uncertain rows again (only after checking that those pets do not exist).",
@@ -131,6 +137,7 @@ def import_command(
     settle: bool,
     baseline: bool,
     archive_dir: Path | None,
+    allow_duplicates: bool,
     resend_uncertain: bool,
     as_json: bool,
     grace: float,
@@ -143,9 +150,11 @@ def import_command(
     or sold, or blank); bad rows go to STEM.rejects.csv with the reason, created rows
     to STEM.accepted.csv with their new id, rows whose outcome is unknown to
     STEM.uncertain.csv. A journal per file content makes re-running safe: it resumes,
-    never creates a row twice, and the same bytes dropped again create nothing. FILE may
-    be a quoted glob ('inbox/*.csv'): each file gets its own journal and outputs, and the
-    run exits with the worst code. Exits 0 when every row was created, 4 when any was
+    never creates a row twice, and the same bytes dropped again create nothing; a fixed
+    reject file keeps its rows' identity, so a row is created once however often it is
+    fixed. Rows repeated in the sheet are sent once. FILE may be a quoted glob ('inbox/*':
+    every spreadsheet there): each file gets its own journal and outputs, and the run
+    exits with the worst code. Exits 0 when every row was created, 4 when any was
     rejected, uncertain or left pending, 3 when the API refused the key, 2 for input
     errors, 143/130 when SIGTERM/Ctrl-C stopped it.
 
@@ -154,7 +163,7 @@ def import_command(
       petsync import new-pets.csv --dry-run
       petsync import new-pets.xlsx --sheet April
       petsync import new-pets.rejects.csv          # after fixing the rejected rows
-      petsync import 'inbox/*.csv' --archive done --settle
+      petsync import 'inbox/*' --archive done --settle
     """
     from petsync.importer.batch import run_batch  # the job loads when it runs
     from petsync.importer.inbox import expand_inputs
@@ -191,6 +200,7 @@ def import_command(
                 resend_uncertain=resend_uncertain,
                 settle=settle,
                 baseline=baseline,
+                allow_duplicates=allow_duplicates,
             )
 
         if not paths and text:
@@ -209,6 +219,7 @@ def import_command(
                 progress_for=shown.progress,
                 on_report=shown.report,
                 on_failure=shown.failure,
+                on_checked=shown.checked,
             )
         run.report(batch)
         if not text:
@@ -217,6 +228,11 @@ def import_command(
             click.echo(import_total_line(batch))
         report_to.write_file(batch)
         batch.raise_for_outcome()
+
+
+def archived(report: ImportReport) -> str:
+    """Where a file went, with the names of the files moved (its reject file among them)."""
+    return f"{report.archived_to}/ ({', '.join(report.archived)} moved there)"
 
 
 class _Shown:
@@ -233,13 +249,19 @@ class _Shown:
             self._line = ImportProgressLine(sys.stderr, path.name)
         return self._line
 
+    def checked(self, report: ImportReport) -> None:
+        """Before sending: what will not be sent as the sheet shows it (said once, here)."""
+        if self._text:
+            for line in import_check_lines(report):
+                click.echo(f"{report.source}: {line}")
+
     def report(self, report: ImportReport) -> None:
         self._end_line()
         if self._text:
-            for line in import_summary(report):
+            for line in import_summary(report, check_lines=False):
                 click.echo(line)
             if report.archived_to:
-                click.echo(f"archived:  {report.archived_to}")
+                click.echo(f"archived:  {archived(report)}")
 
     def failure(self, path: Path, error: PetsyncError) -> None:
         self._end_line()

@@ -8,6 +8,7 @@ A JSON document holds the same facts as the lines, never the key.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from petsync.core.apikey import ENV_API_KEY, redact
@@ -82,21 +83,52 @@ def export_summary(report: ExportReport) -> list[str]:
     return lines
 
 
-def import_summary(report: ImportReport) -> list[str]:
-    """The human summary of an import, ending with the command that fixes what is left."""
+def import_check_lines(report: ImportReport) -> list[str]:
+    """What the check pass found that is sent differently from the sheet: the columns no
+    field reads (with the ``--map`` that would send one) and the rows repeated."""
+    lines = []
+    if report.columns_not_sent:
+        shown = ", ".join(repr(title) for title in report.columns_not_sent)
+        lines.append(
+            f"not sent: columns {shown} (no field of the API reads them; they are copied to "
+            "the output files)"
+        )
+        lines.extend(f"  to send one as status: {hint}" for hint in report.map_hints)
+    if report.duplicates:
+        pairs = ", ".join(f"row {row} = row {first}" for row, first in report.duplicate_rows)
+        more = "" if len(report.duplicate_rows) == report.duplicates else ", ..."
+        done = (
+            "each sent as it is (--allow-duplicates)"
+            if report.duplicates_sent
+            else "sent once; --allow-duplicates sends every copy"
+        )
+        lines.append(
+            f"repeated: {report.duplicates} rows repeat an earlier row ({pairs}{more}): {done}"
+        )
+    return lines
+
+
+def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[str]:
+    """The human summary of an import, ending with the command that fixes what is left.
+
+    ``check_lines=False`` leaves out :func:`import_check_lines` (shown before sending).
+    """
     read = f"read {report.source}: {report.rows_read} rows, {report.skipped_blank} blank skipped"
     if report.sheet is not None:
         read += f", sheet {report.sheet!r}"
     else:
         read += f", encoding {report.encoding}, delimiter {report.delimiter}"
     lines = [read]
+    if check_lines:
+        lines.extend(import_check_lines(report))
     if report.encoding_notice:
         lines.append(f"  note: {report.encoding_notice}")
     lines.extend(f"  note: {notice}" for notice in report.notices)
     if report.dry_run:
+        done = f"; already created {report.already_created}" if report.already_created else ""
         lines.append(
             f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
-            f"{report.rejected_local}"
+            f"{report.rejected_local}{done}"
         )
     else:
         lines.append(
@@ -123,7 +155,7 @@ def import_summary(report: ImportReport) -> list[str]:
         lines.append(f"stopped: {shown_text(redact(report.stopped_reason), NOTE_CHARS)}")
     rejects = report.files.get("rejects")
     if rejects and (report.rejected_local or report.rejected_api):
-        lines.append(f"rejects:   {rejects}  (fix them, then: petsync import {rejects})")
+        lines.append(f"rejects:   {rejects}  (fix them, then: {_fix_command(report, rejects)})")
     if report.files.get("accepted"):
         lines.append(f"accepted:  {report.files['accepted']}")
     uncertain = report.files.get("uncertain")
@@ -163,6 +195,19 @@ def _settle_candidates(report: ImportReport) -> list[str]:
 def _rows(rows: tuple[int, ...]) -> str:
     shown = ", ".join(str(r) for r in rows[:SHOWN_IDS])
     return shown + (f" and {len(rows) - SHOWN_IDS} more" if len(rows) > SHOWN_IDS else "")
+
+
+def _fix_command(report: ImportReport, rejects: str) -> str:
+    """The command that imports the fixed reject file where the first file's journals are
+    (its ``--out-dir``, when the reject file is elsewhere: archived), so each row is still
+    created at most once."""
+    command = f"petsync import {rejects}"
+    journal = Path(report.files.get("journal", ""))
+    if journal.parent.name == "journals" and journal.parent.parent.name == ".petsync":
+        out_dir = journal.parent.parent.parent
+        if out_dir != Path(rejects).parent:
+            command += f" --out-dir {out_dir}"
+    return command
 
 
 def import_total_line(batch: BatchReport) -> str:

@@ -131,11 +131,13 @@ def run_batch(
     progress_for: Callable[[Path], SendProgress | None] = lambda path: None,
     on_report: Callable[[ImportReport], None] = lambda report: None,
     on_failure: Callable[[Path, PetsyncError], None] = lambda path, error: None,
+    on_checked: Callable[[ImportReport], None] | None = None,
 ) -> BatchReport:
     """Import each of ``paths`` in turn (see the module docstring); return the run's report.
 
     ``on_report`` and ``on_failure`` see each file's outcome as it ends (the command line
-    prints its summary there); ``progress_for`` gives a file its progress display.
+    prints its summary there); ``progress_for`` gives a file its progress display;
+    ``on_checked`` sees each file's report once it is read, before anything is sent.
     """
     batch = BatchReport(single=single)
     for path in paths:
@@ -145,7 +147,13 @@ def run_batch(
             on_failure(path, error)
             continue
         try:
-            report = run_import(config_for(path), client, stop=stop, progress=progress_for(path))
+            report = run_import(
+                config_for(path),
+                client,
+                stop=stop,
+                progress=progress_for(path),
+                on_checked=on_checked,
+            )
         except (UsageError, StoppedError) as exc:
             if single:
                 raise

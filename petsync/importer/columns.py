@@ -54,6 +54,7 @@ class ColumnMap:
     status: int | None
     carried: tuple[int, ...]
     mapped: tuple[str, ...] = ()  # fields named by --map, not by their header
+    ignored_maps: tuple[str, ...] = ()  # --map values naming a column this file lacks
 
     def field_at(self, index: int) -> str | None:
         """The field column ``index`` holds, if any."""
@@ -84,6 +85,36 @@ class ColumnMap:
             else:
                 out.append(title)
         return out
+
+    def unsent(self, header: Sequence[str]) -> list[str]:
+        """The headers of the carried columns no field is read from: written, not sent.
+
+        >>> cols = resolve_columns(["name", "categoryId", "photoUrls", ""], [], Path())
+        >>> cols.unsent(["name", "categoryId", "photoUrls", ""])
+        ['photoUrls']
+        """
+        return [
+            header[i]
+            for i in self.carried
+            if i < len(header) and header[i].strip() and self.field_at(i) is None
+        ]
+
+    def map_hints(self, header: Sequence[str]) -> list[str]:
+        """``--map`` values that would send an unsent column, where its header suggests a
+        field no column holds (only ``status`` can be missing: the others are required).
+
+        >>> cols = resolve_columns(["name", "categoryId", "Pet state"], [], Path())
+        >>> cols.map_hints(["name", "categoryId", "Pet state"])
+        ['--map "Pet state=status"']
+        """
+        if self.status is not None:
+            return []
+        hints = []
+        for title in self.unsent(header):
+            key = match_key(title)
+            if "status" in key or "state" in key:
+                hints.append(f'--map "{title.strip()}=status"')
+        return hints
 
     def describe(self, header: Sequence[str]) -> dict[str, str]:
         """``{field: header}`` for the journal and the summary."""
@@ -120,14 +151,21 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
         )
     chosen: dict[str, int] = {}
     mapped: set[str] = set()
+    ignored: list[str] = []
+    seen_fields: set[str] = set()
     for text in mappings:
         column, field = parse_mapping(text)
-        if field in chosen:
+        if field in seen_fields:
             raise InputError(
                 f"{path}: field {field!r} is mapped twice with --map; map each field once. "
                 f"Columns found: {found}"
             )
-        chosen[field] = _find_mapped_column(header, column, path, found)
+        seen_fields.add(field)
+        index = _find_mapped_column(header, column, path, found)
+        if index is None:  # a map written for another sheet: this one reads by its headers
+            ignored.append(text)
+            continue
+        chosen[field] = index
         mapped.add(field)
     by_header: dict[str, list[int]] = {}
     for index, title in enumerate(header):
@@ -147,9 +185,10 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
     missing = [field for field in REQUIRED_FIELDS if field not in chosen]
     if missing:
         names = " and ".join(repr(f) for f in missing)
+        unmatched = "".join(f" (--map {text!r} names no column of this file)" for text in ignored)
         raise InputError(
-            f"{path}: no column for {names}; columns found: {found}. Name the header "
-            f'{" and ".join(missing)}, or pass --map "COLUMN={missing[0]}"'
+            f"{path}: no column for {names}; columns found: {found}{unmatched}. Name the "
+            f'header {" and ".join(missing)}, or pass --map "COLUMN={missing[0]}"'
         )
     carried = tuple(i for i, title in enumerate(header) if not is_petsync_column(title))
     return ColumnMap(
@@ -158,10 +197,12 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
         status=chosen.get("status"),
         carried=carried,
         mapped=tuple(field for field in FIELDS if field in mapped),
+        ignored_maps=tuple(ignored),
     )
 
 
-def _find_mapped_column(header: Sequence[str], column: str, path: Path, found: str) -> int:
+def _find_mapped_column(header: Sequence[str], column: str, path: Path, found: str) -> int | None:
+    """The index of the column ``--map`` names; None when this file has no such column."""
     exact = [i for i, title in enumerate(header) if title.strip() == column]
     if len(exact) == 1:
         return exact[0]
@@ -172,5 +213,5 @@ def _find_mapped_column(header: Sequence[str], column: str, path: Path, found: s
             f"rename one. Columns found: {found}"
         )
     if not loose:
-        raise InputError(f"{path}: --map names column {column!r}; columns found: {found}")
+        return None
     return loose[0]

@@ -42,6 +42,8 @@ class ImportConfig:
     # use, which grows with the catalogue, not the file (docs/design.md, "Settling without
     # a baseline", says what --settle proves without it).
     baseline: bool = DEFAULT_BASELINE
+    # Rows repeated inside the sheet (every cell the same) are sent once unless this is set.
+    allow_duplicates: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

@@ -1,9 +1,11 @@
 """Several files in one run, and the archive that empties an inbox.
 
-``petsync import 'inbox/*.csv'`` names its files by a glob that petsync expands itself
+``petsync import 'inbox/*'`` names its files by a glob that petsync expands itself
 (quoted, so the shell leaves it alone, and so a job file can hold it): :func:`expand_inputs`.
-The files petsync writes beside an input (``*.rejects.csv``, ``*.accepted.csv``,
-``*.uncertain.csv``) are never picked up by a glob, only when named.
+A glob picks the spreadsheets it matches (``.csv``, ``.tsv`` and every workbook petsync
+reads) and passes over other files (a ``README``, Excel's ``~$`` lock
+files, hidden files). The files petsync writes beside an input (``*.rejects.csv``,
+``*.accepted.csv``, ``*.uncertain.csv``) are never picked up by a glob, only when named.
 
 ``--archive DIR`` moves a fully processed file and its outputs into ``DIR/YYYY-MM-DD/``
 (:func:`archive_import`). Fully processed means the run was not stopped and every row of
@@ -16,15 +18,22 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import logging
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from petsync.core.errors import InputError
 from petsync.importer.report import ImportReport
+from petsync.importer.spreadsheet import WORKBOOK_SUFFIXES
 
 OUTPUT_SUFFIXES: tuple[str, ...] = (".rejects.csv", ".accepted.csv", ".uncertain.csv")
+# What a glob picks: CSV (and .tsv), and every workbook petsync reads. Not .txt: an inbox
+# often holds a note; a .txt spreadsheet is imported when named.
+SPREADSHEET_SUFFIXES = frozenset({".csv", ".tsv"}) | WORKBOOK_SUFFIXES
 MAX_SAME_DAY_FOLDERS = 1000
+
+logger = logging.getLogger(__name__)
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -39,7 +48,7 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
             matches = [
                 Path(name)
                 for name in sorted(glob.glob(pattern))
-                if Path(name).is_file() and not name.endswith(OUTPUT_SUFFIXES)
+                if picked_by_glob(Path(name).name) and Path(name).is_file()
             ]
         else:
             matches = [Path(pattern)]
@@ -47,6 +56,21 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
             if path not in found:
                 found.append(path)
     return found
+
+
+def picked_by_glob(name: str) -> bool:
+    """Whether a glob takes a file of this name: a spreadsheet, not one petsync wrote, not
+    an office program's lock file, not hidden.
+
+    >>> names = ("a.xlsx", "a.CSV", "a.rejects.csv", "~$a.xlsx", "notes.txt", ".a.csv")
+    >>> [picked_by_glob(n) for n in names]
+    [True, True, False, False, False, False]
+    """
+    return (
+        Path(name).suffix.lower() in SPREADSHEET_SUFFIXES
+        and not name.lower().endswith(OUTPUT_SUFFIXES)
+        and not name.startswith(("~$", "."))
+    )
 
 
 def fully_processed(report: ImportReport) -> bool:
@@ -84,4 +108,9 @@ def archive_import(source: Path, report: ImportReport, archive: Path, today: dt.
         for kind, p in report.files.items()
     }
     report.archived_to = str(folder)
+    report.archived = [path.name for path in moving]
+    logger.info(
+        "import_archived",
+        extra={"fields": {"source": str(source), "folder": str(folder), "files": report.archived}},
+    )
     return folder

@@ -28,11 +28,14 @@ from petsync.core.files import atomic_write_text, atomic_writer
 from petsync.importer.check import CheckedInput
 from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.journal import Journal
+from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.row_states import RowRecord, RowState
-from petsync.importer.validation import FieldError, validate_row
+from petsync.importer.validation import FieldError
 
 OUTPUT_ENCODING = "utf-8-sig"
 
+# petsync_row and petsync_origin (the sha256 of the first file) are a row's identity
+# through every round of fixing (see petsync.importer.provenance).
 REJECT_COLUMNS: tuple[str, ...] = (
     "petsync_row",
     "petsync_error_source",
@@ -40,13 +43,21 @@ REJECT_COLUMNS: tuple[str, ...] = (
     "petsync_error_field",
     "petsync_error_message",
     "petsync_http_status",
+    "petsync_origin",
 )
-ACCEPTED_COLUMNS: tuple[str, ...] = ("petsync_row", "petsync_id")
+# petsync_fixed_in: the fix file whose import created the row (blank: this file's).
+ACCEPTED_COLUMNS: tuple[str, ...] = (
+    "petsync_row",
+    "petsync_id",
+    "petsync_origin",
+    "petsync_fixed_in",
+)
 UNCERTAIN_COLUMNS: tuple[str, ...] = (
     "petsync_row",
     "petsync_uncertain_reason",
     "petsync_http_status",
     "petsync_candidate_ids",
+    "petsync_origin",
 )
 
 # The reason of a row whose last journal line is `sending`: the run died mid-request.
@@ -160,18 +171,25 @@ class Outcome(StrEnum):
     UNCERTAIN = "uncertain"  # the uncertain file: it may or may not exist
     PENDING = "pending"  # valid and not sent (a stop, --max-errors): a re-run sends it
     WOULD_SEND = "would_send"  # valid, in a dry run
+    DUPLICATE = "duplicates"  # repeats an earlier row of the sheet: not sent, in no file
 
 
-def classify(record: RowRecord | None, *, valid: bool, dry_run: bool) -> Outcome:
+def classify(
+    record: RowRecord | None, *, valid: bool, dry_run: bool, repeat: bool = False
+) -> Outcome:
     """A row's outcome from its validity and its last journal line (None: never journaled).
+
+    ``repeat`` says the row repeats an earlier one and repeats are not sent.
 
     >>> classify(RowRecord(2, RowState.SENDING), valid=True, dry_run=False)
     <Outcome.UNCERTAIN: 'uncertain'>
     """
     if not valid:
         return Outcome.REJECTED_LOCAL
-    if dry_run:
-        return Outcome.WOULD_SEND
+    if record is None and repeat:
+        return Outcome.DUPLICATE
+    if dry_run and (record is None or record.state in (RowState.REJECTED, RowState.UNSENT)):
+        return Outcome.WOULD_SEND  # a dry run knows only what exists or may (the ledger)
     if record is None:
         return Outcome.PENDING
     match record.state:
@@ -190,13 +208,22 @@ class OutputRow:
     """One input row as the output files need it.
 
     ``carried`` holds its cells under the input's own columns; ``errors`` why validation
-    refused it; ``record`` its last journal line, if any.
+    refused it; ``record`` its last journal line, if any; ``origin`` the sha256 of the
+    first file it came from (blank when unknown); ``repeat_of`` the earlier row it repeats
+    when repeats are not sent. A ``number`` below 1 (a fed-back row with no identity) is
+    written blank.
     """
 
     number: int
     carried: Sequence[str]
     errors: tuple[FieldError, ...] = ()
     record: RowRecord | None = None
+    origin: str = ""
+    repeat_of: int | None = None
+
+    @property
+    def number_text(self) -> str:
+        return str(self.number) if self.number > 0 else ""
 
 
 class OutputFiles:
@@ -220,12 +247,14 @@ class OutputFiles:
         dry_run: bool,
         delimiter: str = ",",
         replaced_rows: frozenset[int] | None = None,
+        replaced_origin: str = "",
     ):
         self.dry_run = dry_run
         self.counts: Counter[Outcome] = Counter()
         self._files: list[AtomicCsv] = []
         self._delimiter = delimiter
         self._replaced = replaced_rows
+        self._replaced_origin = replaced_origin
         try:
             self._rejects = self._open(paths.rejects, [*carried_header, *REJECT_COLUMNS])
             if not dry_run:
@@ -242,19 +271,28 @@ class OutputFiles:
 
     def write(self, row: OutputRow) -> Outcome:
         """Classify ``row`` once, count it, and write it to the file its outcome belongs in."""
-        outcome = classify(row.record, valid=not row.errors, dry_run=self.dry_run)
+        outcome = classify(
+            row.record,
+            valid=not row.errors,
+            dry_run=self.dry_run,
+            repeat=row.repeat_of is not None,
+        )
         self.counts[outcome] += 1
         match outcome:
             case Outcome.REJECTED_LOCAL:
                 self.reject_local(row)
             case Outcome.REJECTED_API:
                 self.reject_api(row)
-            case Outcome.CREATED:
+            case Outcome.CREATED if not self.dry_run:
                 self.accept(row)
-            case Outcome.UNCERTAIN:
+            case Outcome.UNCERTAIN if not self.dry_run:
                 self.mark_uncertain(row)
+            case Outcome.CREATED | Outcome.UNCERTAIN:
+                pass  # a dry run writes the reject file only
             case Outcome.PENDING | Outcome.WOULD_SEND:
                 pass  # in no file: a re-run (or the real run) sends it
+            case Outcome.DUPLICATE:
+                pass  # in no file: the row it repeats stands for it (the report names it)
         return outcome
 
     def reject_local(self, row: OutputRow) -> None:
@@ -263,12 +301,13 @@ class OutputFiles:
         self._rejects.write(
             [
                 *row.carried,
-                str(row.number),
+                row.number_text,
                 "local",
                 ";".join(e.code for e in errors),
                 ";".join(e.field for e in errors if e.field),
                 "; ".join(e.message for e in errors),
                 "",
+                row.origin,
             ]
         )
 
@@ -278,26 +317,33 @@ class OutputFiles:
         self._rejects.write(
             [
                 *row.carried,
-                str(row.number),
+                row.number_text,
                 "api",
                 record.code or "",
                 record.field or "",
                 record.message or "",
                 _status(record),
+                row.origin,
             ]
         )
 
     def accept(self, row: OutputRow) -> None:
         """A created row: the accepted file, with the id the API gave it."""
         record = _journaled(row)
-        self._accepted.write([*row.carried, str(row.number), str(record.id)])
+        self._accepted.write(
+            [*row.carried, row.number_text, str(record.id), row.origin, record.via or ""]
+        )
 
     def mark_uncertain(self, row: OutputRow) -> None:
         """A row that may or may not exist: the uncertain file, with the reason."""
         record = _journaled(row)
         reason = record.message or SENDING_REASON
         candidates = " ".join(str(i) for i in record.candidates or ())
-        self._uncertain.write([*row.carried, str(row.number), reason, _status(record), candidates])
+        if record.via is not None:
+            reason += f" (sent from {record.via}: petsync import {record.via} --settle decides it)"
+        self._uncertain.write(
+            [*row.carried, row.number_text, reason, _status(record), candidates, row.origin]
+        )
 
     def __enter__(self) -> OutputFiles:
         return self
@@ -326,7 +372,7 @@ class OutputFiles:
         output = AtomicCsv(path, header, delimiter=self._delimiter)
         self._files.append(output)
         if self._replaced is not None:
-            for cells in earlier_rows(path, header, self._replaced):
+            for cells in earlier_rows(path, header, self._replaced, self._replaced_origin):
                 output.write(cells)
         return output
 
@@ -336,9 +382,12 @@ class OutputFiles:
 
 
 def earlier_rows(
-    path: Path, header: Sequence[str], replaced: frozenset[int]
+    path: Path, header: Sequence[str], replaced: frozenset[int], origin: str = ""
 ) -> Iterator[list[str]]:
     """The rows of an earlier round's ``path`` to keep: those not in ``replaced``.
+
+    A row whose ``petsync_origin`` names another first file than ``origin`` is another
+    file's row of the same number: it is kept (a blank origin matches any).
 
     Cells go under ``header`` by column name (blank where the old file had no such column),
     with the Excel-safe prefix undone (the writer puts it back).
@@ -356,7 +405,9 @@ def earlier_rows(
         try:
             for record in csv.DictReader(handle, delimiter=delimiter):
                 number = (record.get("petsync_row") or "").strip()
-                if number.isdigit() and int(number) in replaced:
+                of = (record.get("petsync_origin") or "").strip()
+                same = not origin or not of or of == origin
+                if same and number.isdigit() and int(number) in replaced:
                     continue
                 yield [unescape_cell(record.get(column) or "") for column in header]
         except (csv.Error, UnicodeDecodeError) as exc:
@@ -389,16 +440,24 @@ class WrittenOutputs:
 
 
 def write_outputs(
-    checked: CheckedInput, paths: OutputPaths, journal: Journal | None
+    checked: CheckedInput,
+    paths: OutputPaths,
+    journal: Journal | None,
+    ledger: Ledger | None = None,
 ) -> WrittenOutputs:
     """The write pass: rebuild the output files from the input and ``journal``.
 
     Without a journal (a dry run) every row is validated and only the reject file is
-    written. Raises :class:`~petsync.core.errors.InputError` if the input changed since the
-    check pass, :class:`~petsync.core.errors.PetsyncError` if a file cannot be written.
+    written; a row the ledger knows as created, or maybe created, is no reject then either.
+    ``ledger`` holds the rows of the same origin created (or maybe created)
+    through other files: they are written as such (:class:`~petsync.importer.provenance.
+    KnownRows`). Raises :class:`~petsync.core.errors.InputError` if the input changed since
+    the check pass, :class:`~petsync.core.errors.PetsyncError` if a file cannot be written.
     """
-    states = journal.states if journal is not None else None
     dry_run = journal is None
+    known: KnownRows | None = None
+    if journal is not None or ledger is not None:
+        known = KnownRows(journal.states if journal is not None else None, ledger)
     normalisations: Counter[str] = Counter()
     with (
         checked.reopen() as sheet,
@@ -408,21 +467,30 @@ def write_outputs(
             dry_run=dry_run,
             delimiter=checked.delimiter_char,
             replaced_rows=checked.original_rows if checked.petsync_written else None,
+            replaced_origin=checked.output_origin,
         ) as outputs,
     ):
         for sheet_row in sheet.rows():
-            record = states.get(sheet_row.number) if states is not None else None
+            problems = checked.problems_of(sheet_row)
+            record = None
+            if known is not None and not problems:
+                record = known.get(sheet_row.number)
             errors: tuple[FieldError, ...] = ()
+            repeat_of = None
             # A row in the journal was valid when it was sent: no need to check it again.
             if record is None:
-                result = validate_row(
-                    sheet_row.cells, checked.columns, checked.width, sheet_row.cut
-                )
+                result = checked.validate(sheet_row)
                 errors = result.errors
+                if not errors:
+                    repeat_of = checked.repeats_row(sheet_row)
                 if dry_run:
                     normalisations.update(n.value for n in result.normalisations)
             number = checked.original_number(sheet_row)
-            row = OutputRow(number, checked.carried(sheet_row), errors, record)
+            if record is not None and record.via is not None and record.pet is not None:
+                carried = checked.carried_as_sent(sheet_row, record.pet)
+            else:
+                carried = checked.carried(sheet_row)
+            row = OutputRow(number, carried, errors, record, checked.output_origin, repeat_of)
             outputs.write(row)
     return WrittenOutputs(outputs.counts, dict(sorted(normalisations.items())), outputs.written())
 

@@ -42,6 +42,15 @@ class ImportReport:
     delimiter: str | None = None
     sheet: str | None = None
     columns: dict[str, str] = field(default_factory=dict)
+    # Columns no field is read from (carried to the output files, not sent), and the
+    # --map values that would send one where its header suggests a field.
+    columns_not_sent: list[str] = field(default_factory=list)
+    map_hints: list[str] = field(default_factory=list)
+    # Rows repeating an earlier row of the sheet: how many, the first few as [row, first
+    # row], and whether they were sent (--allow-duplicates) or left out.
+    duplicates: int = 0
+    duplicate_rows: list[list[int]] = field(default_factory=list)
+    duplicates_sent: bool = False
     normalisations: dict[str, int] = field(default_factory=dict)
     elapsed_seconds: float = 0.0
     requests: int = 0
@@ -58,6 +67,7 @@ class ImportReport:
     # Rows settling left uncertain, by content: (row numbers, ids of pets that may be theirs).
     settled_candidates: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     archived_to: str | None = None
+    archived: list[str] = field(default_factory=list)  # the names of the files moved there
     notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
@@ -125,6 +135,11 @@ class ImportReport:
             "delimiter": self.delimiter,
             "sheet": self.sheet,
             "columns": self.columns,
+            "columns_not_sent": self.columns_not_sent,
+            "map_hints": self.map_hints,
+            "duplicates": self.duplicates,
+            "duplicate_rows": self.duplicate_rows,
+            "duplicates_sent": self.duplicates_sent,
             "normalisations": self.normalisations,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "rows_per_second": round(self.rows_per_second, 1),
@@ -146,6 +161,7 @@ class ImportReport:
                 ],
             },
             "archived_to": self.archived_to,
+            "archived": self.archived,
             "notices": self.notices,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),

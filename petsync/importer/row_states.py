@@ -45,15 +45,21 @@ class RowRecord:
     message: str | None = None
     http_status: int | None = None
     candidates: tuple[int, ...] | None = None  # settle could not tell: pets that may be it
+    # A row sent from a fix file (a fed-back reject file): that file's name, and the pet as
+    # sent (name, categoryId, status), so the first file's outputs can show what was made.
+    via: str | None = None
+    pet: tuple[str, int, str | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"row": self.row, "state": self.state.value}
-        for key in ("id", "code", "field", "message", "http_status"):
+        for key in ("id", "code", "field", "message", "http_status", "via"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
         if self.candidates is not None:
             out["candidates"] = list(self.candidates)
+        if self.pet is not None:
+            out["pet"] = list(self.pet)
         return out
 
     @classmethod
@@ -67,7 +73,16 @@ class RowRecord:
             message=obj.get("message"),
             http_status=obj.get("http_status"),
             candidates=tuple(obj["candidates"]) if obj.get("candidates") is not None else None,
+            via=obj.get("via"),
+            pet=_pet(obj.get("pet")),
         )
+
+
+def _pet(value: Any) -> tuple[str, int, str | None] | None:
+    if value is None:
+        return None
+    name, category, status = value
+    return (str(name), int(category), None if status is None else str(status))
 
 
 class RowStates:
@@ -220,7 +235,15 @@ _COMMIT_EVERY = 16_384
 
 def _details(record: RowRecord) -> str | None:
     """The whole record as JSON when it holds more than a state and an id, else None."""
-    plain = (record.code, record.field, record.message, record.http_status, record.candidates)
+    plain = (
+        record.code,
+        record.field,
+        record.message,
+        record.http_status,
+        record.candidates,
+        record.via,
+        record.pet,
+    )
     if all(value is None for value in plain):
         return None
     return json.dumps(record.to_json(), ensure_ascii=False)

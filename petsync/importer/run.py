@@ -12,6 +12,10 @@
 3. **write** (:mod:`~petsync.importer.outputs`): the reject, accepted and uncertain files
    are rebuilt from the input and the journal, so they are complete after a resumed run too.
 
+A fixed reject file's rows keep the identity of the first file's rows: before sending, the
+journals of every import of that first file are read (:mod:`~petsync.importer.provenance`),
+and a row created or maybe created through any of them is not sent again.
+
 Outcomes per row: created; rejected (locally, or by the API: final, into the reject file);
 uncertain (sent, outcome unknown: never re-sent unless ``resend_uncertain``); pending (not
 sent: a stop or ``--max-errors``; a re-run sends it).
@@ -19,6 +23,7 @@ sent: a stop or ``--max-errors``; a re-run sends it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -40,6 +45,7 @@ from petsync.importer.outputs import (
     check_writable,
     write_outputs,
 )
+from petsync.importer.provenance import Ledger, load_ledger, origin_lock, register_fix
 from petsync.importer.report import ImportReport
 from petsync.importer.row_states import RowState
 from petsync.importer.sender import SendProgress, SendResult, send_rows
@@ -55,8 +61,12 @@ def run_import(
     clock: Callable[[], float] = time.monotonic,
     stop: StopRequest | None = None,
     progress: SendProgress | None = None,
+    on_checked: Callable[[ImportReport], None] | None = None,
 ) -> ImportReport:
     """Import ``config.path``; see the module docstring. ``client`` may be None for a dry run.
+
+    ``on_checked`` sees the report once the check pass has read the file, before anything
+    is sent: what it says of the file (columns not sent, repeated rows) can be shown then.
 
     Input problems, and output or journal folders that cannot be written, raise
     :class:`~petsync.core.errors.UsageError` before anything is sent. A stop after sending
@@ -73,6 +83,30 @@ def run_import(
     if not config.dry_run and client is None:
         raise ConfigError("an import that sends rows needs a client (or pass dry_run=True)")
     checked = check_input(config)
+    try:
+        with contextlib.ExitStack() as held:
+            report = _checked_report(config, checked)
+            if on_checked is not None:
+                on_checked(report)
+            return _run_checked(
+                config, checked, report, client, clock, stop, progress, started, held
+            )
+    finally:
+        checked.close()
+
+
+def _run_checked(
+    config: ImportConfig,
+    checked: CheckedInput,
+    report: ImportReport,
+    client: ImportClient | None,
+    clock: Callable[[], float],
+    stop: StopRequest | None,
+    progress: SendProgress | None,
+    started: float,
+    held: contextlib.ExitStack,
+) -> ImportReport:
+    """:func:`run_import` once the check pass has read the file."""
     if stop is not None and stop.requested:
         raise stop.error(
             f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
@@ -85,13 +119,41 @@ def run_import(
         fed_back=checked.petsync_written,
     )
     check_writable(paths.directory, "output files")
-    report = _checked_report(config, checked)
     journal: Journal | None = None
+    ledger: Ledger | None = None
+    if config.dry_run and checked.invalid_rows:
+        # A row a fix created since must not show as a reject again: the journals say so.
+        ledger = load_ledger(paths.journal.parent, checked.origin, None, checked.invalid_rows)
     if not config.dry_run:
-        check_writable(paths.journal.parent, "journal")
+        journals = paths.journal.parent
+        check_writable(journals, "journal")
+        # Every import of the rows of one first file holds the lock of its journal: two
+        # fixes of one row must not both send it (see petsync.importer.provenance). The
+        # first file's own import holds it as its journal.
+        first = journals / f"{checked.origin}.jsonl"
+        if checked.fed_back and not _has_content(first):
+            report.notices.append(
+                f"the journal of the first file these rows came from is not in {journals} "
+                "(its import used another output folder, or it was moved): if so, import "
+                "this file with that --out-dir, or rows created there could be created again"
+            )
+        if paths.journal != first:
+            held.enter_context(origin_lock(journals, checked.origin))
         journal = Journal.open(
             paths.journal, source=config.path, sha256=checked.sha256, settings=checked.settings
         )
+        try:
+            if checked.fed_back:
+                register_fix(journals, checked.origin, paths.journal)
+            ledger = load_ledger(
+                journals,
+                checked.origin,
+                paths.journal,
+                rows=checked.original_rows if checked.fed_back else None,
+            )
+        except BaseException:
+            journal.close()
+            raise
     try:
         if journal is not None and client is not None:
             report.already_imported = journal.resumed and _all_final(journal, checked)
@@ -105,17 +167,24 @@ def run_import(
             if report.stop is None:
                 try:
                     sent = send_rows(
-                        config, client, journal, checked, clock, stop=stop, progress=progress
+                        config,
+                        client,
+                        journal,
+                        checked,
+                        clock,
+                        stop=stop,
+                        progress=progress,
+                        ledger=ledger,
                     )
                 except KeyboardInterrupt:
                     # Ctrl-C: in-flight rows finished, the rest of their batches journaled
                     # unsent; leave complete output files behind, then let the interrupt go on.
                     journal.sync()
-                    write_outputs(checked, paths, journal)
+                    write_outputs(checked, paths, journal, ledger)
                     raise
                 journal.sync()
                 _count_sent(report, sent)
-        written = write_outputs(checked, paths, journal)
+        written = write_outputs(checked, paths, journal, ledger)
         _count_written(report, written)
         report.files = dict(written.files)
         if journal is not None:
@@ -172,6 +241,13 @@ def _list_before_sending(
         report.settled_candidates = [(u.rows, u.candidates) for u in settled.undecided_rows]
 
 
+def _has_content(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def _earlier_unfinished(journal: Path, source: Path) -> list[str]:
     """Notes on earlier files of this name whose rows are not all done (a new file replaced
     one that was not finished: its pending and uncertain rows would be forgotten)."""
@@ -205,6 +281,12 @@ def _all_final(journal: Journal, checked: CheckedInput) -> bool:
 
 def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport:
     """A report of what the check pass found (the file, how it was read, its rows)."""
+    repeats = checked.repeats
+    notices = [
+        f"--map {text!r} names no column of {config.path.name}; its columns are read by "
+        "their headers"
+        for text in checked.columns.ignored_maps
+    ]
     return ImportReport(
         source=str(config.path),
         dry_run=config.dry_run,
@@ -215,6 +297,12 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         delimiter=checked.delimiter,
         sheet=checked.sheet,
         columns=checked.column_names,
+        columns_not_sent=checked.unsent_columns,
+        map_hints=checked.columns.map_hints(checked.header),
+        duplicates=0 if repeats is None else repeats.count,
+        duplicate_rows=[] if repeats is None else [list(pair) for pair in repeats.listed],
+        duplicates_sent=config.allow_duplicates,
+        notices=notices,
     )
 
 
@@ -236,5 +324,6 @@ def _count_written(report: ImportReport, written: WrittenOutputs) -> None:
     report.would_send = counts[Outcome.WOULD_SEND]
     if report.dry_run:  # no send pass counted them
         report.normalisations = written.normalisations
+        report.already_created = counts[Outcome.CREATED]  # by a fix of a rejected row
     else:  # the accepted file lists every row created so far; this run made `created`
         report.already_created = max(0, counts[Outcome.CREATED] - report.created)

@@ -37,11 +37,12 @@ from petsync.core.errors import (
 )
 from petsync.core.models import NewPet
 from petsync.core.stop import StopRequest
-from petsync.importer.check import CheckedInput
+from petsync.importer.check import CheckedInput, content_of
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.row_states import RowRecord, RowState, RowStates
+from petsync.importer.provenance import KnownRows, Ledger
+from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.spreadsheet import Spreadsheet
 from petsync.importer.validation import validate_row
 
@@ -73,8 +74,13 @@ def send_rows(
     *,
     stop: StopRequest | None = None,
     progress: SendProgress | None = None,
+    ledger: Ledger | None = None,
 ) -> SendResult:
     """Send the rows of ``checked`` that ``journal`` does not show as done.
+
+    ``ledger`` holds the rows other files of the same origin created or may have (see
+    :mod:`petsync.importer.provenance`): they are not sent. Rows repeating an earlier row
+    of the sheet are not sent unless ``checked.allow_duplicates``.
 
     Waits for every worker, also through Ctrl-C (a POST in flight gets its outcome
     journaled), then raises :class:`KeyboardInterrupt` if it was pressed, or the error a
@@ -83,9 +89,10 @@ def send_rows(
     then stay ``sending`` in the journal (uncertain); the result's ``stop`` is then a
     :class:`~petsync.core.errors.StoppedError`.
     """
-    sender = _Sender(config, client, journal, clock, progress)
+    via = checked.path.name if checked.fed_back else None
+    sender = _Sender(config, client, journal, clock, progress, via=via)
     with checked.reopen() as sheet:
-        source = _RowSource(sheet, checked, sender, journal.states)
+        source = _RowSource(sheet, checked, sender, KnownRows(journal.states, ledger))
         workers = [
             threading.Thread(
                 target=sender.work, args=(source,), name=f"petsync-import-{i}", daemon=True
@@ -119,7 +126,10 @@ class _Sender:
         journal: Journal,
         clock: Callable[[], float],
         progress: SendProgress | None = None,
+        *,
+        via: str | None = None,
     ):
+        self.via = via  # a fix file's name: its records say so, with the pet as sent
         self.config = config
         self.client = client
         self.journal = journal
@@ -241,7 +251,10 @@ class _Sender:
             self._uncertain(row, exc, None)
             self.halt(str(exc), exc)
         else:
-            self.journal.record(RowRecord(row, RowState.CREATED, id=created.id))
+            pet_sent = content_of(pet) if self.via is not None else None
+            self.journal.record(
+                RowRecord(row, RowState.CREATED, id=created.id, via=self.via, pet=pet_sent)
+            )
             with self.lock:
                 self.created += 1
             self._tell("created")
@@ -257,7 +270,7 @@ class _Sender:
         if status is None:
             status = _status_in(exc)
         self.journal.record(
-            RowRecord(row, RowState.UNCERTAIN, message=str(exc), http_status=status)
+            RowRecord(row, RowState.UNCERTAIN, message=str(exc), http_status=status, via=self.via)
         )
         logger.warning(
             "import_row_uncertain", extra={"fields": {"row": row, "http_status": status}}
@@ -290,13 +303,12 @@ class _RowSource:
         sheet: Spreadsheet,
         checked: CheckedInput,
         sender: _Sender,
-        states: RowStates,
+        known: KnownRows,
     ) -> None:
         self.rows = iter(sheet.rows())
-        self.columns = checked.columns
-        self.width = checked.width
+        self.checked = checked
         self.sender = sender
-        self.states = states
+        self.known = known
         self.normalisations: Counter[str] = Counter()
         self.error: BaseException | None = None
         self.window = sender.config.sending_window
@@ -324,15 +336,22 @@ class _RowSource:
                     row = next(self.rows, None)
                     if row is None:
                         break
-                    result = validate_row(row.cells, self.columns, self.width, row.cut)
+                    checked = self.checked
+                    result = validate_row(
+                        row.cells, checked.columns, checked.width, row.cut, checked.problems_of(row)
+                    )
                     if sender.progress is not None:
                         sender.progress.row_read(valid=result.pet is not None)
                     if result.pet is None:
+                        if not self.checked.problems_of(row) and self._done(row.number):
+                            continue  # fixed and created through a fix file: not a reject
                         sender.count_rejection()
                         continue
                     if result.normalisations:
                         self.normalisations.update(n.value for n in result.normalisations)
-                    if _should_send(self.states.get(row.number), resend):
+                    if self.checked.repeats_row(row) is not None:
+                        continue  # a repeat of an earlier row: sent once, with that row
+                    if _should_send(self.known.get(row.number), resend):
                         batch.append((row.number, result.pet))
             except BaseException as exc:
                 self.error = exc
@@ -340,6 +359,10 @@ class _RowSource:
                 return []  # nothing journaled yet: these rows stay pending
             self.outstanding += len(batch)
         return batch
+
+    def _done(self, number: int) -> bool:
+        record = self.known.get(number)
+        return record is not None and record.state in _MAY_EXIST
 
     def done(self, rows: int) -> None:
         """A batch of ``rows`` rows was answered or journaled unsent: free its window share."""
@@ -404,6 +427,9 @@ class SendProgress(Protocol):
     def row_sent(self) -> None: ...
 
     def row_done(self, outcome: str) -> None: ...
+
+
+_MAY_EXIST = (RowState.CREATED, RowState.SENDING, RowState.UNCERTAIN)
 
 
 def _should_send(record: RowRecord | None, resend_uncertain: bool) -> bool:

@@ -43,6 +43,9 @@ WORKBOOK_SUFFIXES = frozenset({".xlsx", ".xlsm", ".xls", ".xlsb", ".ods"})
 # A column that only petsync writes; its presence marks a file petsync wrote, whose cells
 # carry the Excel-safe prefix (see petsync.importer.excel_safe).
 PETSYNC_MARKER_COLUMN = "petsync_row"
+# Beside it in the files petsync writes: the sha256 of the first file each row came from.
+# With petsync_row it is the row's identity through every round of fixing.
+PETSYNC_ORIGIN_COLUMN = "petsync_origin"
 CHUNK = 1 << 20
 # Characters one cell may hold (Python's csv default field limit, 128 Ki). A longer cell
 # rejects its row (cell_too_long); the reader keeps only its first CUT_KEEP characters.
@@ -81,11 +84,20 @@ class SheetRow:
     """One non-blank row: its number as a person sees it (header = 1) and its cells.
 
     ``cut`` lists the cells that were over :data:`CELL_LIMIT` characters and were cut.
+    In a fed-back file read by identity (:attr:`Spreadsheet.identity_column`), ``number``
+    is the row's number in the first file (its ``petsync_row``; negative when it has
+    none) and ``line`` its own row number in this file; elsewhere both are the same.
     """
 
     number: int
     cells: tuple[str, ...]
     cut: tuple[CutCell, ...] = ()
+    physical: int | None = None
+
+    @property
+    def line(self) -> int:
+        """The row's number in this file, as a person sees it."""
+        return self.number if self.physical is None else self.physical
 
 
 class Spreadsheet:
@@ -123,7 +135,13 @@ class Spreadsheet:
         self.sheet = sheet
         self.header: tuple[str, ...] = ()
         self.petsync_written = False
+        # Set by the import for a fed-back file whose rows carry their identity: rows are
+        # then numbered by this column (petsync_row), as in the first file.
+        self.identity_column: int | None = None
         self.blank_rows = 0
+        # Cells that cannot be read as the sheet shows them (a formula with no saved
+        # value), by row number: (0-based column, why).
+        self.cell_problems: dict[int, list[tuple[int, str]]] = {}
         self._records: Iterator[Record] = iter(())
         # A workbook's rows, read once when it was opened (None for CSV, which streams).
         self.cached_records: list[Record] | None = None
@@ -151,7 +169,7 @@ class Spreadsheet:
     def rows(self) -> Iterator[SheetRow]:
         """Yield the rows after the header, skipping (and counting) all-blank ones."""
         for number, cells, cut in self._records:
-            if not cut and not "".join(cells).strip():
+            if not cut and not "".join(cells).strip() and number not in self.cell_problems:
                 self.blank_rows += 1
                 continue
             if self.petsync_written:
@@ -160,7 +178,11 @@ class Spreadsheet:
                 cut = cut or tuple(
                     CutCell(i, -1) for i, cell in enumerate(cells) if cell.endswith(CUT_NOTE)
                 )
-            yield SheetRow(number, cells, cut)
+            if self.identity_column is not None:
+                identity = identity_number(cells, self.identity_column, number)
+                yield SheetRow(identity, cells, cut, number)
+            else:
+                yield SheetRow(number, cells, cut)
 
     def start(self, records: Iterator[Record]) -> None:
         """Read the header row from ``records``; the rest are the rows (for the readers)."""
@@ -183,6 +205,21 @@ class Spreadsheet:
         self.petsync_written = self.kind == "csv" and PETSYNC_MARKER_COLUMN in header
         self.header = tuple(unescape_row(header)) if self.petsync_written else header
         self._records = records
+
+
+def identity_number(cells: Sequence[str], column: int, line: int) -> int:
+    """A fed-back row's number in the first file: its ``petsync_row``, else ``-line``.
+
+    A row without a usable ``petsync_row`` (one a person added) gets a negative number,
+    which no row of a first file has; the import rejects it.
+
+    >>> identity_number(["Rex", " 7 "], 1, 2), identity_number(["Rex", ""], 1, 3)
+    (7, -3)
+    """
+    text = cells[column].strip() if column < len(cells) else ""
+    if text.isdigit() and len(text) <= 18 and int(text) >= 2:
+        return int(text)
+    return -line
 
 
 def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsheet:

@@ -39,6 +39,10 @@ class ErrorCode(StrEnum):
     STATUS_INVALID = "status_invalid"
     EXTRA_CELLS = "extra_cells"
     CELL_TOO_LONG = "cell_too_long"
+    FORMULA_WITHOUT_VALUE = "formula_without_value"
+    ROW_ORIGIN_MISSING = "row_origin_missing"  # a fed-back row with no petsync_row
+    ROW_ORIGIN_OTHER = "row_origin_other"  # a fed-back row of another first file
+    ROW_REPEATED = "row_repeated"  # a fed-back row whose petsync_row is held by an earlier row
 
 
 class Normalisation(StrEnum):
@@ -116,14 +120,20 @@ def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
 
 
 def validate_row(
-    cells: Sequence[str], columns: ColumnMap, width: int, cut: Sequence[CutCell] = ()
+    cells: Sequence[str],
+    columns: ColumnMap,
+    width: int,
+    cut: Sequence[CutCell] = (),
+    problems: Sequence[FieldError] = (),
 ) -> Validated:
     """Validate the cells of one row; ``width`` is the number of header columns.
 
     ``cut`` lists cells the reader cut because they were over the cell limit: such a row
-    is rejected (``cell_too_long``) whatever column the cell is in.
+    is rejected (``cell_too_long``) whatever column the cell is in. ``problems`` are what
+    the check pass found wrong with the row as a whole (see
+    :meth:`~petsync.importer.check.CheckedInput.problems_of`); they reject it too.
     """
-    errors: list[FieldError] = [_too_long(cell, columns) for cell in cut]
+    errors: list[FieldError] = [*problems, *(_too_long(cell, columns) for cell in cut)]
     normalised: list[Normalisation] = []
     trimmed = False
 

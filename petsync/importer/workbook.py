@@ -7,18 +7,22 @@ later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed o
 
 Values become text by :func:`render_cell`: text as it is; whole numbers without a decimal
 point (``12``; ``12.0`` gives ``12``) below 2**53 in magnitude, where doubles stop being
-exact; whole numbers beyond that in exponent form (``9.007199254740992e+15``, which the
-categoryId check rejects rather than send a rounded id); other numbers in Python's shortest
+exact; whole numbers beyond that, in .xlsx and .xlsm, exactly as the file stores them
+(``9007199254740993``, read by :mod:`petsync.importer.xlsx_cells`), in the other formats
+in exponent form (``9.007199254740992e+15``, which the categoryId check rejects rather
+than send a rounded id); other numbers in Python's shortest
 round-trip form (``12.5``, ``1e+20``); booleans ``TRUE``/``FALSE``; dates ``2024-03-01``,
 date-times ``2024-03-01 14:30:00``, times ``14:30:00``; durations as Python writes them
-(``1:30:00``). An empty cell, a formula without a cached value and an error cell (``#N/A``,
-``#DIV/0!``) are blank. Number formats are not applied (a cell showing ``007`` that holds
-the number 7 reads ``7``): store identifiers as text cells.
+(``1:30:00``). An empty cell and an error cell (``#N/A``, ``#DIV/0!``) are blank. A
+formula without a cached value in .xlsx/.xlsm rejects its row, naming the cell
+(:attr:`Spreadsheet.cell_problems`); in the other formats it reads blank. Number formats
+are not applied (a cell showing ``007`` that holds the number 7 reads ``7``): store
+identifiers as text cells.
 
 Where calamine differs from the openpyxl reader petsync used before: every number is a
-double (xlsx stores doubles; a 17-digit integer written by a tool other than Excel used to
-read exactly, and is now rejected as not exact), and error cells read blank instead of as
-their text (a name ``#N/A`` is now rejected as blank, not imported).
+double (in .xls, .xlsb and .ods a 17-digit integer written by a tool other than Excel is
+rejected as not exact), and error cells read blank instead of as their text (a name
+``#N/A`` is now rejected as blank, not imported).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 from petsync.core.errors import InputError
 from petsync.importer.spreadsheet import Record, Spreadsheet, cut_cells, file_sha256
+from petsync.importer.xlsx_cells import ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
@@ -66,8 +71,11 @@ def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
             f"{path}: cannot open the workbook ({type(exc).__name__}: {exc}); check it opens "
             "in Excel or LibreOffice and is saved as .xlsx, .xls, .xlsb or .ods"
         ) from exc
-    records = list(_records(values))
+    exact = read_exact_cells(path, chosen)
+    records = list(_records(values, exact))
     sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
+    for number, column in sorted(exact.formulas):
+        sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
     sheet.start(iter(records))
     sheet.cached_records = records
     return sheet
@@ -83,13 +91,29 @@ def reopen_workbook(
     return again
 
 
-def _records(values: list[list[Any]]) -> Iterator[Record]:
+FORMULA_WITHOUT_VALUE = (
+    "holds a formula with no saved value (the program that wrote the workbook did not "
+    "compute it); open the workbook in Excel or LibreOffice and save it, or type the value"
+)
+
+
+def _records(values: list[list[Any]], exact: ExactCells) -> Iterator[Record]:
+    by_row: dict[int, dict[int, str]] = {}
+    for (number, column), text in exact.integers.items():
+        by_row.setdefault(number, {})[column] = text
     for number, row in enumerate(values, start=1):
         cells = [render_cell(value) for value in row]
+        for column, text in by_row.get(number, {}).items():
+            if column < len(cells):  # the integer as the file holds it, not as a double
+                cells[column] = text
         while cells and not cells[-1]:
             cells.pop()
         kept, cut = cut_cells(cells)
         yield number, kept, cut
+    # calamine ends the sheet at its last cell with a value: rows past it holding only
+    # formulas without a value are rows all the same (rejected, not skipped as blank).
+    for number in sorted({row for row, _ in exact.formulas if row > len(values)}):
+        yield number, (), ()
 
 
 def render_cell(value: object) -> str:

@@ -254,3 +254,48 @@ def test_journal_held_by_another_import_exits_75_and_the_metrics_say_so(
     metrics = Path("import.prom").read_text()
     assert 'petsync_exit_code{petsync_job="import"} 75' in metrics
     assert "petsync_rows_created" not in metrics  # no report: no count to give
+
+
+def test_a_dry_run_names_the_columns_not_sent_and_the_rows_repeated_before_sending(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text(
+        "name,categoryId,photoUrls,tags,id,Pet status\n"
+        "Rex,1,http://x,a,9007199254740993,sold\n"
+        "Tom,2,,,,\n"
+        "Rex,1,http://x,a,9007199254740993,sold\n"
+        " Tom ,2,,,,\n"
+    )
+    result = run(srv, "pets.csv", "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[:4] == [
+        "pets.csv: not sent: columns 'photoUrls', 'tags', 'id', 'Pet status' (no field of the "
+        "API reads them; they are copied to the output files)",
+        'pets.csv:   to send one as status: --map "Pet status=status"',
+        "pets.csv: repeated: 2 rows repeat an earlier row (row 4 = row 2, row 5 = row 3): "
+        "sent once; --allow-duplicates sends every copy",
+        "read pets.csv: 4 rows, 0 blank skipped, encoding utf-8, delimiter comma",
+    ]
+    assert "dry run: 2 rows would be sent, nothing sent; rejected locally 0" in lines
+    assert sum("not sent: columns" in line for line in lines) == 1  # said once
+
+    sent = run(srv, "pets.csv")
+    assert sent.exit_code == 0, sent.output
+    assert sorted(p.name for p in srv.store.all()) == ["Rex", "Tom"]
+    accepted = read_csv(Path("pets.accepted.csv"))
+    assert [(r["name"], r["id"]) for r in accepted] == [
+        ("Rex", "9007199254740993"),
+        ("Tom", ""),
+    ]
+
+
+def test_allow_duplicates_sends_every_copy(petstore_server: Any, isolated: Path) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\nRex,1\n")
+    result = run(srv, "pets.csv", "--allow-duplicates", "--report", "-")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["created"], report["duplicates"], report["duplicates_sent"]) == (2, 1, True)
+    assert sorted(p.name for p in srv.store.all()) == ["Rex", "Rex"]

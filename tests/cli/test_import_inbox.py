@@ -72,8 +72,16 @@ def test_archive_moves_done_files_with_their_outputs_and_empties_the_inbox(
         "done.csv",
         "done.rejects.csv",
     ]
-    assert f"archived:  archive/{day.name}" in result.stdout.splitlines()
-    assert f"rejects:   archive/{day.name}/done.rejects.csv" in result.stdout
+    lines = result.stdout.splitlines()
+    # The reject file moved: the summary says where, and the fix command keeps the journals.
+    assert (
+        f"archived:  archive/{day.name}/ (done.csv, done.rejects.csv, done.accepted.csv "
+        "moved there)"
+    ) in lines
+    assert (
+        f"rejects:   archive/{day.name}/done.rejects.csv  (fix them, then: petsync import "
+        f"archive/{day.name}/done.rejects.csv --out-dir inbox)"
+    ) in lines
     assert [p.name for p in Path("inbox").iterdir()] == [".petsync"]  # the journals stay
     # The same bytes dropped again are recognised: nothing created, archived again.
     Path("inbox/done.csv").write_text("name,categoryId\nRex,1\nBad,x\n")
@@ -293,3 +301,127 @@ def test_a_new_file_over_an_unfinished_one_says_what_the_old_one_left(
     )
     third = run(srv, "import", "pets.csv")  # said once, when the new file is first seen
     assert "  note: " not in third.stdout
+
+
+def docs_inbox_command() -> list[str]:
+    """The inbox command of docs/import.md, as a person would type it."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "import.md").read_text()
+    section = page.split("## A daily inbox", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0].strip()
+    import shlex
+
+    words = shlex.split(block)
+    assert words[0] == "petsync"
+    return words[1:]
+
+
+def test_the_docs_inbox_command_takes_csv_and_workbooks_and_says_where_rejects_went(
+    petstore_server: Any, isolated: Path
+) -> None:
+    import openpyxl
+
+    srv = petstore_server()
+    Path("inbox").mkdir()
+    Path("inbox/monday.csv").write_text("name,categoryId\nRex,1\nBad,x\n")
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["name", "categoryId", "status"])
+    sheet.append(["Mia", 2, "sold"])
+    book.save("inbox/tuesday.xlsx")
+    Path("inbox/README.txt").write_text("drop the sheets here\n")
+    Path("inbox/~$tuesday.xlsx").write_bytes(b"\x00lock")  # Excel's lock file of an open sheet
+
+    result = run(srv, *docs_inbox_command())
+    assert result.exit_code == 4, result.output  # Bad's category: rejected
+    assert sorted(p.name for p in srv.store.all()) == ["Mia", "Rex"]
+    (day,) = Path("archive").iterdir()
+    lines = result.stdout.splitlines()
+    assert (
+        f"archived:  archive/{day.name}/ (monday.csv, monday.rejects.csv, "
+        "monday.accepted.csv moved there)"
+    ) in lines
+    assert (
+        f"rejects:   archive/{day.name}/monday.rejects.csv  (fix them, then: petsync import "
+        f"archive/{day.name}/monday.rejects.csv --out-dir imports)"
+    ) in lines
+    assert sorted(p.name for p in Path("inbox").iterdir()) == ["README.txt", "~$tuesday.xlsx"]
+    assert (
+        lines[-1]
+        == "2 files (0 not imported): created 2, rejected 1, uncertain 0, pending 0; exit 4"
+    )
+
+    # The fix, imported with the command the summary printed: the loop closes, exit 0.
+    rejects = day / "monday.rejects.csv"
+    (row,) = read_csv(rejects)
+    with rejects.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow({**row, "categoryId": "3"})
+    fixed = run(srv, "import", str(rejects), "--out-dir", "imports")
+    assert fixed.exit_code == 0, fixed.output
+    assert sorted(p.name for p in srv.store.all()) == ["Bad", "Mia", "Rex"]
+
+
+def test_one_map_serves_an_inbox_of_sheets_with_other_headers(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("inbox").mkdir()
+    Path("inbox/a.csv").write_text("Animal,categoryId\nRex,1\n")
+    Path("inbox/b.csv").write_text("name,categoryId\nTom,2\n")
+    Path("inbox/c.csv").write_text("Pet,categoryId\nMia,3\n")
+    result = run(srv, "import", "inbox/*", "--map", "Animal=name")
+    assert result.exit_code == 2, result.output  # c.csv has neither Animal nor name
+    assert sorted(p.name for p in srv.store.all()) == ["Rex", "Tom"]
+    assert (
+        "  note: --map 'Animal=name' names no column of b.csv; its columns are read by their "
+        "headers"
+    ) in result.stdout.splitlines()
+    assert (
+        "inbox/c.csv: not imported: inbox/c.csv: no column for 'name'; columns found: 'Pet', "
+        "'categoryId' (--map 'Animal=name' names no column of this file). Name the header "
+        'name, or pass --map "COLUMN=name"'
+    ) in result.stdout.splitlines()
+
+
+def test_the_bulk_import_job_takes_every_sheet_of_the_inbox(
+    petstore_server: Any, isolated: Path
+) -> None:
+    import openpyxl
+
+    srv = petstore_server()
+    root = Path(__file__).resolve().parents[2]
+    Path("jobs").mkdir()
+    job = (root / "jobs" / "bulk-import.toml").read_text()
+    # The job as an operator edits it: the map of one sender's sheets, duplicates allowed.
+    job = job.replace('# map = ["Animal=name"', 'map = ["Animal=name"')
+    job = job.replace("# allow_duplicates = false", "allow_duplicates = true")
+    Path("jobs/bulk-import.toml").write_text(job)
+    Path("petsync.toml").write_text(f'[environments.production]\nbase_url = "{srv.base_url}"\n')
+    for folder in ("inbox", "imports", "metrics"):
+        Path(folder).mkdir()
+    Path("inbox/a.csv").write_text("name,categoryId\nTom,2\nTom,2\n")  # two Toms, on purpose
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["Animal", "Category", "photoUrls"])
+    sheet.append(["Rex", 1, "http://x/rex.jpg"])
+    book.save("inbox/b.xlsx")
+
+    env = {"PETSYNC_PRODUCTION_API_KEY": srv.api_key.reveal()}
+    result = CliRunner().invoke(cli, ["run", "jobs/bulk-import.toml"], env=env)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in srv.store.all()) == ["Rex", "Tom", "Tom"]
+    report = json.loads(Path("imports/bulk-import.report.json").read_text())
+    a, b = report["imports"]
+    assert (a["duplicates"], a["duplicates_sent"], a["duplicate_rows"]) == (1, True, [[3, 2]])
+    assert a["notices"] == [
+        f"--map {m!r} names no column of a.csv; its columns are read by their headers"
+        for m in ("Animal=name", "Category=categoryId")
+    ]
+    assert (b["columns_not_sent"], b["archived"]) == (
+        ["photoUrls"],
+        ["b.xlsx", "b.accepted.csv"],
+    )
+    assert list(Path("inbox").iterdir()) == []

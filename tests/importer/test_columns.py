@@ -76,12 +76,29 @@ def test_two_headers_matching_one_field_are_refused() -> None:
     )
 
 
-def test_map_to_unknown_column() -> None:
+def test_a_map_naming_no_column_of_this_file_is_ignored_for_it() -> None:
+    # A job's map written for one sheet must not fail the inbox's other files.
+    columns = resolve_columns(["name", "categoryId", "Status"], ["Kind=status"], PATH)
+    assert (columns.status, columns.ignored_maps, columns.mapped) == (2, ("Kind=status",), ())
+
+
+def test_a_required_field_missing_after_an_ignored_map_names_the_map() -> None:
     with pytest.raises(InputError) as info:
-        resolve_columns(["name", "categoryId"], ["Kind=status"], PATH)
+        resolve_columns(["Pet", "categoryId"], ["Animal=name"], PATH)
     assert str(info.value) == (
-        "pets.csv: --map names column 'Kind'; columns found: 'name', 'categoryId'"
+        "pets.csv: no column for 'name'; columns found: 'Pet', 'categoryId' (--map "
+        "'Animal=name' names no column of this file). Name the header name, or pass --map "
+        '"COLUMN=name"'
     )
+
+
+def test_unsent_columns_and_the_map_that_would_send_one() -> None:
+    header = ["name", "categoryId", "photoUrls", "tags", "id", "Pet status", ""]
+    columns = resolve_columns(header, [], PATH)
+    assert columns.unsent(header) == ["photoUrls", "tags", "id", "Pet status"]
+    assert columns.map_hints(header) == ['--map "Pet status=status"']
+    with_status = resolve_columns([*header, "status"], [], PATH)
+    assert with_status.map_hints([*header, "status"]) == []
 
 
 @pytest.mark.parametrize(

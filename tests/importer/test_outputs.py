@@ -103,7 +103,7 @@ def test_each_outcome_lands_in_its_file_and_is_counted(tmp_path: Path) -> None:
     paths = OutputPaths.for_input(tmp_path / "pets.csv", None, sha256=SHA)
     error = FieldError("name_missing", "name", "name is blank")
     rows = [
-        OutputRow(2, ["", "1"], errors=(error,)),
+        OutputRow(2, ["", "1"], errors=(error,), origin="ab"),
         OutputRow(3, ["Rex", "1"], record=RowRecord(3, RowState.CREATED, id=7)),
         OutputRow(
             4,
@@ -124,11 +124,11 @@ def test_each_outcome_lands_in_its_file_and_is_counted(tmp_path: Path) -> None:
         Outcome.PENDING: 1,
     }
     assert read_rows(paths.rejects)[1:] == [
-        ["", "1", "2", "local", "name_missing", "name", "name is blank", ""],
-        ["Tom", "2", "4", "api", "taken", "", "no", "400"],
+        ["", "1", "2", "local", "name_missing", "name", "name is blank", "", "ab"],
+        ["Tom", "2", "4", "api", "taken", "", "no", "400", ""],
     ]
-    assert read_rows(paths.accepted)[1:] == [["Rex", "1", "3", "7"]]
-    assert read_rows(paths.uncertain)[1:] == [["Mia", "3", "5", SENDING_REASON, "", ""]]
+    assert read_rows(paths.accepted)[1:] == [["Rex", "1", "3", "7", "", ""]]
+    assert read_rows(paths.uncertain)[1:] == [["Mia", "3", "5", SENDING_REASON, "", "", ""]]
 
 
 def test_no_empty_file_and_a_stale_one_is_removed(tmp_path: Path) -> None:
@@ -144,7 +144,9 @@ def test_outputs_follow_the_inputs_delimiter(tmp_path: Path) -> None:
     with OutputFiles(paths, ["name", "categoryId"], dry_run=False, delimiter=";") as outputs:
         outputs.write(OutputRow(3, ["Rex", "1"], record=RowRecord(3, RowState.CREATED, id=7)))
     text = paths.accepted.read_bytes().decode("utf-8-sig")
-    assert text == "name;categoryId;petsync_row;petsync_id\r\nRex;1;3;7\r\n"
+    assert text == (
+        "name;categoryId;petsync_row;petsync_id;petsync_origin;petsync_fixed_in\r\nRex;1;3;7;;\r\n"
+    )
 
 
 def test_a_round_keeps_the_earlier_rounds_rows_it_does_not_replace(tmp_path: Path) -> None:
@@ -154,7 +156,7 @@ def test_a_round_keeps_the_earlier_rounds_rows_it_does_not_replace(tmp_path: Pat
         first.write(OutputRow(3, ["=Bad"], errors=(FieldError("c", None, "m"),)))
     with OutputFiles(paths, ["name"], dry_run=False, replaced_rows=frozenset({3})) as again:
         again.write(OutputRow(3, ["Fixed"], record=RowRecord(2, RowState.CREATED, id=9)))
-    assert read_rows(paths.accepted)[1:] == [["Rex", "2", "7"], ["Fixed", "3", "9"]]
+    assert read_rows(paths.accepted)[1:] == [["Rex", "2", "7", "", ""], ["Fixed", "3", "9", "", ""]]
     assert not paths.rejects.exists()  # the one reject was fixed
 
 

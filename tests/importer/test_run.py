@@ -123,7 +123,7 @@ def test_messy_csv_imports_the_valid_rows_and_rejects_the_others(
     assert header == [
         "Name", "Category ID", "STATUS", "notes", "Colour", "notes",
         "petsync_row", "petsync_error_source", "petsync_error_code", "petsync_error_field",
-        "petsync_error_message", "petsync_http_status",
+        "petsync_error_message", "petsync_http_status", "petsync_origin",
     ]  # fmt: skip
 
     accepted = read_csv(tmp_path / "pets.accepted.csv")
@@ -180,8 +180,8 @@ def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: St
     with accepted.open(encoding="utf-8-sig", newline="") as handle:
         header = next(csv.reader(handle, delimiter=";"))
     # The input's own petsync_* columns are dropped, the new ones added once.
-    assert header == ["Name", "Category ID", "STATUS", "notes", "Colour", "notes",
-                      "petsync_row", "petsync_id"]  # fmt: skip
+    assert header == ["Name", "Category ID", "STATUS", "notes", "Colour", "notes", "petsync_row",
+                      "petsync_id", "petsync_origin", "petsync_fixed_in"]  # fmt: skip
 
 
 def test_xlsx_import(tmp_path: Path, petstore_server: StartServer) -> None:
@@ -363,6 +363,24 @@ def test_api_rejections_go_to_the_reject_file(tmp_path: Path, petstore_server: S
         again = run_import(ImportConfig(path), client)
         assert client.requests == 0
     assert again.rejected_api == 2
+
+
+def test_a_row_the_api_refused_is_sent_again_from_a_fix_and_created_once(
+    tmp_path: Path, petstore_server: StartServer
+) -> None:
+    srv = petstore_server()
+    path = tmp_path / "pets.csv"
+    path.write_text("name,categoryId\nRex,1\nAPI one,2\n")
+    first = run(ImportConfig(path), srv, transport=RejectingTransport())
+    assert (first.created, first.rejected_api) == (1, 1)
+    rejects = tmp_path / "pets.rejects.csv"
+    text = rejects.read_text(encoding="utf-8-sig").replace("API one", "One")
+    rejects.write_text(text, encoding="utf-8-sig")  # the fix: a name the API takes
+    fixed = run(ImportConfig(rejects), srv, transport=RejectingTransport())
+    assert (fixed.created, fixed.exit_code) == (1, 0)
+    again = run(ImportConfig(path), srv, transport=RejectingTransport())  # the first command
+    assert (again.created, again.already_created, again.rejected_api) == (0, 2, 0)
+    assert sorted(p.name for p in srv.store.all()) == ["One", "Rex"]
 
 
 def test_max_errors_stops_and_leaves_rows_pending(

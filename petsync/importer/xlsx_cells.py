@@ -1,0 +1,157 @@
+"""What calamine cannot say of an .xlsx/.xlsm cell: its exact integer, or that it has no value.
+
+calamine hands every number over as a double, so an integer cell past 2**53
+(``9007199254740993``, stored exactly in the file as those digits) would come out rounded;
+and a formula cell whose value was never saved (a workbook written by a program, not
+by Excel) comes out as an empty cell, the same as a blank one. This module reads the
+worksheet's XML for those two cases only, so that cells pass through as the sheet shows
+them and a formula without a value rejects its row with a reason naming the cell.
+
+The XML is read only when it can hold either case: a first pass over the decompressed
+bytes (C speed) looks for a formula tag or a run of 16 or more digits, and only then is
+the sheet parsed, element by element, with memory bounded by a row. A workbook this
+module cannot make sense of leaves calamine's values as they are (and says so in the
+log): it never stops an import that calamine can read.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+from xml.etree import ElementTree
+
+logger = logging.getLogger(__name__)
+
+XLSX_SUFFIXES = frozenset({".xlsx", ".xlsm"})
+_EXACT_FROM = 2**53  # doubles hold every integer below this exactly
+_WORTH_PARSING = re.compile(rb"<(?:\w+:)?f[\s>/]|>-?[0-9]{16,}<")
+_INTEGER = re.compile(r"-?[0-9]+")
+_REF = re.compile(r"([A-Z]+)([0-9]+)")
+_CHUNK = 1 << 20
+_OVERLAP = 64  # bytes kept between chunks, so a match across their border is found
+_TEXT_KINDS = frozenset({"str", "s", "inlineStr"})
+_REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+@dataclass
+class ExactCells:
+    """Per (row number, 0-based column): the exact text of a large integer cell, and the
+    cells holding a formula with no saved value."""
+
+    integers: dict[tuple[int, int], str] = field(default_factory=dict)
+    formulas: set[tuple[int, int]] = field(default_factory=set)
+
+
+def read_exact_cells(path: Path, sheet_name: str) -> ExactCells:
+    """The cells of ``sheet_name`` in the workbook ``path`` that calamine cannot render.
+
+    Empty for other formats than .xlsx/.xlsm, and for a workbook whose XML cannot be read
+    here (calamine's values then stand).
+    """
+    if path.suffix.lower() not in XLSX_SUFFIXES:
+        return ExactCells()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            part = _sheet_part(archive, sheet_name)
+            if part is None or not _worth_parsing(archive, part):
+                return ExactCells()
+            with archive.open(part) as stream:
+                return _parse(stream)
+    except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError, ValueError) as exc:
+        logger.warning(
+            "workbook_cells_not_checked",
+            extra={"fields": {"path": str(path), "sheet": sheet_name, "reason": str(exc)}},
+        )
+        return ExactCells()
+
+
+def _local(tag: str) -> str:
+    return tag.rpartition("}")[2]
+
+
+def _sheet_part(archive: zipfile.ZipFile, sheet_name: str) -> str | None:
+    """The zip member of the worksheet named ``sheet_name``."""
+    workbook = ElementTree.fromstring(archive.read("xl/workbook.xml"))
+    rel_id = None
+    for element in workbook.iter():
+        if _local(element.tag) == "sheet" and element.get("name") == sheet_name:
+            rel_id = element.get(f"{{{_REL_NS}}}id")
+            break
+    if rel_id is None:
+        return None
+    rels = ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
+    for element in rels.iter():
+        if _local(element.tag) == "Relationship" and element.get("Id") == rel_id:
+            target = element.get("Target") or ""
+            if target.startswith("/"):
+                return target.lstrip("/")
+            return posixpath.normpath(posixpath.join("xl", target))
+    return None
+
+
+def _worth_parsing(archive: zipfile.ZipFile, part: str) -> bool:
+    """Whether the sheet's XML holds a formula tag or a long run of digits at all."""
+    with archive.open(part) as stream:
+        tail = b""
+        while chunk := stream.read(_CHUNK):
+            if _WORTH_PARSING.search(tail + chunk):
+                return True
+            tail = chunk[-_OVERLAP:]
+    return False
+
+
+def _parse(stream: IO[bytes]) -> ExactCells:
+    found = ExactCells()
+    row_number = 0
+    column = -1
+    for event, element in ElementTree.iterparse(stream, events=("start", "end")):
+        name = _local(element.tag)
+        if event == "start":
+            if name == "row":
+                row_number = int(element.get("r") or row_number + 1)
+                column = -1
+            continue
+        if name == "c":
+            column = _column(element.get("r"), column)
+            _cell(element, (row_number, column), found)
+            element.clear()
+        elif name == "row":
+            element.clear()
+    return found
+
+
+def _column(ref: str | None, previous: int) -> int:
+    """The 0-based column of a cell: from its reference, else the one after the previous."""
+    match = _REF.fullmatch(ref or "")
+    if match is None:
+        return previous + 1
+    index = 0
+    for letter in match.group(1):
+        index = index * 26 + ord(letter) - ord("A") + 1
+    return index - 1
+
+
+def _cell(element: ElementTree.Element, where: tuple[int, int], found: ExactCells) -> None:
+    formula = value = None
+    for child in element:
+        name = _local(child.tag)
+        if name == "f":
+            formula = child
+        elif name == "v":
+            value = child
+    kind = element.get("t", "n")
+    text = "" if value is None else (value.text or "").strip()
+    # A formula whose value was never saved: no <v>, or an empty one where the value would
+    # be a number (an empty text result, t="str", is a value: the empty string).
+    if formula is not None and (value is None or (not text and kind not in _TEXT_KINDS)):
+        found.formulas.add(where)
+        return
+    if value is None or kind != "n":
+        return
+    if _INTEGER.fullmatch(text) and abs(int(text)) >= _EXACT_FROM:
+        found.integers[where] = text.lstrip("+")
