@@ -1,0 +1,177 @@
+"""`petsync import` on inputs built to cost more than their own row or file (issue: every
+input bounded): a line of a million cells, a control character deep in a CSV, a workbook
+whose used range reaches the last cell, a file name holding a newline. Each runs the real
+command against the reference server."""
+
+from __future__ import annotations
+
+import csv
+import tracemalloc
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from petsync.cli import cli
+from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+
+
+def run(srv: Any, *args: str) -> Result:
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal(), "PETSYNC_BASE_URL": srv.base_url}
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_line_of_a_million_empty_cells_rejects_its_row_in_bounded_memory(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("wide.csv").write_text("name,categoryId\nRex,1\n" + "," * 1_000_000 + "\nBo,2\n")
+    tracemalloc.start()
+    try:
+        result = run(srv, "import", "wide.csv")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 4, result.output
+    assert sorted(p.name for p in srv.store.all()) == ["Bo", "Rex"]  # the rows after it too
+    (reject,) = read_csv(Path("wide.rejects.csv"))
+    assert reject["petsync_row"] == "3"
+    assert reject["petsync_error_code"].split(";")[0] == "row_too_wide"
+    assert reject["petsync_error_message"].startswith(
+        f"the row has 1000001 cells, more than the {ROW_CELL_LIMIT} a row may hold"
+    )
+    assert Path("wide.rejects.csv").stat().st_size < 2_000  # a short reason, not 164 MB
+    assert peak < 64 * 2**20  # Python's allocations; was 1.6 GB
+
+
+def test_a_line_over_the_row_character_limit_is_rejected_and_the_rest_imported(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    cell = "n" * 100_000  # each under the cell limit, the row far over the row limit
+    Path("long.csv").write_text(
+        "name,categoryId,notes\nRex,1,\nLong,2," + ",".join([cell] * 20) + "\nBo,3,\n"
+    )
+    result = run(srv, "import", "long.csv")
+    assert result.exit_code == 4, result.output
+    assert sorted(p.name for p in srv.store.all()) == ["Bo", "Rex"]
+    (reject,) = read_csv(Path("long.rejects.csv"))
+    assert reject["name"] == "Long"
+    codes = reject["petsync_error_code"].split(";")
+    assert codes[0] == "row_too_long", codes
+    assert f"more than the {ROW_CHAR_LIMIT} a row may hold" in reject["petsync_error_message"]
+    assert Path("long.rejects.csv").stat().st_size < 200_000
+
+
+def test_a_nul_byte_after_the_first_kilobytes_rejects_its_row_and_is_never_sent(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    rows = "".join(f"Pet{i},1\n" for i in range(600))  # about 5 KB before the NUL
+    Path("nul.csv").write_text(f"name,categoryId\n{rows}Ba\x00d,1\nLast,2\n")
+    result = run(srv, "import", "nul.csv")
+    assert result.exit_code == 4, result.output
+    names = [p.name for p in srv.store.all()]
+    assert len(names) == 601 and "Last" in names
+    assert not any("\x00" in name or name.startswith("Ba") for name in names)
+    (reject,) = read_csv(Path("nul.rejects.csv"))
+    assert reject["petsync_error_code"] == "control_character"
+    assert reject["petsync_error_field"] == "name"
+    assert reject["petsync_error_message"].startswith(
+        "column 1 holds the control character \\x00 at character 3"
+    )
+    assert reject["name"] == "Ba\\x00d"  # shown, so the reject file can be fed back
+    # Fixed in the reject file and fed back: it imports.
+    fixed = Path("nul.rejects.csv").read_text(encoding="utf-8-sig").replace("Ba\\x00d", "Bad")
+    Path("nul.rejects.csv").write_text(fixed, encoding="utf-8")
+    again = run(srv, "import", "nul.rejects.csv")
+    assert again.exit_code == 0, again.output
+    assert "Bad" in [p.name for p in srv.store.all()]
+
+
+def test_an_inbox_file_name_with_a_newline_is_shown_escaped_and_forges_no_line(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("inbox").mkdir()
+    forged = "x\n3 files (0 not imported): created 999, rejected 0.csv"
+    Path("inbox", forged).write_text("name,categoryId\nRex,1\n")
+    Path("inbox/b.csv").write_text("name,categoryId\nBo,2\n")
+    result = run(srv, "import", "inbox/*.csv")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert not any(line.startswith("3 files (0 not imported): created 999") for line in lines)
+    assert "x\\n3 files (0 not imported): created 999, rejected 0.csv" in result.stdout
+    assert lines[-1].startswith("2 files (0 not imported): created 2")
+
+
+def _far_cell_workbook(path: Path) -> None:
+    """A small .xlsx whose one cell beyond the header sits at XFD1048576 (the last cell)."""
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        '<dimension ref="A1:XFD1048576"/><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>name</t></is></c>'
+        '<c r="B1" t="inlineStr"><is><t>categoryId</t></is></c></row>'
+        '<row r="1048576"><c r="XFD1048576"><v>1</v></c></row>'
+        "</sheetData></worksheet>"
+    )
+    workbook = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+        '<sheets><sheet name="Pets" sheetId="1" r:id="rId1"/></sheets></workbook>'
+    )
+    rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'
+    )
+    root_rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>'
+    )
+    types = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" '
+        'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/xl/workbook.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/'
+        'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>'
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", types)
+        archive.writestr("_rels/.rels", root_rels)
+        archive.writestr("xl/workbook.xml", workbook)
+        archive.writestr("xl/_rels/workbook.xml.rels", rels)
+        archive.writestr("xl/worksheets/sheet1.xml", sheet)
+
+
+def test_a_workbook_with_a_cell_at_the_last_column_and_row_is_refused_and_the_glob_goes_on(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("inbox").mkdir()
+    _far_cell_workbook(Path("inbox/far.xlsx"))
+    assert Path("inbox/far.xlsx").stat().st_size < 2_000
+    Path("inbox/later.csv").write_text("name,categoryId\nRex,1\n")
+    result = run(srv, "import", "inbox/far.xlsx", "inbox/later.csv")
+    assert result.exit_code == 2, result.output
+    assert (
+        "inbox/far.xlsx: not imported: inbox/far.xlsx: sheet 'Pets' uses the range "
+        "A1:XFD1048576 (16384 columns, 1048576 rows)"
+    ) in result.stdout
+    assert [p.name for p in srv.store.all()] == ["Rex"]
+    assert result.stdout.splitlines()[-1].startswith("2 files (1 not imported): created 1")
