@@ -65,7 +65,7 @@ ROW_CELL_LIMIT = 1_024
 # holds the range as a grid), and the bytes its XML may inflate to.
 SHEET_COLUMN_LIMIT = ROW_CELL_LIMIT
 SHEET_CELL_LIMIT = 16_777_216
-WORKBOOK_XML_LIMIT = 1_073_741_824
+WORKBOOK_XML_LIMIT = 536_870_912
 # A next link (Link header) or cursor a listing follows, in characters.
 LINK_LENGTH_LIMIT = 8_192
 # How far the local clock may be from the servers' Date headers, in seconds.

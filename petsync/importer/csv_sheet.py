@@ -34,15 +34,13 @@ from pathlib import Path
 from typing import IO
 
 from petsync.core.errors import InputError
+from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.importer.spreadsheet import (
-    CELL_LIMIT,
     CHUNK,
     CUT_KEEP,
     CUT_NOTE,
     DELIMITER_NAMES,
     DELIMITERS,
-    ROW_CELL_LIMIT,
-    ROW_CHAR_LIMIT,
     CutCell,
     ReadOptions,
     Record,

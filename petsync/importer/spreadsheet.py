@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import InputError
-from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
+from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.importer.excel_safe import unescape_row
 
 logger = logging.getLogger(__name__)
@@ -223,9 +224,13 @@ def cut_cells(cells: Sequence[str]) -> tuple[tuple[str, ...], tuple[CutCell, ...
     (CutCell(column=1, length=131073, kind='cell'),)
     """
     width = len(cells)
-    if width <= ROW_CELL_LIMIT and sum(map(len, cells)) <= ROW_CHAR_LIMIT:
-        if max(map(len, cells), default=0) <= CELL_LIMIT:
-            return tuple(cells), ()
+    total = sum(map(len, cells))
+    if (
+        width <= ROW_CELL_LIMIT
+        and total <= ROW_CHAR_LIMIT
+        and max(map(len, cells), default=0) <= CELL_LIMIT
+    ):
+        return tuple(cells), ()
     cut: list[CutCell] = []
     kept: list[str] = []
     used = 0
@@ -237,7 +242,6 @@ def cut_cells(cells: Sequence[str]) -> tuple[tuple[str, ...], tuple[CutCell, ...
             cell = cell[:CUT_KEEP] + CUT_NOTE
         used += len(cell)
         kept.append(cell)
-    total = sum(map(len, cells))
     if total > ROW_CHAR_LIMIT:
         cut.append(CutCell(_first_over(cells), total, "row_chars"))
     if width > ROW_CELL_LIMIT:

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
-from petsync.importer.columns import ColumnMap
-from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.text import shown_text
-from petsync.importer.spreadsheet import CELL_LIMIT, CutCell
+from petsync.importer.columns import ColumnMap
+from petsync.importer.spreadsheet import CutCell
 
 
 class ErrorCode(StrEnum):
