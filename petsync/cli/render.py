@@ -72,6 +72,8 @@ def export_summary(report: ExportReport) -> list[str]:
     ]
     if report.pruned:
         lines.append(f"pruned {len(report.pruned)} older snapshot(s)")
+    if report.exit_code == 0:  # else the error's warnings carry them
+        lines.extend(f"warning: {notice}" for notice in report.notices)
     return lines
 
 

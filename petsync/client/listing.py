@@ -144,6 +144,7 @@ class Listing:
         self.complete = None
         self.incomplete_reason = None
         self.duplicates = 0
+        self.server_date: str | None = None  # the last answer's Date header, as sent
 
     def __iter__(self) -> Generator[Page, None, None]:
         self._reset()
@@ -171,6 +172,7 @@ class Listing:
                     )
                 requested.add(request.text)
                 headers, records = reader.fetch(request, self)
+                self.server_date = headers.get("date") or self.server_date
                 fetched += 1
                 step = strategy.next(FetchedPage(request, headers, records.keys))
                 self.style = strategy.name

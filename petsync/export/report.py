@@ -136,6 +136,7 @@ class ExportReport:
     pruned: list[Path | str] = field(default_factory=list)
     run_id: str = ""  # also in the Parquet footer (or the Delta commit): readers match them
     table_version: int | None = None  # the Delta table version committed (--table-format delta)
+    later_snapshots: tuple[dt.date, ...] = ()  # dated after this one: a clock that ran ahead
 
     @property
     def complete(self) -> bool:
@@ -180,8 +181,21 @@ class ExportReport:
 
     @property
     def warnings(self) -> list[str]:
-        """What is wrong with this snapshot and what to do; empty when it can be trusted."""
-        return outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
+        """What is wrong with this snapshot and what to do, then :attr:`notices`."""
+        found = outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
+        return found + self.notices
+
+    @property
+    def notices(self) -> list[str]:
+        """Warnings about the archive that leave this snapshot trusted (exit 0 stays 0)."""
+        if not self.later_snapshots:
+            return []
+        dates = ", ".join(d.isoformat() for d in self.later_snapshots)
+        return [
+            f"snapshots dated after tonight's ({self.snapshot_date}) are in the archive: "
+            f"{dates}. A run whose clock was ahead left them; they are not the latest for "
+            "readers, the drop check or --keep. Check them and remove them by hand."
+        ]
 
     @property
     def exit_code(self) -> ExitCode:

@@ -32,6 +32,7 @@ from petsync.client.client import PetstoreClient
 from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
+from petsync.export.clock import check_clock
 from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
 from petsync.export.config import ExportConfig
 from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
@@ -103,7 +104,8 @@ def run_export(
             run = _Run(
                 config=config,
                 date=date,
-                previous=store.latest(),
+                previous=store.latest(before=date),
+                later=tuple(store.dates_after(date)),
                 store=store,
                 lock=lock,
                 staged=store.stage(run_id),
@@ -159,7 +161,8 @@ class _Run:
 
     config: ExportConfig
     date: dt.date
-    previous: SnapshotInfo | None  # the latest complete snapshot, for the drop check
+    previous: SnapshotInfo | None  # the latest complete snapshot before tonight: drop check
+    later: tuple[dt.date, ...]  # snapshots dated after tonight (a clock that ran ahead)
     store: SnapshotStore
     lock: Lock
     staged: Staged
@@ -186,6 +189,7 @@ class _Run:
             drop=drop,
             timing=self.timing(),
             run_id=self.run_id,
+            later_snapshots=self.later,
         )
 
 
@@ -263,6 +267,13 @@ def _lister(config: ExportConfig, client: PetLister | None) -> Iterator[PetListe
 def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> ExportReport:
     """Judge the collected pets, write the snapshot files and publish them (or commit)."""
     config = run.config
+    clock = check_clock(
+        (listing.server_date for listing in fetched.listings),
+        run.clock.now(),
+        config.clock_tolerance,
+    )
+    if clock.off:  # the snapshot's date comes from our clock: a wrong date is worse than none
+        raise clock.error(run.date)
     drop = check_drop(collected.pets, run.previous, config.max_drop)
     if config.strict:
         refusals = outcome_warnings(fetched.incomplete_reasons, drop, strict=True)
@@ -298,7 +309,7 @@ def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportRepor
     config, drop = run.config, report.drop
     pruned: list[Path | str] = []
     if config.keep is not None and report.exit_code is ExitCode.OK:  # only after a trusted run
-        pruned = run.store.prune(config.keep)
+        pruned = run.store.prune(config.keep, run.date)
     report = dataclasses.replace(report, snapshot_path=path, pruned=pruned)
     logger.info(
         "export.published",

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from petsync.core.errors import InputError
+from petsync.core.interface import CLOCK_TOLERANCE
 from petsync.export.location import Location, parse_location
 
 if TYPE_CHECKING:
@@ -259,9 +260,23 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     return [info for info in found if info is not None]
 
 
-def latest_snapshot(directory: Path | str, *, complete_only: bool = True) -> SnapshotInfo | None:
-    """The newest snapshot (the newest complete one unless ``complete_only`` is False)."""
-    snapshots = [s for s in list_snapshots(directory) if s.complete or not complete_only]
+def latest_snapshot(
+    directory: Path | str, *, complete_only: bool = True, before: dt.date | None = None
+) -> SnapshotInfo | None:
+    """The newest snapshot (the newest complete one unless ``complete_only`` is False).
+
+    Only snapshots dated before ``before`` count; by default, those not dated in the
+    future (after today's UTC date, with :data:`~petsync.core.interface.CLOCK_TOLERANCE`
+    of slack): a snapshot a run with a wrong clock dated ahead is never "the latest".
+    """
+    if before is None:
+        slack = dt.timedelta(seconds=CLOCK_TOLERANCE)
+        before = (dt.datetime.now(dt.UTC) + slack).date() + dt.timedelta(days=1)
+    snapshots = [
+        s
+        for s in list_snapshots(directory)
+        if (s.complete or not complete_only) and s.date < before
+    ]
     return snapshots[-1] if snapshots else None
 
 
