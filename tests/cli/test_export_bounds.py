@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
+from petsync.core.interface import LINK_LENGTH_LIMIT
 from petsync.export.snapshot import (
     QUARANTINE_NAME,
     list_snapshots,
@@ -41,6 +42,7 @@ class _Api(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.records: list[dict[str, Any]] = []
         self.skew = 0.0  # seconds added to the real time in the Date header
+        self.next_link: str | None = None  # a Link rel="next" sent with every page
 
     @property
     def base_url(self) -> str:
@@ -61,6 +63,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if self.server.next_link is not None:
+            self.send_header("Link", f'<{self.server.next_link}>; rel="next"')
         self.end_headers()
         self.wfile.write(body)
 
@@ -168,3 +172,17 @@ def test_a_snapshot_dated_in_the_future_is_named_and_neither_baseline_latest_nor
     manifest = json.loads((partition_path(Path("out"), TODAY) / "_manifest.json").read_text())
     assert manifest["drop_check"]["previous_snapshot_date"] == yesterday.isoformat()
     assert load_snapshot("out").attrs["snapshot_date"] == TODAY.isoformat()
+
+
+def test_a_next_link_over_the_length_limit_fails_the_listing_with_a_clear_error(
+    api: _Api, isolated: Path
+) -> None:
+    api.records = pets(3)
+    api.next_link = "/v1/pets?after=" + "x" * LINK_LENGTH_LIMIT
+    result = run(api, "export", "--out", "out", "--pagination", "link")
+    assert result.exit_code == 1, result.output
+    assert (
+        f"sent a next link of {LINK_LENGTH_LIMIT + 15} characters, more than the "
+        f"{LINK_LENGTH_LIMIT} petsync follows ('/v1/pets?after=xxx"
+    ) in result.stderr
+    assert list_snapshots("out") == []
