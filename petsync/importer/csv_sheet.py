@@ -383,6 +383,7 @@ def _long_record(
     counted = True  # the lines of ``start`` were counted as they were read
     state = "start"  # start | plain | quoted | quote (a quote inside a quoted cell)
     stops = re.compile(f"[{re.escape(delimiter)}\r\n]")
+    skip = re.compile('["\r\n]')
 
     def end_cell() -> None:
         nonlocal cell, width, chars, over_at
@@ -421,6 +422,20 @@ def _long_record(
                 end_cell()
                 return done()
         char = buffer[i]
+        if state == "start" and width >= ROW_CELL_LIMIT:
+            # Cells past the limit are counted, never kept: whole unquoted cells up to the
+            # next quote or line end are counted in C (a million empty cells in one step).
+            found = skip.search(buffer, i)
+            span = buffer[i : found.start() if found else len(buffer)]
+            last = span.rfind(delimiter)
+            if last >= 0:
+                ended = span.count(delimiter, 0, last + 1)
+                width += ended
+                chars += last + 1 - ended
+                if chars > ROW_CHAR_LIMIT and over_at < 0:
+                    over_at = width - 1
+                i += last + 1
+                continue
         if state == "start" and char == '"':
             state, i = "quoted", i + 1
         elif state in ("start", "plain"):

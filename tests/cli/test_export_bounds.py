@@ -1,10 +1,12 @@
 """`petsync export` against an API that sends what the reference server never would: a lone
 surrogate in a name, a Date header a year away, an archive holding a snapshot dated in the
-future. A small stdlib server on loopback answers listPets with the records and the Date
-each test chooses; the real command runs against it."""
+future, a next link too long to follow. A small stdlib server on loopback answers listPets
+(and createPet, for the import's tests) as each test chooses; the real command runs
+against it."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import email.utils
 import json
@@ -12,7 +14,7 @@ import shutil
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,9 @@ class _Api(ThreadingHTTPServer):
         self.records: list[dict[str, Any]] = []
         self.skew = 0.0  # seconds added to the real time in the Date header
         self.next_link: str | None = None  # a Link rel="next" sent with every page
+        # createPet: the sent pet -> (status, headers, answer); None: 201 with the pet as sent
+        self.answer_post: Callable[[dict[str, Any]], tuple[int, dict[str, str], Any]] | None = None
+        self.posts: list[dict[str, Any]] = []
 
     @property
     def base_url(self) -> str:
@@ -68,6 +73,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        sent = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.posts.append(sent)
+        pet = {"id": len(self.server.posts), **sent}
+        answer = self.server.answer_post
+        status, headers, document = (201, {}, pet) if answer is None else answer(pet)
+        body = json.dumps(document).encode()
+        self.send_response(status)
+        for name, value in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def date_time_string(self, timestamp: float | None = None) -> str:
         return email.utils.formatdate(time.time() + self.server.skew, usegmt=True)
 
@@ -75,8 +94,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def api() -> Iterator[_Api]:
+@contextlib.contextmanager
+def serving() -> Iterator[_Api]:
+    """A :class:`_Api` answering in a thread until the block ends."""
     server = _Api()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
@@ -86,6 +106,12 @@ def api() -> Iterator[_Api]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def api() -> Iterator[_Api]:
+    with serving() as server:
+        yield server
 
 
 def run(api: _Api, *args: str) -> Result:
