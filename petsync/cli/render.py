@@ -54,6 +54,7 @@ def export_document(report: ExportReport) -> dict[str, Any]:
         **report.manifest,
         "pruned": [str(path) for path in report.pruned],
         "warnings": [redact(warning) for warning in report.warnings],
+        "notices": report.notices,
         "exit_code": int(report.exit_code),
     }
 
@@ -72,8 +73,7 @@ def export_summary(report: ExportReport) -> list[str]:
     ]
     if report.pruned:
         lines.append(f"pruned {len(report.pruned)} older snapshot(s)")
-    if report.exit_code == 0:  # else the error's warnings carry them
-        lines.extend(f"warning: {notice}" for notice in report.notices)
+    lines.extend(f"warning: {notice}" for notice in report.notices)
     return lines
 
 

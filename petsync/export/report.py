@@ -181,21 +181,28 @@ class ExportReport:
 
     @property
     def warnings(self) -> list[str]:
-        """What is wrong with this snapshot and what to do, then :attr:`notices`."""
-        found = outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
-        return found + self.notices
+        """What is wrong with this snapshot and what to do; empty when it can be trusted."""
+        return outcome_warnings(self.incomplete_reasons, self.drop, strict=self.config.strict)
 
     @property
     def notices(self) -> list[str]:
-        """Warnings about the archive that leave this snapshot trusted (exit 0 stays 0)."""
-        if not self.later_snapshots:
-            return []
-        dates = ", ".join(d.isoformat() for d in self.later_snapshots)
-        return [
-            f"snapshots dated after tonight's ({self.snapshot_date}) are in the archive: "
-            f"{dates}. A run whose clock was ahead left them; they are not the latest for "
-            "readers, the drop check or --keep. Check them and remove them by hand."
-        ]
+        """Warnings that leave this snapshot trusted (exit 0 stays 0)."""
+        notices: list[str] = []
+        conflicting = self.collected.conflicting_duplicates
+        if conflicting:
+            notices.append(
+                f"{conflicting} pets were listed twice with different contents (changed while "
+                "the export ran?); each kept the unfiltered listing's copy, else the one under "
+                "the later status (sold, pending, available), whichever thread finished last"
+            )
+        if self.later_snapshots:
+            dates = ", ".join(d.isoformat() for d in self.later_snapshots)
+            notices.append(
+                f"snapshots dated after tonight's ({self.snapshot_date}) are in the archive: "
+                f"{dates}. A run whose clock was ahead left them; they are not the latest for "
+                "readers, the drop check or --keep. Check them and remove them by hand."
+            )
+        return notices
 
     @property
     def exit_code(self) -> ExitCode:

@@ -323,6 +323,6 @@ def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportRepor
             }
         },
     )
-    for warning in report.warnings:
+    for warning in [*report.warnings, *report.notices]:
         logger.warning("export.warning", extra={"fields": {"message": warning}})
     return report
