@@ -11,7 +11,8 @@ A range over :data:`~petsync.core.interface.SHEET_COLUMN_LIMIT` columns or
 limit; the ``<dimension>`` tag is not trusted (calamine does not use it either).
 
 Empty cells (``<c r="Z9" s="1"/>``: formatting only) do not count, as calamine skips them.
-The older formats (``.xls``, ``.xlsb``) and ``.ods`` are not measured here.
+The older formats (``.xls``, ``.xlsb``) and ``.ods`` are not measured here (calamine refuses
+an ``.ods`` sheet past 100,000,000 cells with an error of its own).
 """
 
 from __future__ import annotations

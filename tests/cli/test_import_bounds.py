@@ -212,3 +212,50 @@ def test_a_201_echoing_another_pet_is_created_and_named_in_a_notice(
         "(rows 2; the journal says which): check those pets"
     ) in result.stdout.splitlines()
     assert [r["petsync_id"] for r in read_csv(Path("pets.accepted.csv"))] == ["1", "2"]
+
+
+def _far_cell_ods(path: Path) -> None:
+    """A small .ods whose one value beyond the header sits in the last row and column."""
+    far = (
+        '<table:table-row table:number-rows-repeated="1048574"><table:table-cell '
+        'table:number-columns-repeated="16384"/></table:table-row><table:table-row>'
+        '<table:table-cell table:number-columns-repeated="16383"/><table:table-cell '
+        'office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell>'
+        "</table:table-row>"
+    )
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+        '<office:body><office:spreadsheet><table:table table:name="Pets"><table:table-row>'
+        '<table:table-cell office:value-type="string"><text:p>name</text:p></table:table-cell>'
+        '<table:table-cell office:value-type="string"><text:p>categoryId</text:p>'
+        f"</table:table-cell></table:table-row>{far}</table:table></office:spreadsheet>"
+        "</office:body></office:document-content>"
+    )
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:'
+        'names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2"><manifest:file-entry '
+        'manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.'
+        'spreadsheet"/><manifest:file-entry manifest:full-path="content.xml" '
+        'manifest:media-type="text/xml"/></manifest:manifest>'
+    )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
+        archive.writestr("META-INF/manifest.xml", manifest)
+        archive.writestr("content.xml", content)
+
+
+def test_an_ods_with_a_cell_in_the_last_row_and_column_is_that_files_failure(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("inbox").mkdir()
+    _far_cell_ods(Path("inbox/far.ods"))
+    Path("inbox/later.csv").write_text("name,categoryId\nRex,1\n")
+    result = run(srv, "import", "inbox/far.ods", "inbox/later.csv")
+    assert result.exit_code == 2, result.output
+    assert "inbox/far.ods: not imported: inbox/far.ods: cannot open the workbook" in result.stdout
+    assert "Cell limit exceeded" in result.stdout
+    assert [p.name for p in srv.store.all()] == ["Rex"]
