@@ -224,13 +224,13 @@ def cut_cells(cells: Sequence[str]) -> tuple[tuple[str, ...], tuple[CutCell, ...
     (CutCell(column=1, length=131073, kind='cell'),)
     """
     width = len(cells)
-    total = sum(map(len, cells))
-    if (
-        width <= ROW_CELL_LIMIT
-        and total <= ROW_CHAR_LIMIT
-        and max(map(len, cells), default=0) <= CELL_LIMIT
+    # The usual row: a few cells, none too long, so the row cannot be either.
+    if max(map(len, cells), default=0) <= CELL_LIMIT and (
+        width <= _ALWAYS_SHORT
+        or (width <= ROW_CELL_LIMIT and sum(map(len, cells)) <= ROW_CHAR_LIMIT)
     ):
         return tuple(cells), ()
+    total = sum(map(len, cells))
     cut: list[CutCell] = []
     kept: list[str] = []
     used = 0
@@ -247,6 +247,10 @@ def cut_cells(cells: Sequence[str]) -> tuple[tuple[str, ...], tuple[CutCell, ...
     if width > ROW_CELL_LIMIT:
         cut.append(CutCell(ROW_CELL_LIMIT, width, "row_cells"))
     return tuple(kept), tuple(cut)
+
+
+# Rows of at most this many cells, none over CELL_LIMIT, are within ROW_CHAR_LIMIT.
+_ALWAYS_SHORT = ROW_CHAR_LIMIT // CELL_LIMIT
 
 
 def _first_over(cells: Sequence[str]) -> int:

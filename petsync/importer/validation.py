@@ -228,7 +228,7 @@ def _control_error(cells: Sequence[str], columns: ColumnMap) -> FieldError | Non
 
 
 def visible_controls(cells: Sequence[str]) -> list[str]:
-    """``cells`` with each control character written as its escape (``\\x00``), for the
+    r"""``cells`` with each control character written as its escape (``\x00``), for the
     reject file: a fed-back reject file must not hold the bytes that rejected it.
 
     >>> visible_controls(["Re\x00x", "1"])
