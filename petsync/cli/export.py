@@ -24,7 +24,7 @@ from petsync.cli.render import export_document, export_summary
 from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError
-from petsync.core.interface import PAGINATION_STYLES, PaginationStyle
+from petsync.core.interface import CLOCK_TOLERANCE, PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
 from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.export.config import (
@@ -124,6 +124,15 @@ if TYPE_CHECKING:
     "the scratch area): e.g. 256MiB, 1GiB.",
 )
 @click.option(
+    "--clock-tolerance",
+    type=click.FloatRange(min=0),
+    default=CLOCK_TOLERANCE,
+    show_default=True,
+    metavar="SECONDS",
+    help="How far this machine's clock may be from the API's Date header; beyond it the "
+    "run publishes nothing (the snapshot's date would be wrong) and exits 1.",
+)
+@click.option(
     "--scratch-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where working files go during the run (removed after it). Default: beside the "
@@ -150,6 +159,7 @@ def export_command(
     memory_budget: int,
     scratch_dir: Path | None,
     extra_fields: ExtraFieldsMode | None,
+    clock_tolerance: float,
     as_json: bool,
     grace: float,
     metrics_file: Path | None,
@@ -192,6 +202,7 @@ def export_command(
             scratch_dir=scratch_dir,
             table_format=table_format,
             extra_fields=extra_fields or extra_fields_setting(resolved),
+            clock_tolerance=clock_tolerance,
         )
         from petsync.export.run import run_export
 

@@ -15,8 +15,9 @@ from petsync.cli.options import grace_option, json_option, metrics_file_option, 
 from petsync.cli.output import ReportTo, echo_json
 from petsync.cli.render import import_check_lines, import_summary, import_total_line
 from petsync.cli.signals import stop_on_signals
-from petsync.cli.state import CliState, TargetOptions, pass_state
+from petsync.cli.state import CliState, TargetOptions, pass_state, terminal_line
 from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.text import shown_text
 from petsync.importer.config import (
     DEFAULT_BASELINE,
     DEFAULT_CONCURRENCY,
@@ -204,7 +205,7 @@ def import_command(
             )
 
         if not paths and text:
-            click.echo(f"no file matches {' '.join(file)}: nothing to import")
+            click.echo(terminal_line(f"no file matches {' '.join(file)}: nothing to import"))
         with contextlib.ExitStack() as stack:
             # A dry run sends nothing, so it needs no key.
             client = stack.enter_context(state.client(target)) if paths and not dry_run else None
@@ -246,7 +247,7 @@ class _Shown:
     def progress(self, path: Path) -> ImportProgressLine | None:
         self._end_line()
         if self._live:
-            self._line = ImportProgressLine(sys.stderr, path.name)
+            self._line = ImportProgressLine(sys.stderr, shown_text(path.name, 80))
         return self._line
 
     def checked(self, report: ImportReport) -> None:
@@ -258,15 +259,16 @@ class _Shown:
     def report(self, report: ImportReport) -> None:
         self._end_line()
         if self._text:
+            # A file name can hold anything, a newline too: every line is shown escaped.
             for line in import_summary(report, check_lines=False):
-                click.echo(line)
+                click.echo(terminal_line(line))
             if report.archived_to:
-                click.echo(f"archived:  {archived(report)}")
+                click.echo(terminal_line(f"archived:  {archived(report)}"))
 
     def failure(self, path: Path, error: PetsyncError) -> None:
         self._end_line()
         if self._text:
-            click.echo(f"{path}: not imported: {error}")
+            click.echo(terminal_line(f"{path}: not imported: {error}"))
 
     def _end_line(self) -> None:
         if self._line is not None:

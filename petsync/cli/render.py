@@ -57,6 +57,7 @@ def export_document(report: ExportReport) -> dict[str, Any]:
         **report.manifest,
         "pruned": [str(path) for path in report.pruned],
         "warnings": [redact(warning) for warning in report.warnings],
+        "notices": report.notices,
         "exit_code": int(report.exit_code),
     }
 
@@ -80,6 +81,7 @@ def export_summary(report: ExportReport) -> list[str]:
     if summary is not None:
         lines.append(summary)
     lines.extend(f"warning: {warning}" for warning in extra.warnings())
+    lines.extend(f"warning: {notice}" for notice in report.notices)
     return lines
 
 

@@ -180,6 +180,8 @@ def is_loopback(host: str) -> bool:
 # the rest of it does not parse.
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 _VERSION = re.compile(r"v\d+")
+# A host as httpx gives it: a DNS name (IDN in its xn-- form), an IPv4 or an IPv6 address.
+_HOST = re.compile(r"[A-Za-z0-9_.-]+|[0-9A-Fa-f:.]+")
 
 
 def without_userinfo(url: str) -> str:
@@ -217,6 +219,16 @@ def normalise_base_url(url: str, allow_insecure_http: bool = False) -> str:
         )
     if parsed.userinfo:  # spelled in a way the pattern above did not catch
         raise _credentials_refused(without_userinfo(str(parsed)))
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise ConfigError(
+            f"base URL {text!r} names port {parsed.port}; a port is a number from 1 to 65535 "
+            "(or leave it out: 443 for https, 80 for http)"
+        )
+    if not _HOST.fullmatch(parsed.raw_host.decode("ascii", "replace")):
+        raise ConfigError(
+            f"base URL {text!r} has the host {parsed.host!r}, which no DNS name or IP address "
+            "spells (letters, digits, '-' and '.'); check for a space or a stray character"
+        )
     if parsed.query or parsed.fragment:
         raise ConfigError(f"base URL {text!r} must not carry a query or fragment")
     text = text.rstrip("/")

@@ -10,6 +10,7 @@ client), so the loop itself never touches httpx errors.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Generator
 from typing import Protocol
@@ -144,11 +145,14 @@ class Listing:
         self.complete = None
         self.incomplete_reason = None
         self.duplicates = 0
+        self.server_date: str | None = None  # the last answer's Date header, as sent
 
     def __iter__(self) -> Generator[Page, None, None]:
         self._reset()
         strategy = make_strategy(self._style_setting, self._list_url, self._limit)
-        requested: set[str] = set()
+        # A digest per URL fetched, not the URL: a server sending ever-new long next links
+        # (each at most LINK_LENGTH_LIMIT characters) grows this by 16 bytes a page.
+        requested: set[bytes] = set()
         budget = self._seen_budget
         seen = SeenIds() if budget is None else SeenIds(budget=budget.bytes, scratch=budget.scratch)
         fetched = 0
@@ -163,14 +167,16 @@ class Listing:
                         f"{self._max_pages} pages was reached; if the catalogue really is that "
                         "large, raise max_pages"
                     )
-                if request.text in requested:
+                digest = hashlib.blake2b(request.text.encode(), digest_size=16).digest()
+                if digest in requested:
                     raise PaginationError(
                         f"the server sent {request.via} again ({self._shown(request)}), a page "
                         "already fetched in this listing: paging would loop forever. The "
                         "server's pagination is broken; report it to the API owner"
                     )
-                requested.add(request.text)
+                requested.add(digest)
                 headers, records = reader.fetch(request, self)
+                self.server_date = headers.get("date") or self.server_date
                 fetched += 1
                 step = strategy.next(FetchedPage(request, headers, records.keys))
                 self.style = strategy.name

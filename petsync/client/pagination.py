@@ -30,7 +30,7 @@ from typing import Protocol
 import httpx
 
 from petsync.core.errors import PaginationError, ProtocolError
-from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM
+from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM, LINK_LENGTH_LIMIT
 from petsync.core.text import shown_text
 
 OFFSET_PARAM = "offset"
@@ -156,6 +156,18 @@ def next_cursor(headers: httpx.Headers) -> str | None:
     return value or None
 
 
+def _check_length(page: FetchedPage, token: str, what: str) -> None:
+    """Refuse a next link or cursor over :data:`LINK_LENGTH_LIMIT` characters: each one
+    followed is kept (as a digest) and sent back, so its length must be bounded."""
+    if len(token) > LINK_LENGTH_LIMIT:
+        raise PaginationError(
+            f"the server at {shown_text(str(page.url), 200)} sent a {what} of {len(token)} "
+            f"characters, more than the {LINK_LENGTH_LIMIT} petsync follows "
+            f"('{shown_text(token, 80)}'); the server's paging is broken: report it to the "
+            "API owner"
+        )
+
+
 def _full_page_reason(page: FetchedPage, style: str, missing: str) -> str:
     return (
         f"the server sent a full page ({page.rows} records) at {page.url} and {missing}, so "
@@ -234,6 +246,7 @@ class LinkPaging(_TokenPaging):
         target = next_link(page.headers)
         if target is None or page.rows == 0:
             return _end_of_tokens(page, self.name, self._limit, self._seen, _NO_LINK)
+        _check_length(page, target, "next link")
         if same_origin_target(target):
             self._seen = True
             via = f"the next link '{shown_text(target)}'"
@@ -265,6 +278,7 @@ class CursorPaging(_TokenPaging):
         cursor = next_cursor(page.headers)
         if cursor is None or page.rows == 0:
             return _end_of_tokens(page, self.name, self._limit, self._seen, _NO_CURSOR)
+        _check_length(page, cursor, "cursor")
         self._seen = True
         url = self._list_url.copy_set_param(CURSOR_PARAM, cursor)
         return Step(keep=True, next=PageRequest(url, f"the cursor '{shown_text(cursor)}'"))

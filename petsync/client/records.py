@@ -36,6 +36,7 @@ from petsync.client.body import MAX_JSON_DEPTH, NestingError, nested_deeper_than
 from petsync.core.errors import PetsyncError, ProtocolError
 from petsync.core.interface import PET_FIELDS
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, is_int64, parse_pet
+from petsync.core.text import shown_text
 
 
 @dataclass(frozen=True)
@@ -318,6 +319,8 @@ def parse_records(data: list[Any], shown: str) -> Records:
                 and (status is None or type(status) is str)
                 and INT64_MIN <= pet_id <= INT64_MAX
                 and INT64_MIN <= category <= INT64_MAX
+                and (name.isascii() or _writable(name))
+                and (status is None or status.isascii() or _writable(status))
             ):
                 keys.append(pet_id)
                 columns.append(pet_id, name, category, status, extra_text(record))
@@ -329,7 +332,7 @@ def parse_records(data: list[Any], shown: str) -> Records:
                 "objects: report it to the API owner"
             )
         try:
-            pet = parse_pet(record)
+            pet = _writable_pet(parse_pet(record))
         except ProtocolError as exc:
             invalid.append((len(keys), InvalidRecord(record=record, reason=exc.message, url=shown)))
             keys.append(record_key(record))
@@ -337,6 +340,27 @@ def parse_records(data: list[Any], shown: str) -> Records:
             keys.append(pet.id)
             columns.append(pet.id, pet.name, pet.categoryId, pet.status, extra_text(record))
     return Records(keys, columns, invalid)
+
+
+def _writable(text: str) -> bool:
+    """True when ``text`` encodes as UTF-8: no lone surrogate, which JSON's ``\\ud800``
+    escape can carry but no Parquet or CSV file can hold."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _writable_pet(pet: Pet) -> Pet:
+    """``pet`` if every text of it can be written to the snapshot; else the reason it cannot."""
+    for field, text in (("name", pet.name), ("status", pet.status)):
+        if text is not None and not _writable(text):
+            raise ProtocolError(
+                f"Pet {field!r} '{shown_text(text, 60)}' holds a lone UTF-16 surrogate (a "
+                "broken string on the server), which no UTF-8 file can hold"
+            )
+    return pet
 
 
 def record_key(record: object) -> Hashable:

@@ -53,3 +53,26 @@ def limit_in_range(value: object) -> bool:
 # The fields of a Pet (Resources: Pet), in the interface's order of meaning. Any other key
 # of a listed record is an *extra field* (matched exactly: `CategoryId` is extra).
 PET_FIELDS: tuple[str, ...] = ("id", "name", "categoryId", "status")
+
+# Bounds on input from outside petsync, where the interface says nothing ("Rate limits,
+# request size limits and field length limits: not shown"). One home for the numbers that
+# docs/limits.md tabulates; each keeps one odd input from costing more than its own row,
+# pet or file.
+
+# A spreadsheet row: characters one cell may hold (Python's csv default field limit,
+# 128 Ki), characters of a whole row, and cells of a row. A row past any of them is
+# rejected with its start kept; the rows after it are read on.
+CELL_LIMIT = 131_072
+ROW_CHAR_LIMIT = 1_048_576
+ROW_CELL_LIMIT = 1_024
+# A workbook sheet (.xlsx, .xlsm): its used range, in columns and in cells (the reader
+# holds the range as a grid), and the bytes its XML may inflate to.
+SHEET_COLUMN_LIMIT = ROW_CELL_LIMIT
+SHEET_CELL_LIMIT = 16_777_216
+WORKBOOK_XML_LIMIT = 536_870_912
+# A next link (Link header) or cursor a listing follows, in characters.
+LINK_LENGTH_LIMIT = 8_192
+# How far the local clock may be from the servers' Date headers, in seconds.
+CLOCK_TOLERANCE = 300.0
+# A job or settings file (TOML), in bytes.
+SETTINGS_FILE_LIMIT = 1_048_576

@@ -12,7 +12,7 @@ from typing import Literal
 
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.core.errors import ConfigError
-from petsync.core.interface import LIMIT_MAX, LIMIT_MIN, limit_in_range
+from petsync.core.interface import CLOCK_TOLERANCE, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import PetStatus
 from petsync.export.location import Location, parse_location
 
@@ -66,6 +66,7 @@ class ExportConfig:
     scratch_dir: Path | None = None
     table_format: TableFormat = DEFAULT_TABLE_FORMAT
     extra_fields: ExtraFieldsMode = DEFAULT_EXTRA_FIELDS
+    clock_tolerance: float = CLOCK_TOLERANCE  # seconds between our clock and the API's Date
 
     def __post_init__(self) -> None:
         location = parse_location(self.out_dir)

@@ -1,4 +1,4 @@
-"""Deduplication by id within a memory budget: latest fetch wins, exact, spilled when large.
+"""Deduplication by id within a memory budget: a fixed order of listings wins, exact, spilled.
 
 Every fetched row leaves five keys: its ``id``, the ``seq`` of its page (pages are numbered
 in the order they were fetched), its listing ``source``, a 64-bit ``hash`` of its fields and
@@ -9,10 +9,16 @@ directory, each id always to the same partition (by a mixed hash of the id), so 
 partition holds every fetch of its ids and is deduplicated alone: memory is one partition,
 not the catalogue. A partition larger than the budget is split again by other bits.
 
-Per id (:func:`resolve`): the latest fetch (highest ``seq``) wins. A winning ghost is
-replaced by the latest stored row of the same id with the same hash (equal content), or, if
-there is none (the pet changed, or no status listing saw it), named for recovery from the
-sweep's page. Counts: ids seen under two status filters, and ids whose copies differ.
+Per id (:func:`resolve`), listings rank in a fixed order and the best-ranked fetch wins:
+the unfiltered sweep first (one pass over the whole catalogue, so its copies agree with
+each other), then ``sold``, ``pending``, ``available`` (statuses move forward more often
+than back, so the copy under the later status is the likelier current one); within one
+listing, the latest fetch (highest ``seq``). So an id listed twice with different contents
+(a pet that changed during the export) gets the same winner whichever listing's thread
+finished last; the report counts such ids and warns. A winning ghost is replaced by the
+first stored row of the same id with the same hash (equal content), or, if there is none
+(the pet changed, or no status listing saw it), named for recovery from the sweep's page.
+Counts: ids seen under two status filters, and ids whose copies differ.
 """
 
 from __future__ import annotations
@@ -212,8 +218,11 @@ def resolve(keys: Keys) -> Resolution:
         return Resolution()
     ids = keys["id"]
     seqs = keys["seq"]
-    # Rows of one id together, its latest fetch first (lexsort's last key is primary).
-    order = np.lexsort((-seqs.astype(np.int64), ids))
+    # Rows of one id together, the winner first: the best-ranked listing (the sweep, then
+    # the statuses from the last), then its latest fetch (lexsort's last key is primary).
+    listed = keys["source"].astype(np.int16)
+    rank = np.where(listed == SWEEP_SOURCE, np.int16(-128), -listed)
+    order = np.lexsort((-seqs.astype(np.int64), rank, ids))
     sorted_ids = ids[order]
     first = np.empty(count, dtype=bool)
     first[0] = True

@@ -252,7 +252,7 @@ def commit_snapshot(
         assert table is not None
         pruned: list[Path | str] = []
         if config.keep is not None and report.exit_code.value == 0:
-            pruned = _prune(table, config.keep, location)
+            pruned = _prune(table, config.keep, location, run.date)
         version = int(table.version())
     except (OSError, deltalake.exceptions.DeltaError) as exc:
         raise PetsyncError(
@@ -302,8 +302,10 @@ def _write_quarantine(run: _Run, location: Location) -> None:
         shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
 
 
-def _prune(table: Any, keep: int, location: Location) -> list[Path | str]:
-    dates = sorted(_partition_dates(table))
+def _prune(table: Any, keep: int, location: Location, today: dt.date) -> list[Path | str]:
+    # Only dates up to tonight count: one dated after it (a clock that ran ahead) is never
+    # newer than tonight's, so tonight's is never pruned (nor is the later one).
+    dates = sorted(d for d in _partition_dates(table) if d <= today)
     old = dates[: max(0, len(dates) - keep)]
     if not old:
         return []

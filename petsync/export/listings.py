@@ -46,6 +46,7 @@ class ListingResult:
     seconds: float
     duplicates_dropped: int = 0
     scratch_bytes: int = 0  # the record of ids seen, written to the scratch area
+    server_date: str | None = None  # the Date header of the listing's last answer
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -241,6 +242,7 @@ class _Paging:
             # Records the client dropped because this same listing had already sent them.
             duplicates_dropped=listing.duplicates,
             scratch_bytes=getattr(listing, "spilled_bytes", 0),
+            server_date=getattr(listing, "server_date", None),
         )
         self.progress.listing_done(result)
         logger.info("export.listing_done", extra={"fields": result.to_json()})

@@ -146,15 +146,18 @@ def clean_staging(directory: Path) -> list[Path]:
     return removed
 
 
-def prune_snapshots(directory: Path, keep: int) -> list[Path]:
+def prune_snapshots(directory: Path, keep: int, today: dt.date | None = None) -> list[Path]:
     """Delete all but the newest ``keep`` snapshots; return the removed partitions.
 
-    Each is first renamed into the staging area (one atomic step out of the readers' view)
-    and then deleted, so a reader never sees half a partition.
+    With ``today`` (the date of the snapshot just published), only snapshots dated up to
+    ``today`` count and go: one dated after it (a night whose clock ran ahead) is never
+    counted as newer than tonight's, so tonight's is never pruned, and is left for a
+    person to remove. Each is first renamed into the staging area (one atomic step out of
+    the readers' view) and then deleted, so a reader never sees half a partition.
     """
     if keep < 1:
         raise ValueError("keep must be at least 1")
-    snapshots = list_snapshots(directory)
+    snapshots = [s for s in list_snapshots(directory) if today is None or s.date <= today]
     removed: list[Path] = []
     for info in snapshots[: max(0, len(snapshots) - keep)]:
         path = Path(info.path)

@@ -8,7 +8,9 @@ page's URL (redacted), and counted in the manifest.
 Every line is strict JSON, which has no ``NaN`` or ``Infinity``. A record holding such a
 number (Python's JSON reader accepts them from a server) is kept as its JSON text instead:
 ``"record": null, "record_text": "{\"id\": NaN, ...}"``, so strict parsers read every line
-and nothing the server sent is lost.
+and nothing the server sent is lost. A record whose text holds a lone UTF-16 surrogate
+(``"\\ud800"``: valid JSON, no UTF-8 file can hold it) is written with JSON's ``\\u``
+escapes, as the server sent it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from petsync.core.apikey import ApiKey, redact
 
 
 def _strict_json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, default=repr)
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=repr)
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:  # a lone surrogate: JSON's \ud800 escape carries it
+            return json.dumps(value, ensure_ascii=True, allow_nan=False, default=repr)
+    return text
 
 
 class Quarantine:
@@ -60,7 +68,7 @@ class Quarantine:
         try:
             return _strict_json(entry)
         except ValueError:  # NaN or Infinity somewhere in the record
-            text = json.dumps(invalid.record, ensure_ascii=False, default=repr)
+            text = json.dumps(invalid.record, ensure_ascii=True, default=repr)
             return _strict_json({**entry, "record": None, "record_text": text})
 
     def close(self) -> None:

@@ -149,6 +149,7 @@ class ExportReport:
     run_id: str = ""  # also in the Parquet footer (or the Delta commit): readers match them
     table_version: int | None = None  # the Delta table version committed (--table-format delta)
     extra_fields: ExtraFieldsReport = field(default_factory=lambda: ExtraFieldsReport("drop"))
+    later_snapshots: tuple[dt.date, ...] = ()  # dated after this one: a clock that ran ahead
 
     @property
     def complete(self) -> bool:
@@ -199,6 +200,26 @@ class ExportReport:
             outcome_warnings(self.fetched, self.drop, strict=self.config.strict)
             + self.extra_fields.warnings()
         )
+
+    @property
+    def notices(self) -> list[str]:
+        """Warnings that leave this snapshot trusted (exit 0 stays 0)."""
+        notices: list[str] = []
+        conflicting = self.collected.conflicting_duplicates
+        if conflicting:
+            notices.append(
+                f"{conflicting} pets were listed twice with different contents (changed while "
+                "the export ran?); each kept the unfiltered listing's copy, else the one under "
+                "the later status (sold, pending, available), whichever thread finished last"
+            )
+        if self.later_snapshots:
+            dates = ", ".join(d.isoformat() for d in self.later_snapshots)
+            notices.append(
+                f"snapshots dated after tonight's ({self.snapshot_date}) are in the archive: "
+                f"{dates}. A run whose clock was ahead left them; they are not the latest for "
+                "readers, the drop check or --keep. Check them and remove them by hand."
+            )
+        return notices
 
     @property
     def exit_code(self) -> ExitCode:

@@ -32,6 +32,7 @@ from petsync.client.client import PetstoreClient
 from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
+from petsync.export.clock import check_clock
 from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
 from petsync.export.config import EXTRA_FIELDS_OPTION, ExportConfig
 from petsync.export.extra_fields import (
@@ -112,7 +113,8 @@ def run_export(
             run = _Run(
                 config=config,
                 date=date,
-                previous=store.latest(),
+                previous=store.latest(before=date),
+                later=tuple(store.dates_after(date)),
                 store=store,
                 lock=lock,
                 staged=store.stage(run_id),
@@ -168,7 +170,8 @@ class _Run:
 
     config: ExportConfig
     date: dt.date
-    previous: SnapshotInfo | None  # the latest complete snapshot, for the drop check
+    previous: SnapshotInfo | None  # the latest complete snapshot before tonight: drop check
+    later: tuple[dt.date, ...]  # snapshots dated after tonight (a clock that ran ahead)
     store: SnapshotStore
     lock: Lock
     staged: Staged
@@ -207,6 +210,7 @@ class _Run:
             timing=self.timing(),
             run_id=self.run_id,
             extra_fields=extra_fields or ExtraFieldsReport(self.config.extra_fields),
+            later_snapshots=self.later,
         )
 
 
@@ -285,6 +289,13 @@ def _lister(config: ExportConfig, client: PetLister | None) -> Iterator[PetListe
 def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> ExportReport:
     """Judge the collected pets, write the snapshot files and publish them (or commit)."""
     config = run.config
+    clock = check_clock(
+        (listing.server_date for listing in fetched.listings),
+        run.clock.now(),
+        config.clock_tolerance,
+    )
+    if clock.off:  # the snapshot's date comes from our clock: a wrong date is worse than none
+        raise clock.error(run.date)
     extra_fields, columns = _extra_fields(run, collected)
     drop = check_drop(collected.pets, run.previous, config.max_drop)
     if config.strict:
@@ -369,7 +380,7 @@ def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportRepor
     config, drop = run.config, report.drop
     pruned: list[Path | str] = []
     if config.keep is not None and report.exit_code is ExitCode.OK:  # only after a trusted run
-        pruned = run.store.prune(config.keep)
+        pruned = run.store.prune(config.keep, run.date)
     report = dataclasses.replace(report, snapshot_path=path, pruned=pruned)
     logger.info(
         "export.published",
@@ -383,7 +394,7 @@ def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportRepor
             }
         },
     )
-    for warning in report.warnings:
+    for warning in [*report.warnings, *report.notices]:
         # An outcome: a command prints it itself, so its text log leaves this event out.
         logger.warning("export.warning", extra={"fields": {"message": warning}, "outcome": True})
     return report

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from petsync.core.errors import InputError
+from petsync.core.interface import CLOCK_TOLERANCE
 from petsync.export.location import Location, parse_location
 
 if TYPE_CHECKING:
@@ -335,10 +336,28 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     return [info for info in found if info is not None]
 
 
-def latest_snapshot(directory: Path | str, *, complete_only: bool = True) -> SnapshotInfo | None:
-    """The newest snapshot (the newest complete one unless ``complete_only`` is False)."""
-    snapshots = [s for s in list_snapshots(directory) if s.complete or not complete_only]
+def latest_snapshot(
+    directory: Path | str, *, complete_only: bool = True, before: dt.date | None = None
+) -> SnapshotInfo | None:
+    """The newest snapshot (the newest complete one unless ``complete_only`` is False).
+
+    Only snapshots dated before ``before`` count; by default, those not dated in the
+    future (after today's UTC date, with :data:`~petsync.core.interface.CLOCK_TOLERANCE`
+    of slack): a snapshot a run with a wrong clock dated ahead is never "the latest".
+    """
+    before = _horizon() if before is None else before
+    snapshots = [
+        s
+        for s in list_snapshots(directory)
+        if (s.complete or not complete_only) and s.date < before
+    ]
     return snapshots[-1] if snapshots else None
+
+
+def _horizon() -> dt.date:
+    """The first date a snapshot counts as dated in the future (a clock that ran ahead)."""
+    slack = dt.timedelta(seconds=CLOCK_TOLERANCE)
+    return (dt.datetime.now(dt.UTC) + slack).date() + dt.timedelta(days=1)
 
 
 def find_snapshot(
@@ -478,7 +497,10 @@ def load_snapshot(
             )
         info = snapshot_at_version(store.location, version)
     elif date is None:
-        found = [s for s in list_snapshots(directory) if flagged or s.trusted]
+        horizon = _horizon()  # never "the latest": a night dated ahead by a wrong clock
+        found = [
+            s for s in list_snapshots(directory) if (flagged or s.trusted) and s.date < horizon
+        ]
         info = found[-1] if found else None
         if info is None:
             root = _Store.open(directory).shown(PETS_DIR)

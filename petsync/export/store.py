@@ -20,7 +20,7 @@ from petsync.core.errors import ConfigError
 from petsync.export.location import Location
 from petsync.export.lock import DirectoryLock
 from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
-from petsync.export.snapshot import SnapshotInfo, latest_snapshot
+from petsync.export.snapshot import SnapshotInfo, latest_snapshot, list_snapshots
 
 
 class Staged(Protocol):
@@ -49,9 +49,10 @@ class SnapshotStore(Protocol):
 
     def prepare(self) -> Lock: ...
     def clean_staging(self) -> list[Path | str]: ...
-    def latest(self) -> SnapshotInfo | None: ...
+    def latest(self, before: dt.date) -> SnapshotInfo | None: ...
+    def dates_after(self, date: dt.date) -> list[dt.date]: ...
     def stage(self, run_id: str) -> Staged: ...
-    def prune(self, keep: int) -> list[Path | str]: ...
+    def prune(self, keep: int, today: dt.date) -> list[Path | str]: ...
 
 
 class LocalStore:
@@ -71,14 +72,17 @@ class LocalStore:
     def clean_staging(self) -> list[Path | str]:
         return list(clean_staging(self.directory))
 
-    def latest(self) -> SnapshotInfo | None:
-        return latest_snapshot(self.directory)
+    def latest(self, before: dt.date) -> SnapshotInfo | None:
+        return latest_snapshot(self.directory, before=before)
+
+    def dates_after(self, date: dt.date) -> list[dt.date]:
+        return [s.date for s in list_snapshots(self.directory) if s.date > date]
 
     def stage(self, run_id: str) -> Staged:
         return StagedSnapshot.create(self.directory)
 
-    def prune(self, keep: int) -> list[Path | str]:
-        return list(prune_snapshots(self.directory, keep))
+    def prune(self, keep: int, today: dt.date) -> list[Path | str]:
+        return list(prune_snapshots(self.directory, keep, today))
 
 
 class ObjectStore:
@@ -110,19 +114,22 @@ class ObjectStore:
         with self._writing("cleaning the staging area", before=True):
             return list(recover_staging(self.location, self.filesystem))
 
-    def latest(self) -> SnapshotInfo | None:
-        return latest_snapshot(self.location.uri)
+    def latest(self, before: dt.date) -> SnapshotInfo | None:
+        return latest_snapshot(self.location.uri, before=before)
+
+    def dates_after(self, date: dt.date) -> list[dt.date]:
+        return [s.date for s in list_snapshots(self.location.uri) if s.date > date]
 
     def stage(self, run_id: str) -> Staged:
         from petsync.export.objectstore.publish import ObjectStagedSnapshot
 
         return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id)
 
-    def prune(self, keep: int) -> list[Path | str]:
+    def prune(self, keep: int, today: dt.date) -> list[Path | str]:
         from petsync.export.objectstore.publish import prune_objects
 
         with self._writing("pruning old snapshots", before=False):
-            return list(prune_objects(self.location, self.filesystem, keep))
+            return list(prune_objects(self.location, self.filesystem, keep, today))
 
     @contextlib.contextmanager
     def _writing(self, doing: str, *, before: bool) -> Iterator[None]:

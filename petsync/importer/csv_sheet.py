@@ -16,8 +16,11 @@ ambiguous and stops with a hint to pass ``--delimiter``.
 
 Records are read by the csv module a line at a time, at most :data:`CELL_LIMIT` characters
 of a record; a longer record is parsed here chunk by chunk, keeping only the start of each
-cell over the limit (:class:`~petsync.importer.spreadsheet.CutCell`). So a 300 MB line
-costs about a megabyte, and its row is rejected (``cell_too_long``), not the whole file.
+cell over the limit (:class:`~petsync.importer.spreadsheet.CutCell`), at most
+``ROW_CELL_LIMIT`` cells, and only the start of the cells past ``ROW_CHAR_LIMIT``
+characters (:mod:`petsync.core.interface`). So a 300 MB line, or a line of a million empty
+cells, costs about a megabyte, and its row is rejected (``cell_too_long``,
+``row_too_wide``, ``row_too_long``), not the whole file.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from pathlib import Path
 from typing import IO
 
 from petsync.core.errors import InputError
+from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.importer.spreadsheet import (
-    CELL_LIMIT,
     CHUNK,
     CUT_KEEP,
     CUT_NOTE,
@@ -48,8 +51,6 @@ _UTF8_BOM = codecs.BOM_UTF8
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # A physical line is read at most this many characters at a time.
 LINE_CAP = CELL_LIMIT + 1
-# Cells of one long record kept, at most (more are cut: the row is rejected anyway).
-MAX_CELLS = 1024
 _LINE_END = re.compile(r"\r\n|\n|\r")
 
 
@@ -338,20 +339,24 @@ def _csv_records(handle: IO[str], delimiter: str, path: Path) -> Iterator[Record
         except UnicodeDecodeError as exc:  # proven decodable already; defensive
             raise InputError(f"{path}, row {number + 1}: cannot decode ({exc.reason})") from exc
         number += 1
+        if len(record) > ROW_CELL_LIMIT:  # a short line of many empty cells
+            cut = (CutCell(ROW_CELL_LIMIT, len(record), "row_cells"),)
+            record = record[:ROW_CELL_LIMIT]
         yield number, tuple(record), cut
 
 
 class _Cell:
-    """One cell of a long record as it is read: its start (bounded) and its length."""
+    """One cell of a long record as it is read: its start (at most ``cap``) and its length."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int = CELL_LIMIT + 1) -> None:
         self.parts: list[str] = []
         self.kept = 0
         self.length = 0
+        self.cap = cap
 
     def add(self, text: str) -> None:
         self.length += len(text)
-        room = CELL_LIMIT + 1 - self.kept
+        room = self.cap - self.kept
         if room > 0 and text:
             self.parts.append(text[:room])
             self.kept += min(room, len(text))
@@ -364,25 +369,44 @@ def _long_record(
 
     ``start`` is the record's text read so far; more comes from ``lines`` a chunk at a time
     and what follows the record is put back. Cells over the limit keep their first
-    CUT_KEEP characters and CUT_NOTE; at most MAX_CELLS cells are kept (more are cut).
+    CUT_KEEP characters and CUT_NOTE; at most ROW_CELL_LIMIT cells are kept, and once the
+    row is past ROW_CHAR_LIMIT characters each further cell keeps only its start. Each of
+    those cuts is noted once.
     """
     cells: list[str] = []
     cut: list[CutCell] = []
     cell = _Cell()
+    width = 0  # cells in the record, kept or not
+    chars = 0  # characters in the record's cells
+    over_at = -1  # the cell that took the row past ROW_CHAR_LIMIT
     buffer, i = start, 0
     counted = True  # the lines of ``start`` were counted as they were read
     state = "start"  # start | plain | quoted | quote (a quote inside a quoted cell)
     stops = re.compile(f"[{re.escape(delimiter)}\r\n]")
+    skip = re.compile('["\r\n]')
 
     def end_cell() -> None:
-        nonlocal cell
+        nonlocal cell, width, chars, over_at
         text = "".join(cell.parts)
-        if cell.length > CELL_LIMIT or len(cells) >= MAX_CELLS:
-            cut.append(CutCell(len(cells), cell.length))
-            text = text[:CUT_KEEP] + CUT_NOTE
-        if len(cells) < MAX_CELLS:
+        chars += cell.length
+        if width < ROW_CELL_LIMIT:
+            if cell.length > CELL_LIMIT:
+                cut.append(CutCell(width, cell.length))
+                text = text[:CUT_KEEP] + CUT_NOTE
+            elif cell.length > len(text):  # cut by the row's budget
+                text = text[:CUT_KEEP] + CUT_NOTE
             cells.append(text)
-        cell = _Cell()
+        width += 1
+        if chars > ROW_CHAR_LIMIT and over_at < 0:
+            over_at = width - 1
+        cell = _Cell(CUT_KEEP + 1 if over_at >= 0 else CELL_LIMIT + 1)
+
+    def done() -> tuple[list[str], tuple[CutCell, ...]]:
+        if over_at >= 0:
+            cut.append(CutCell(over_at, chars, "row_chars"))
+        if width > ROW_CELL_LIMIT:
+            cut.append(CutCell(ROW_CELL_LIMIT, width, "row_cells"))
+        return cells, tuple(cut)
 
     while True:
         if i >= len(buffer):
@@ -396,8 +420,22 @@ def _long_record(
                         "quoted cell is never closed); check the quotes in that row"
                     )
                 end_cell()
-                return cells, tuple(cut)
+                return done()
         char = buffer[i]
+        if state == "start" and width >= ROW_CELL_LIMIT:
+            # Cells past the limit are counted, never kept: whole unquoted cells up to the
+            # next quote or line end are counted in C (a million empty cells in one step).
+            found = skip.search(buffer, i)
+            span = buffer[i : found.start() if found else len(buffer)]
+            last = span.rfind(delimiter)
+            if last >= 0:
+                ended = span.count(delimiter, 0, last + 1)
+                width += ended
+                chars += last + 1 - ended
+                if chars > ROW_CHAR_LIMIT and over_at < 0:
+                    over_at = width - 1
+                i += last + 1
+                continue
         if state == "start" and char == '"':
             state, i = "quoted", i + 1
         elif state in ("start", "plain"):
@@ -411,7 +449,7 @@ def _long_record(
                     end_cell()
                     state = "start"
                 else:
-                    return _end(cells, cut, end_cell, lines, buffer, i, found.group(), counted)
+                    return _end(done, end_cell, lines, buffer, i, found.group(), counted)
         elif state == "quoted":
             end = buffer.find('"', i)
             cell.add(buffer[i : end if end >= 0 else len(buffer)])
@@ -427,7 +465,7 @@ def _long_record(
                 end_cell()
                 state, i = "start", i + 1
             elif char in "\r\n":
-                return _end(cells, cut, end_cell, lines, buffer, i + 1, char, counted)
+                return _end(done, end_cell, lines, buffer, i + 1, char, counted)
             else:
                 raise InputError(
                     f"{path}, row {row} (line {lines.lines}): the CSV is malformed ('"
@@ -437,8 +475,7 @@ def _long_record(
 
 
 def _end(
-    cells: list[str],
-    cut: list[CutCell],
+    done: Callable[[], tuple[list[str], tuple[CutCell, ...]]],
     end_cell: Callable[[], None],
     lines: _Lines,
     buffer: str,
@@ -457,4 +494,4 @@ def _end(
     if not counted:
         lines.lines += buffer[:i].count("\n") + (line_end == "\r")
     lines.unread(rest)
-    return cells, tuple(cut)
+    return done()

@@ -30,7 +30,7 @@ from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.journal import Journal
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.row_states import RowRecord, RowState
-from petsync.importer.validation import FieldError
+from petsync.importer.validation import ErrorCode, FieldError, visible_controls
 
 OUTPUT_ENCODING = "utf-8-sig"
 
@@ -298,9 +298,12 @@ class OutputFiles:
     def reject_local(self, row: OutputRow) -> None:
         """A row validation refused: the reject file, every error joined in one line."""
         errors = row.errors
+        carried = row.carried
+        if any(e.code == ErrorCode.CONTROL_CHARACTER for e in errors):
+            carried = visible_controls(carried)
         self._rejects.write(
             [
-                *row.carried,
+                *carried,
                 row.number_text,
                 "local",
                 ";".join(e.code for e in errors),

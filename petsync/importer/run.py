@@ -307,6 +307,13 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
 
 
 def _count_sent(report: ImportReport, sent: SendResult) -> None:
+    if sent.mismatched:
+        shown = ", ".join(map(str, sent.mismatched[:10]))
+        more = f" and {len(sent.mismatched) - 10} more" if len(sent.mismatched) > 10 else ""
+        report.notices.append(
+            f"{len(sent.mismatched)} rows were created, but the API answered other values "
+            f"than were sent (rows {shown}{more}; the journal says which): check those pets"
+        )
     report.created = sent.created
     report.normalisations = sent.normalisations
     report.stop = sent.stop

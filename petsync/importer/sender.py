@@ -13,6 +13,12 @@ Outcomes per row: created (201); rejected by the API (a 4xx other than 401/429: 
 uncertain (sent, then a timeout, a dropped connection or a 5xx: the pet may exist, so it
 is never re-sent unless ``resend_uncertain``); unsent (surely not created: a 401, or
 429/refused connections beyond the client's retries): the run stops and a re-run sends it.
+
+A redirect (3xx) answering a POST leaves its row uncertain (a server may create, then
+redirect to the new pet) and stops the run at once: every other row would meet it, and the
+base URL needs fixing. A 201 whose echoed pet differs from the row sent (another name or
+categoryId, another status when one was sent) is created all the same, and its row is
+named in a notice (``SendResult.mismatched``) to check.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ from petsync.core.errors import (
     RetriesExhaustedError,
     TransportError,
 )
-from petsync.core.models import NewPet
+from petsync.core.models import NewPet, Pet
 from petsync.core.stop import StopRequest
+from petsync.core.text import shown_text
 from petsync.importer.check import CheckedInput, content_of
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
@@ -63,6 +70,7 @@ class SendResult:
     stopped_reason: str | None
     concurrency_final: int
     concurrency_lowest: int
+    mismatched: tuple[int, ...] = ()  # rows created, whose echoed pet differs from the row
 
 
 def send_rows(
@@ -113,6 +121,7 @@ def send_rows(
         stopped_reason=sender.stopped_reason,
         concurrency_final=sender.limit.permits,
         concurrency_lowest=max(1, int(sender.limit.lowest)),
+        mismatched=tuple(sorted(sender.mismatched)),
     )
 
 
@@ -142,6 +151,7 @@ class _Sender:
         self.stopped_reason: str | None = None
         self.errors = 0
         self.created = 0
+        self.mismatched: list[int] = []
 
     def halt(self, reason: str, error: PetsyncError | None = None) -> None:
         with self.lock:
@@ -221,6 +231,16 @@ class _Sender:
         except OutcomeUnknownError as exc:
             self._uncertain(row, exc, None)
         except ApiError as exc:
+            if 300 <= exc.http_status < 400:
+                # Maybe created (then redirected to the new pet); every next row would meet
+                # the same redirect: stop after the first.
+                self._uncertain(row, exc, exc.http_status)
+                self.halt(
+                    f"stopped: {exc}; then import the same file with --settle to decide the "
+                    "uncertain row",
+                    exc,
+                )
+                return True
             if 400 <= exc.http_status < 500 and exc.http_status != 429:
                 self.journal.record(
                     RowRecord(
@@ -252,11 +272,26 @@ class _Sender:
             self.halt(str(exc), exc)
         else:
             pet_sent = content_of(pet) if self.via is not None else None
+            differs = _echo_differs(pet, created)
             self.journal.record(
-                RowRecord(row, RowState.CREATED, id=created.id, via=self.via, pet=pet_sent)
+                RowRecord(
+                    row,
+                    RowState.CREATED,
+                    id=created.id,
+                    via=self.via,
+                    pet=pet_sent,
+                    message=differs,
+                )
             )
             with self.lock:
                 self.created += 1
+                if differs is not None:
+                    self.mismatched.append(row)
+            if differs is not None:
+                logger.warning(
+                    "import_row_echo_differs",
+                    extra={"fields": {"row": row, "id": created.id, "differs": differs}},
+                )
             self._tell("created")
             return True
         return False
@@ -279,6 +314,24 @@ class _Sender:
     def _unsent(self, row: int, exc: PetsyncError) -> None:
         self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
         self.halt(f"stopped: {exc}; re-run the same command to resume", exc)
+
+
+def _echo_differs(sent: NewPet, created: Pet) -> str | None:
+    """What the 201's pet says otherwise than the row sent, or None when it matches.
+
+    A status the row left blank may come back filled (the interface does not say which).
+    """
+    found = []
+    if created.name != sent.name:
+        found.append(f"name '{shown_text(created.name, 80)}' for '{shown_text(sent.name, 80)}'")
+    if created.categoryId != sent.categoryId:
+        found.append(f"categoryId {created.categoryId} for {sent.categoryId}")
+    if sent.status is not None and created.status != sent.status.value:
+        shown = "none" if created.status is None else f"'{shown_text(created.status, 40)}'"
+        found.append(f"status {shown} for '{sent.status.value}'")
+    if not found:
+        return None
+    return f"created as pet {created.id}, but the API answered " + ", ".join(found)
 
 
 def _status_in(exc: PetsyncError) -> int | None:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import InputError
+from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
+from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.importer.excel_safe import unescape_row
 
 logger = logging.getLogger(__name__)
@@ -47,9 +49,9 @@ PETSYNC_MARKER_COLUMN = "petsync_row"
 # With petsync_row it is the row's identity through every round of fixing.
 PETSYNC_ORIGIN_COLUMN = "petsync_origin"
 CHUNK = 1 << 20
-# Characters one cell may hold (Python's csv default field limit, 128 Ki). A longer cell
-# rejects its row (cell_too_long); the reader keeps only its first CUT_KEEP characters.
-CELL_LIMIT = 131_072
+# A cell over CELL_LIMIT characters (petsync.core.interface) rejects its row
+# (cell_too_long); the reader keeps only its first CUT_KEEP characters. So does a row over
+# ROW_CELL_LIMIT cells (row_too_wide) or ROW_CHAR_LIMIT characters (row_too_long).
 CUT_KEEP = 1_000
 # Put after the start of a cut cell; a petsync-written file holding it is rejected again.
 CUT_NOTE = " [petsync: cell cut: too long]"
@@ -64,15 +66,23 @@ class ReadOptions:
     delimiter: str | None = None
 
 
+CutKind = Literal["cell", "row_cells", "row_chars"]
+
+
 @dataclass(frozen=True)
 class CutCell:
-    """A cell too long to keep (over :data:`CELL_LIMIT` characters): where, and how long.
+    """What a reader had to cut to keep a row's memory bounded: where, and how much.
 
-    The row keeps the start of the cell and :data:`CUT_NOTE` in its place.
+    ``kind`` ``cell``: the cell at ``column`` is over :data:`CELL_LIMIT` characters
+    (``length``); the row keeps its start and :data:`CUT_NOTE` in its place. ``row_cells``:
+    the row has ``length`` cells, over :data:`ROW_CELL_LIMIT`; only the first are kept.
+    ``row_chars``: the row holds ``length`` characters, over :data:`ROW_CHAR_LIMIT`; cells
+    from ``column`` on keep only their start. Any of them rejects the row.
     """
 
     column: int  # 0-based
-    length: int  # characters in the file; -1 when only known to be over the limit
+    length: int  # characters (or cells) in the file; -1 when only known to be over the limit
+    kind: CutKind = "cell"
 
 
 # One row as a reader yields it: number (header = 1), cells, the cells it had to cut.
@@ -241,16 +251,53 @@ def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsh
 
 
 def cut_cells(cells: Sequence[str]) -> tuple[tuple[str, ...], tuple[CutCell, ...]]:
-    """Cells over :data:`CELL_LIMIT` cut to their start and :data:`CUT_NOTE` (workbooks).
+    """A row held whole in memory (a workbook's), bounded as the CSV reader bounds it.
+
+    Cells over :data:`CELL_LIMIT` are cut to their start and :data:`CUT_NOTE`; cells past
+    :data:`ROW_CELL_LIMIT` are dropped; past :data:`ROW_CHAR_LIMIT` characters in all,
+    the rest of the cells keep only their start. Each cut is noted (:class:`CutCell`).
 
     >>> cut_cells(["Rex", "x" * (CELL_LIMIT + 1)])[1]
-    (CutCell(column=1, length=131073),)
+    (CutCell(column=1, length=131073, kind='cell'),)
     """
-    if max(map(len, cells), default=0) <= CELL_LIMIT:
+    width = len(cells)
+    # The usual row: a few cells, none too long, so the row cannot be either.
+    if max(map(len, cells), default=0) <= CELL_LIMIT and (
+        width <= _ALWAYS_SHORT
+        or (width <= ROW_CELL_LIMIT and sum(map(len, cells)) <= ROW_CHAR_LIMIT)
+    ):
         return tuple(cells), ()
-    kept = tuple(cell if len(cell) <= CELL_LIMIT else cell[:CUT_KEEP] + CUT_NOTE for cell in cells)
-    cut = tuple(CutCell(i, len(cell)) for i, cell in enumerate(cells) if len(cell) > CELL_LIMIT)
-    return kept, cut
+    total = sum(map(len, cells))
+    cut: list[CutCell] = []
+    kept: list[str] = []
+    used = 0
+    for i, cell in enumerate(cells[:ROW_CELL_LIMIT]):
+        if len(cell) > CELL_LIMIT:
+            cut.append(CutCell(i, len(cell)))
+            cell = cell[:CUT_KEEP] + CUT_NOTE
+        elif used + len(cell) > ROW_CHAR_LIMIT and len(cell) > CUT_KEEP:
+            cell = cell[:CUT_KEEP] + CUT_NOTE
+        used += len(cell)
+        kept.append(cell)
+    if total > ROW_CHAR_LIMIT:
+        cut.append(CutCell(_first_over(cells), total, "row_chars"))
+    if width > ROW_CELL_LIMIT:
+        cut.append(CutCell(ROW_CELL_LIMIT, width, "row_cells"))
+    return tuple(kept), tuple(cut)
+
+
+# Rows of at most this many cells, none over CELL_LIMIT, are within ROW_CHAR_LIMIT.
+_ALWAYS_SHORT = ROW_CHAR_LIMIT // CELL_LIMIT
+
+
+def _first_over(cells: Sequence[str]) -> int:
+    """The first cell that takes a row past :data:`ROW_CHAR_LIMIT` characters."""
+    used = 0
+    for i, cell in enumerate(cells):
+        used += len(cell)
+        if used > ROW_CHAR_LIMIT:
+            return i
+    return len(cells)
 
 
 def file_sha256(path: Path) -> str:

@@ -13,6 +13,10 @@ certain:
 - ``status`` is compared case-insensitively (``Available`` is sent as ``available``); a
   blank status is not sent.
 
+A cell holding a control character (C0 other than tab, line feed and carriage return;
+DEL; C1; a lone surrogate) rejects its row (``control_character``), whatever its column:
+such bytes are a damaged file, never a name, and nothing holding one is sent.
+
 Each failure has a code, the field and a message saying what to fix. Each leniency used
 is counted as a normalisation.
 """
@@ -24,9 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
+from petsync.core.text import shown_text
 from petsync.importer.columns import ColumnMap
-from petsync.importer.spreadsheet import CELL_LIMIT, CutCell
+from petsync.importer.spreadsheet import CutCell
 
 
 class ErrorCode(StrEnum):
@@ -43,6 +49,9 @@ class ErrorCode(StrEnum):
     ROW_ORIGIN_MISSING = "row_origin_missing"  # a fed-back row with no petsync_row
     ROW_ORIGIN_OTHER = "row_origin_other"  # a fed-back row of another first file
     ROW_REPEATED = "row_repeated"  # a fed-back row whose petsync_row is held by an earlier row
+    ROW_TOO_WIDE = "row_too_wide"
+    ROW_TOO_LONG = "row_too_long"
+    CONTROL_CHARACTER = "control_character"
 
 
 class Normalisation(StrEnum):
@@ -76,6 +85,11 @@ class Validated:
 _INTEGER = re.compile(r"([+-]?)([0-9]+)(?:\.0+)?")
 # int64 has at most 19 digits; anything much longer is out of range without parsing it.
 _MAX_DIGITS = 40
+# Control characters a cell may not hold (tab, LF and CR may: multi-line cells), and lone
+# surrogates, which no UTF-8 writer can encode.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# Extra cells named in an extra_cells message, at most.
+_EXTRA_SHOWN = 3
 
 
 def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
@@ -134,6 +148,9 @@ def validate_row(
     :meth:`~petsync.importer.check.CheckedInput.problems_of`); they reject it too.
     """
     errors: list[FieldError] = [*problems, *(_too_long(cell, columns) for cell in cut)]
+    control = _control_error(cells, columns)
+    if control is not None:
+        errors.append(control)
     normalised: list[Normalisation] = []
     trimmed = False
 
@@ -177,13 +194,15 @@ def validate_row(
 
     extra = [c for c in cells[width:] if c.strip()]
     if extra:
+        shown = ", ".join(repr(shown_text(c, 40)) for c in extra[:_EXTRA_SHOWN])
+        if len(extra) > _EXTRA_SHOWN:
+            shown += f" and {len(extra) - _EXTRA_SHOWN} more"
         errors.append(
             FieldError(
                 ErrorCode.EXTRA_CELLS,
                 None,
                 f"the row has {len(cells)} cells but the header has {width} columns "
-                f"(extra: {', '.join(repr(c) for c in extra)}); a cell probably holds an "
-                "unquoted delimiter",
+                f"(extra: {shown}); a cell probably holds an unquoted delimiter",
             )
         )
     if errors:
@@ -194,10 +213,58 @@ def validate_row(
     return Validated(NewPet(name=name, categoryId=category, status=status), (), tuple(normalised))
 
 
-def _too_long(cell: CutCell, columns: ColumnMap) -> FieldError:
-    field = {columns.name: "name", columns.categoryId: "categoryId"}.get(cell.column)
-    if field is None and cell.column == columns.status:
+def _field_of(column: int, columns: ColumnMap) -> str | None:
+    field = {columns.name: "name", columns.categoryId: "categoryId"}.get(column)
+    if field is None and column == columns.status:
         field = "status"
+    return field
+
+
+def _control_error(cells: Sequence[str], columns: ColumnMap) -> FieldError | None:
+    """The first control character in the row's cells, as an error; None if there is none."""
+    if _CONTROL.search("".join(cells)) is None:  # one scan for the usual, clean row
+        return None
+    for column, text in enumerate(cells):
+        found = _CONTROL.search(text)
+        if found is not None:
+            return FieldError(
+                ErrorCode.CONTROL_CHARACTER,
+                _field_of(column, columns),
+                f"column {column + 1} holds the control character "
+                f"{shown_text(found.group())} at character {found.start() + 1}; a damaged "
+                "or binary file? Retype the cell, or save the sheet again as CSV UTF-8",
+            )
+    return None  # pragma: no cover - the joined search found one
+
+
+def visible_controls(cells: Sequence[str]) -> list[str]:
+    r"""``cells`` with each control character written as its escape (``\x00``), for the
+    reject file: a fed-back reject file must not hold the bytes that rejected it.
+
+    >>> visible_controls(["Re\x00x", "1"])
+    ['Re\\x00x', '1']
+    """
+    return [_CONTROL.sub(lambda m: shown_text(m.group()), cell) for cell in cells]
+
+
+def _too_long(cell: CutCell, columns: ColumnMap) -> FieldError:
+    if cell.kind == "row_cells":
+        return FieldError(
+            ErrorCode.ROW_TOO_WIDE,
+            None,
+            f"the row has {cell.length} cells, more than the {ROW_CELL_LIMIT} a row may hold; "
+            "the reject file keeps only its start: a delimiter run wild? Remove the empty "
+            "cells at its end",
+        )
+    if cell.kind == "row_chars":
+        return FieldError(
+            ErrorCode.ROW_TOO_LONG,
+            None,
+            f"the row holds {cell.length} characters, more than the {ROW_CHAR_LIMIT} a row "
+            f"may hold (from column {cell.column + 1} on, the reject file keeps only the start "
+            "of each cell): shorten its cells",
+        )
+    field = _field_of(cell.column, columns)
     size = f"{cell.length} characters, more" if cell.length >= 0 else "more characters"
     return FieldError(
         ErrorCode.CELL_TOO_LONG,

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError
+from petsync.importer.sheet_range import check_sheet_range
 from petsync.importer.spreadsheet import Record, Spreadsheet, cut_cells, file_sha256
 from petsync.importer.xlsx_cells import ExactCells, read_exact_cells
 
@@ -62,6 +63,9 @@ def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
         else:
             shown = ", ".join(repr(n) for n in names)
             raise InputError(f"{path}: no sheet named {sheet_name!r}; sheets found: {shown}")
+        # calamine holds the sheet as a grid from A1 to its last value: measured first, so a
+        # far cell is refused here instead of aborting the process (sheet_range).
+        check_sheet_range(path, chosen)
         # Padded from A1, so list positions are the row and column numbers a person sees.
         values = workbook.get_sheet_by_name(chosen).to_python(skip_empty_area=False)
     except InputError:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import ConfigError
-from petsync.ops.settings import secret_key_message
+from petsync.ops.settings import read_toml, secret_key_message
 
 JobKind = Literal["export", "import"]
 JOB_KINDS: tuple[JobKind, ...] = ("export", "import")
@@ -85,14 +85,11 @@ class JobFile:
 def read_job_kind(path: Path) -> tuple[JobKind, dict[str, object]]:
     """Parse the TOML and find the one job table; return its kind and raw values."""
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        data = read_toml(path, "job file")
     except FileNotFoundError as exc:
         raise ConfigError(f"job file {path} does not exist") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read job file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"job file {path} is not valid TOML: {exc}") from exc
     for key in data:
         if key not in JOB_KINDS:
             raise ConfigError(
@@ -163,6 +160,8 @@ def parse_override(text: str) -> tuple[str, object]:
         value: object = tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except RecursionError as exc:  # brackets nested past the parser's depth
+        raise ConfigError(f"--set {key}: the value is nested too deeply to read") from exc
     return key, value
 
 

@@ -41,11 +41,12 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from petsync.client.config import ClientConfig, RetryPolicy, normalise_base_url
 from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
-from petsync.core.interface import PaginationStyle
+from petsync.core.interface import SETTINGS_FILE_LIMIT, PaginationStyle
 from petsync.ops.limits import LIMIT_KEYS, ClientLimits, check_limit, resolve_limits
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
@@ -167,15 +168,42 @@ def find_config_file(
     return None
 
 
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file (``what``: "job file", "config file") parsed, within bounds.
+
+    Over :data:`~petsync.core.interface.SETTINGS_FILE_LIMIT` bytes, not UTF-8, not TOML,
+    or nested too deep for the parser (thousands of brackets) is a :class:`ConfigError`
+    naming the file; ``OSError`` is left to the caller.
+    """
+    with path.open("rb") as handle:
+        data = handle.read(SETTINGS_FILE_LIMIT + 1)
+    if len(data) > SETTINGS_FILE_LIMIT:
+        raise ConfigError(
+            f"{what} {path} is over {SETTINGS_FILE_LIMIT} bytes; a {what} holds a few settings: "
+            "is it the right file?"
+        )
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what} {path} is not valid TOML: the byte at offset {exc.start} is not UTF-8; "
+            "save it as UTF-8"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(
+            f"{what} {path} nests arrays or tables too deeply to read (thousands of "
+            "brackets); no setting needs that: is it the right file?"
+        ) from None
+
+
 def load_config_file(path: Path, *, source: str, home: Path) -> ConfigFile:
     """Parse a config file, naming the file and key of anything it does not allow."""
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        data = read_toml(path, "config file")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
     for key in data:
         if key != "environments":
             raise ConfigError(

@@ -165,13 +165,15 @@ def test_drop_beyond_max_drop_exits_4_with_a_warning(petstore_server: Any, isola
     big = petstore_server(seed_pets=100)
     small = petstore_server(seed_pets=70)
     assert run(big, "export", "--out", "out").exit_code == 0
+    yesterday = TODAY - dt.timedelta(days=1)  # the baseline is the newest *earlier* snapshot
+    partition_path(Path("out"), TODAY).rename(partition_path(Path("out"), yesterday))
 
     result = run(small, "export", "--out", "out", "--max-drop", "25%")
 
     assert result.exit_code == 4
     assert (
         "Warning: Suspicious drop: the pet count fell by 30.0% (from 100 in the snapshot of "
-        f"{TODAY} to 70), more than the allowed 25%." in result.stderr
+        f"{yesterday} to 70), more than the allowed 25%." in result.stderr
     )
     assert result.stderr.count("Suspicious drop") == 1  # once: not also as a log line
     assert result.stdout.splitlines()[1].endswith("complete, suspicious drop")
@@ -181,8 +183,12 @@ def test_max_drop_accepts_a_fraction(petstore_server: Any, isolated: Path) -> No
     big = petstore_server(seed_pets=100)
     small = petstore_server(seed_pets=70)
     assert run(big, "export", "--out", "out").exit_code == 0
+    partition_path(Path("out"), TODAY).rename(
+        partition_path(Path("out"), TODAY - dt.timedelta(days=1))
+    )
 
     assert run(small, "export", "--out", "out", "--max-drop", "0.35").exit_code == 0
+    assert run(small, "export", "--out", "out", "--max-drop", "0.25").exit_code == 4
 
 
 def test_max_drop_out_of_range_is_a_usage_error(petstore_server: Any, isolated: Path) -> None:

@@ -107,7 +107,8 @@ def _sweep_body(pets: list[Pet]) -> bytes:
 @pytest.mark.parametrize("budget", [1, 2**40], ids=["keys-spilled", "keys-in-memory"])
 def test_sweep_ghosts_give_the_answer_of_full_rows(tmp_path: Path, budget: int) -> None:
     """Sweep rows kept as keys only resolve exactly as stored rows: the twin for an equal
-    pet, the page's row for a changed pet or one no status listing saw, latest fetch wins."""
+    pet, the page's row for a changed pet or one no status listing saw; the sweep's copy
+    wins over a status listing's, whichever was fetched last."""
     sold, available = source_of(PetStatus.SOLD), source_of(PetStatus.AVAILABLE)
     sweep = source_of(None)
     steps: list[tuple[int, list[Pet]]] = [
@@ -120,7 +121,8 @@ def test_sweep_ghosts_give_the_answer_of_full_rows(tmp_path: Path, budget: int) 
                 Pet(3, "unseen", 2, "available"),  # the available listing never saw it
                 Pet(4, "no status", 2, None),  # stored in full: no listing has it
                 Pet(5, "odd", 2, "lost"),  # an unknown status: stored in full
-                Pet(6, "before", 1, "sold"),  # the sold listing fetches it again later
+                Pet(6, "before", 1, "sold"),  # fetched again later by the sold listing: the
+                # sweep's copy wins all the same (the order of listings, not of threads)
             ],
         ),
         (available, [Pet(7, "a", 3, "available")]),
@@ -148,7 +150,7 @@ def test_sweep_ghosts_give_the_answer_of_full_rows(tmp_path: Path, budget: int) 
         (3, "unseen"),
         (4, "no status"),
         (5, "odd"),
-        (6, "after"),
+        (6, "before"),
         (7, "a"),
     ]
     assert counts == (7, 11, 2, 0, 0)

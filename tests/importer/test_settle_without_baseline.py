@@ -108,7 +108,9 @@ def test_pets_this_import_created_are_no_candidates(
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nBo,3,sold\nBo,3,sold\n")
-    first = run(ImportConfig(path, allow_duplicates=True, concurrency=1), srv, {"Bo": ["ok", "dropped"]})
+    first = run(
+        ImportConfig(path, allow_duplicates=True, concurrency=1), srv, {"Bo": ["ok", "dropped"]}
+    )
     assert (first.created, first.uncertain) == (1, 1)
 
     settled = run(ImportConfig(path, allow_duplicates=True, settle=True), srv)
@@ -123,7 +125,9 @@ def test_two_rows_of_equal_content_one_stored_both_stay_uncertain(
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nBo,3,sold\nBo,3,sold\nKit,4,sold\n")
-    first = run(ImportConfig(path, allow_duplicates=True, concurrency=1), srv, {"Bo": ["lost", "dropped"]})
+    first = run(
+        ImportConfig(path, allow_duplicates=True, concurrency=1), srv, {"Bo": ["lost", "dropped"]}
+    )
     assert first.uncertain == 2
 
     settled = run(ImportConfig(path, allow_duplicates=True, settle=True), srv)
@@ -139,7 +143,9 @@ def test_two_rows_of_equal_content_one_stored_both_stay_uncertain(
     ]
     assert names(srv) == Counter({"Bo": 1, "Kit": 1})
 
-    again = run(ImportConfig(path, allow_duplicates=True, settle=True), srv)  # settling again changes nothing
+    again = run(
+        ImportConfig(path, allow_duplicates=True, settle=True), srv
+    )  # settling again changes nothing
     assert (again.settled_undecided, again.created, names(srv)["Bo"]) == (2, 0, 1)
 
 
@@ -149,7 +155,11 @@ def test_two_rows_of_equal_content_neither_stored_are_both_sent(
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nBo,3,\nBo,3,\n")
-    run(ImportConfig(path, allow_duplicates=True, concurrency=1), srv, {"Bo": ["dropped", "dropped"]})
+    run(
+        ImportConfig(path, allow_duplicates=True, concurrency=1),
+        srv,
+        {"Bo": ["dropped", "dropped"]},
+    )
 
     settled = run(ImportConfig(path, allow_duplicates=True, settle=True), srv)
     assert (settled.settled_not_created, settled.created, settled.exit_code) == (2, 2, 0)

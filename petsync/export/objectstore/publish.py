@@ -219,16 +219,19 @@ def recover_staging(location: Location, filesystem: pafs.FileSystem) -> list[str
     return removed
 
 
-def prune_objects(location: Location, filesystem: pafs.FileSystem, keep: int) -> list[str]:
+def prune_objects(
+    location: Location, filesystem: pafs.FileSystem, keep: int, today: dt.date | None = None
+) -> list[str]:
     """Delete all but the newest ``keep`` snapshots; return the removed partitions' URIs.
 
-    In each partition the data goes first (dataset readers stop seeing it in one step),
-    the manifest last; a prune that dies midway leaves a partition without data, which no
-    reader counts and the next prune removes.
+    As :func:`petsync.export.publish.prune_snapshots`: with ``today``, snapshots dated after
+    it are neither counted nor removed. In each partition the data goes first (dataset
+    readers stop seeing it in one step), the manifest last; a prune that dies midway leaves
+    a partition without data, which no reader counts and the next prune removes.
     """
     if keep < 1:
         raise ValueError("keep must be at least 1")
-    snapshots = list_snapshots(location.uri)
+    snapshots = [s for s in list_snapshots(location.uri) if today is None or s.date <= today]
     if len(snapshots) <= keep:
         return []
     oldest_kept = snapshots[-keep].date
