@@ -1,0 +1,250 @@
+"""The client's one way onto the network: libcurl (through pycurl) as an httpx transport.
+
+libcurl frames HTTP/1.0, 1.1 and 2, keeps connections alive, verifies TLS, speaks to HTTP
+and SOCKS proxies (``CONNECT`` included) and bounds a transfer in time and size; petsync
+writes none of that. :class:`CurlTransport` is an :class:`httpx.BaseTransport`, the one seam
+of the client: production passes every request through it, and a test that needs a fake
+server passes an ``httpx.MockTransport`` (or respx) in its place, below the same code.
+
+What the transport keeps, per request:
+
+* the total deadline (``CURLOPT_TIMEOUT_MS``: connect, send, headers and body), the connect
+  timeout, and the read timeout as "no byte for that long" (``CURLOPT_LOW_SPEED_*``);
+* the size cap on the bytes received (``CURLOPT_MAXFILESIZE_LARGE``: a larger
+  ``Content-Length`` is refused before the body is read, a longer body as soon as it passes);
+  the cap on the *decoded* body is the client's (:mod:`petsync.client.body`), which decodes
+  ``gzip``/``deflate`` itself: libcurl hands the body over as sent;
+* the route: directly, or through the proxy :mod:`petsync.client.proxy` chose (libcurl
+  reads no proxy variable of its own); redirects are never followed; only http and https.
+
+Each thread that sends gets a libcurl handle of its own (a handle serves one thread), and so
+a kept-alive connection of its own: a listing or an import's sending thread reuses it.
+libcurl's failures become httpx's exceptions here, the transport contract; the few that
+decide what petsync tells the user (a name that does not resolve, a certificate refused, the
+deadline passed, an answer too large) are subclasses the translator
+(:mod:`petsync.client.failures`) recognises.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import certifi
+import httpx
+import pycurl
+
+from petsync.client.proxy import ProxyRoute
+
+
+class HostNotFound(httpx.ConnectError):
+    """The host name does not resolve (trying again will not mend it)."""
+
+
+class CertificateRefused(httpx.ConnectError):
+    """The server's TLS certificate did not verify."""
+
+
+class TlsFailed(httpx.ConnectError):
+    """The TLS handshake failed (often: https spoken to a plain-http port)."""
+
+
+class DeadlinePassed(httpx.ReadTimeout):
+    """The request's total deadline passed before the whole answer came."""
+
+
+class AnswerTooLarge(httpx.RemoteProtocolError):
+    """The answer's body passed the size cap; ``announced`` is its Content-Length, if any."""
+
+    def __init__(self, message: str, *, announced: int | None = None) -> None:
+        super().__init__(message)
+        self.announced = announced
+
+
+@dataclass(frozen=True)
+class WireLimits:
+    """The bounds of one request: seconds (total, connect, silence) and received bytes."""
+
+    total: float
+    connect: float
+    read: float
+    max_body_bytes: int
+
+
+# Headers libcurl writes itself from the request it is given (or must not get twice).
+_SKIPPED = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection"})
+
+
+class CurlTransport(httpx.BaseTransport):
+    """Sends each request with libcurl, within ``limits``, directly or through ``proxy``.
+
+    ``environ`` is read for ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` (the certificates to
+    trust; default: certifi's bundle, as httpx uses), never for proxies.
+    """
+
+    def __init__(
+        self,
+        limits: WireLimits,
+        proxy: ProxyRoute | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        env = os.environ if environ is None else environ
+        self._limits = limits
+        self.proxy = proxy
+        self._cafile = env.get("SSL_CERT_FILE") or certifi.where()
+        self._capath = env.get("SSL_CERT_DIR") or None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._handles: list[pycurl.Curl] = []
+        self._closed = False
+
+    def close(self) -> None:
+        with self._lock:
+            handles, self._handles = self._handles, []
+            self._closed = True
+        for handle in handles:
+            handle.close()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        curl = self._handle()
+        answer = _Answer()
+        curl.setopt(pycurl.URL, str(request.url))
+        curl.setopt(pycurl.HEADERFUNCTION, answer.header_line)
+        curl.setopt(pycurl.WRITEFUNCTION, answer.body.append)
+        headers = [
+            name + b": " + value
+            for name, value in request.headers.raw
+            if name.lower() not in _SKIPPED
+        ]
+        method = request.method
+        if method == "GET":
+            curl.setopt(pycurl.HTTPGET, 1)
+        else:
+            content = request.read()
+            curl.setopt(pycurl.CUSTOMREQUEST, method)
+            curl.setopt(pycurl.POSTFIELDS, content)
+            headers.append(b"Expect:")  # no 100-continue round trip for a small body
+        curl.setopt(pycurl.HTTPHEADER, headers)
+        try:
+            curl.perform()
+        except pycurl.error as exc:
+            raise self._translated(curl, exc, request, answer) from None
+        finally:
+            if method != "GET":
+                curl.setopt(pycurl.CUSTOMREQUEST, None)
+        return httpx.Response(
+            curl.getinfo(pycurl.RESPONSE_CODE),
+            headers=answer.headers,
+            stream=_Body(answer.body),
+            request=request,
+        )
+
+    def _handle(self) -> pycurl.Curl:
+        """This thread's libcurl handle (its connection kept alive between requests)."""
+        curl: pycurl.Curl | None = getattr(self._local, "curl", None)
+        if curl is not None:
+            return curl
+        limits = self._limits
+        curl = pycurl.Curl()
+        curl.setopt(pycurl.NOSIGNAL, 1)  # threads: no SIGALRM for DNS timeouts
+        curl.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        curl.setopt(pycurl.FOLLOWLOCATION, 0)  # a redirect could carry the key elsewhere
+        curl.setopt(pycurl.TIMEOUT_MS, max(1, math.ceil(limits.total * 1000)))
+        curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, math.ceil(limits.connect * 1000)))
+        curl.setopt(pycurl.LOW_SPEED_LIMIT, 1)  # below one byte a second ...
+        curl.setopt(pycurl.LOW_SPEED_TIME, max(1, math.ceil(limits.read)))  # ... this long
+        curl.setopt(pycurl.MAXFILESIZE_LARGE, limits.max_body_bytes)
+        curl.setopt(pycurl.CAINFO, self._cafile)
+        if self._capath is not None:
+            curl.setopt(pycurl.CAPATH, self._capath)
+        # "" turns libcurl's own reading of http_proxy & co off: the route is petsync's.
+        curl.setopt(pycurl.PROXY, str(self.proxy.url) if self.proxy is not None else "")
+        with self._lock:
+            if self._closed:
+                curl.close()
+                raise httpx.ConnectError("the client is closed")
+            self._handles.append(curl)
+        self._local.curl = curl
+        return curl
+
+    def _translated(
+        self, curl: pycurl.Curl, exc: pycurl.error, request: httpx.Request, answer: _Answer
+    ) -> httpx.RequestError:
+        code, text = exc.args[0], str(exc.args[1]) if len(exc.args) > 1 else ""
+        message = f"{text} (libcurl error {code})"
+        if code == pycurl.E_FILESIZE_EXCEEDED:
+            return AnswerTooLarge(message, announced=answer.announced())
+        connected = bool(curl.getinfo(pycurl.CONNECT_TIME))
+        connect_code = int(curl.getinfo(pycurl.HTTP_CONNECTCODE) or 0)
+        if self.proxy is not None and (
+            code in (pycurl.E_COULDNT_RESOLVE_PROXY, _E_PROXY) or connect_code >= 300
+        ):
+            shown = f"{connect_code} {message}" if connect_code else message
+            return httpx.ProxyError(shown)
+        if code == pycurl.E_COULDNT_RESOLVE_HOST:
+            return HostNotFound(message, request=request)
+        if code == pycurl.E_PEER_FAILED_VERIFICATION:
+            return CertificateRefused(message, request=request)
+        if code == pycurl.E_SSL_CONNECT_ERROR:
+            return TlsFailed(message, request=request)
+        if code == pycurl.E_COULDNT_CONNECT:
+            return httpx.ConnectError(message, request=request)
+        if code == pycurl.E_OPERATION_TIMEDOUT:
+            if not connected:
+                return httpx.ConnectTimeout(message, request=request)
+            if curl.getinfo(pycurl.TOTAL_TIME) >= self._limits.total * 0.99:
+                return DeadlinePassed(message, request=request)
+            return httpx.ReadTimeout(message, request=request)
+        if code in (pycurl.E_UNSUPPORTED_PROTOCOL, pycurl.E_URL_MALFORMAT) and not connected:
+            return httpx.UnsupportedProtocol(message, request=request)
+        if code == pycurl.E_SEND_ERROR:
+            return httpx.WriteError(message, request=request)
+        if code == pycurl.E_RECV_ERROR:
+            return httpx.ReadError(message, request=request)
+        return httpx.RemoteProtocolError(message, request=request)
+
+
+_E_PROXY = 97  # CURLE_PROXY: a SOCKS proxy's refusal (libcurl 7.73+)
+
+
+class _Answer:
+    """What libcurl hands over of one answer: header lines (the last answer's) and body."""
+
+    __slots__ = ("body", "headers")
+
+    def __init__(self) -> None:
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+
+    def announced(self) -> int | None:
+        """The answer's Content-Length, when it announced a single number."""
+        values = {v for k, v in self.headers if k.lower() == b"content-length"}
+        if len(values) == 1:
+            (value,) = values
+            if value.isdigit():
+                return int(value)
+        return None
+
+    def header_line(self, line: bytes) -> None:
+        if line[:5] == b"HTTP/":  # a new answer (after a 1xx, or a proxy's CONNECT reply)
+            self.headers = []
+            return
+        name, colon, value = line.partition(b":")
+        if colon:
+            self.headers.append((name, value.strip()))
+        elif line[:1] in (b" ", b"\t") and self.headers:  # obs-fold: one value, joined by SP
+            last, previous = self.headers[-1]
+            self.headers[-1] = (last, previous + b" " + line.strip())
+
+
+class _Body(httpx.SyncByteStream):
+    """The body's pieces as libcurl delivered them, undecoded."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = pieces
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._pieces
