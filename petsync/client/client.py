@@ -143,14 +143,24 @@ class PetstoreClient:
         self._transport = transport
         self._failures = FailureTranslator(config, proxy=proxy, wall_clock=wall_clock)
         self._auth = BearerAuth(config.api_key) if config.api_key is not None else None
-        self._headers = httpx.Headers(
-            {
+        self._headers = self._request_headers()
+        self._extensions = {"timeout": config.timeout.as_dict()}
+
+    def _request_headers(self) -> httpx.Headers:
+        """The headers of every request, the key put on by :class:`BearerAuth` (once)."""
+        template = httpx.Request(
+            "GET",
+            self._pets_url,
+            headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "application/json",
                 "Accept-Encoding": ACCEPTED_ENCODINGS,
-            }
+            },
         )
-        self._extensions = {"timeout": config.timeout.as_dict()}
+        if self._auth is not None:
+            template = next(self._auth.sync_auth_flow(template))
+        # Host comes from each request's URL (httpx adds it).
+        return httpx.Headers([(k, v) for k, v in template.headers.raw if k.lower() != b"host"])
 
     def __enter__(self) -> PetstoreClient:
         return self
@@ -304,8 +314,9 @@ class PetstoreClient:
 
     def fetch_page(self, url: httpx.URL | str, tally: Tally) -> tuple[httpx.Headers, Records]:
         """GET one listPets page: its headers and records."""
-        response, body = self._send("GET", url, tally=tally)
-        return response.headers, decode_page(body, response.status_code, self.shown(url))
+        shown = self.shown(url)
+        response, body = self._send("GET", url, tally=tally, shown=shown)
+        return response.headers, decode_page(body, response.status_code, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
 
@@ -332,6 +343,7 @@ class PetstoreClient:
         *,
         json: dict[str, Any] | None = None,
         tally: Tally | None = None,
+        shown: str | None = None,
     ) -> tuple[httpx.Response, bytes | bytearray]:
         """Send with retries; return a 2xx response and its body, or raise the translated error.
 
@@ -339,7 +351,8 @@ class PetstoreClient:
         within the size limit; a body over the limit raises :class:`ProtocolError` at once
         (the server would send it again).
         """
-        shown = self.shown(url)
+        if shown is None:
+            shown = self.shown(url)
         schedule = RetrySchedule(
             self._config.retry, method, shown, clock=self._clock, rng=self._rng
         )
@@ -350,8 +363,6 @@ class PetstoreClient:
                 request = httpx.Request(
                     method, url, headers=self._headers, json=json, extensions=self._extensions
                 )
-                if self._auth is not None:
-                    request = next(self._auth.sync_auth_flow(request))
                 response = self._transport.handle_request(request)
                 response.request = request  # as httpx.Client sets it (a mock may not)
                 try:

@@ -109,25 +109,23 @@ class CurlTransport(httpx.BaseTransport):
             handle.close()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        curl = self._handle()
-        answer = _Answer()
+        handle = self._handle()
+        curl, answer = handle.curl, handle.answer
+        answer.reset()
         curl.setopt(pycurl.URL, str(request.url))
-        curl.setopt(pycurl.HEADERFUNCTION, answer.header_line)
-        curl.setopt(pycurl.WRITEFUNCTION, answer.body.append)
-        headers = [
-            name + b": " + value
-            for name, value in request.headers.raw
-            if name.lower() not in _SKIPPED
-        ]
+        raw = request.headers.raw
         method = request.method
-        if method == "GET":
-            curl.setopt(pycurl.HTTPGET, 1)
-        else:
-            content = request.read()
+        if method != "GET":
             curl.setopt(pycurl.CUSTOMREQUEST, method)
-            curl.setopt(pycurl.POSTFIELDS, content)
-            headers.append(b"Expect:")  # no 100-continue round trip for a small body
-        curl.setopt(pycurl.HTTPHEADER, headers)
+            curl.setopt(pycurl.POSTFIELDS, request.read())
+        elif handle.sent_headers is None:  # the last request was not a GET
+            curl.setopt(pycurl.HTTPGET, 1)
+        if method != "GET" or raw != handle.sent_headers:  # a listing's are all the same
+            headers = [name + b": " + value for name, value in raw if name.lower() not in _SKIPPED]
+            if method != "GET":
+                headers.append(b"Expect:")  # no 100-continue round trip for a small body
+            curl.setopt(pycurl.HTTPHEADER, headers)
+        handle.sent_headers = raw if method == "GET" else None
         try:
             curl.perform()
         except pycurl.error as exc:
@@ -142,11 +140,11 @@ class CurlTransport(httpx.BaseTransport):
             request=request,
         )
 
-    def _handle(self) -> pycurl.Curl:
+    def _handle(self) -> _Handle:
         """This thread's libcurl handle (its connection kept alive between requests)."""
-        curl: pycurl.Curl | None = getattr(self._local, "curl", None)
-        if curl is not None:
-            return curl
+        handle: _Handle | None = getattr(self._local, "handle", None)
+        if handle is not None:
+            return handle
         limits = self._limits
         curl = pycurl.Curl()
         curl.setopt(pycurl.NOSIGNAL, 1)  # threads: no SIGALRM for DNS timeouts
@@ -162,13 +160,14 @@ class CurlTransport(httpx.BaseTransport):
             curl.setopt(pycurl.CAPATH, self._capath)
         # "" turns libcurl's own reading of http_proxy & co off: the route is petsync's.
         curl.setopt(pycurl.PROXY, str(self.proxy.url) if self.proxy is not None else "")
+        handle = _Handle(curl)
         with self._lock:
             if self._closed:
                 curl.close()
                 raise httpx.ConnectError("the client is closed")
             self._handles.append(curl)
-        self._local.curl = curl
-        return curl
+        self._local.handle = handle
+        return handle
 
     def _translated(
         self, curl: pycurl.Curl, exc: pycurl.error, request: httpx.Request, answer: _Answer
@@ -219,6 +218,14 @@ class _Answer:
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
 
+    def reset(self) -> None:
+        """Ready for the next answer (the lists handed out before are left to their owners)."""
+        self.headers = []
+        self.body = []
+
+    def body_piece(self, piece: bytes) -> None:
+        self.body.append(piece)
+
     def announced(self) -> int | None:
         """The answer's Content-Length, when it announced a single number."""
         values = {v for k, v in self.headers if k.lower() == b"content-length"}
@@ -238,6 +245,19 @@ class _Answer:
         elif line[:1] in (b" ", b"\t") and self.headers:  # obs-fold: one value, joined by SP
             last, previous = self.headers[-1]
             self.headers[-1] = (last, previous + b" " + line.strip())
+
+
+class _Handle:
+    """One thread's libcurl handle, its answer collector, and the headers it was last given."""
+
+    __slots__ = ("answer", "curl", "sent_headers")
+
+    def __init__(self, curl: pycurl.Curl) -> None:
+        self.curl = curl
+        self.answer = _Answer()
+        self.sent_headers: list[tuple[bytes, bytes]] | None = None  # None: not after a GET
+        curl.setopt(pycurl.HEADERFUNCTION, self.answer.header_line)
+        curl.setopt(pycurl.WRITEFUNCTION, self.answer.body_piece)
 
 
 class _Body(httpx.SyncByteStream):
