@@ -17,6 +17,7 @@ from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import (
+    ApiError,
     AuthenticationError,
     OutcomeUnknownError,
     RetriesExhaustedError,
@@ -215,3 +216,26 @@ def test_a_post_answered_500_is_outcome_unknown_and_not_re_sent(live: Harness) -
     with pytest.raises(OutcomeUnknownError):
         client.create_pet(NewPet("Rex", 3))
     assert (server.connections, client.requests) == (1, 1)
+
+
+def test_a_redirect_is_reported_not_followed(live: Harness) -> None:
+    moved = response(b"", headers="Location: http://127.0.0.2:9/v1/pets\r\n", status="302 Found")
+    server = live.serve(kept_alive(moved))
+    client = _client(live, server)
+    with pytest.raises(ApiError) as caught:
+        _ids(client)
+    assert "a redirect to http://127.0.0.2:9/v1/pets; petsync does not follow redirects" in str(
+        caught.value
+    )
+    assert len(server.requests) == 1 and client.requests == 1
+
+
+def test_a_listing_after_a_post_on_the_same_connection_is_a_get(live: Harness) -> None:
+    created = response(b'{"id": 7, "name": "Rex", "categoryId": 3}', status="201 Created")
+    server = live.serve(kept_alive(created, response(ONE)))
+    client = _client(live, server)
+    client.create_pet(NewPet("Rex", 3))
+    assert _ids(client) == [1]
+    assert server.connections == 1
+    assert server.requests[1].startswith(b"GET /v1/pets?limit=2 HTTP/1.1\r\n")
+    assert b"Content-Length" not in server.requests[1]
