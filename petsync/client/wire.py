@@ -111,7 +111,7 @@ class CurlTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         handle = self._handle()
         curl, answer = handle.curl, handle.answer
-        answer.reset()
+        answer.clear()  # anything a failed transfer left
         curl.setopt(pycurl.URL, str(request.url))
         raw = request.headers.raw
         method = request.method
@@ -121,10 +121,10 @@ class CurlTransport(httpx.BaseTransport):
         elif handle.sent_headers is None:  # the last request was not a GET
             curl.setopt(pycurl.HTTPGET, 1)
         if method != "GET" or raw != handle.sent_headers:  # a listing's are all the same
-            headers = [name + b": " + value for name, value in raw if name.lower() not in _SKIPPED]
+            sent = [name + b": " + value for name, value in raw if name.lower() not in _SKIPPED]
             if method != "GET":
-                headers.append(b"Expect:")  # no 100-continue round trip for a small body
-            curl.setopt(pycurl.HTTPHEADER, headers)
+                sent.append(b"Expect:")  # no 100-continue round trip for a small body
+            curl.setopt(pycurl.HTTPHEADER, sent)
         handle.sent_headers = raw if method == "GET" else None
         try:
             curl.perform()
@@ -133,11 +133,9 @@ class CurlTransport(httpx.BaseTransport):
         finally:
             if method != "GET":
                 curl.setopt(pycurl.CUSTOMREQUEST, None)
+        headers, body = answer.take()
         return httpx.Response(
-            curl.getinfo(pycurl.RESPONSE_CODE),
-            headers=answer.headers,
-            stream=_Body(answer.body),
-            request=request,
+            curl.getinfo(pycurl.RESPONSE_CODE), headers=headers, stream=_Body(body), request=request
         )
 
     def _handle(self) -> _Handle:
@@ -210,41 +208,50 @@ _E_PROXY = 97  # CURLE_PROXY: a SOCKS proxy's refusal (libcurl 7.73+)
 
 
 class _Answer:
-    """What libcurl hands over of one answer: header lines (the last answer's) and body."""
+    """What libcurl hands over of one answer: its header lines and its body's pieces.
 
-    __slots__ = ("body", "headers")
+    libcurl calls back once per header line and body piece; each call takes the
+    interpreter's lock, which the other sending threads contend for. So the callbacks are
+    the lists' own ``append`` (no Python frame), set once per handle, and the lines are
+    split into names and values after the transfer, in one pass.
+    """
+
+    __slots__ = ("body", "lines")
 
     def __init__(self) -> None:
-        self.headers: list[tuple[bytes, bytes]] = []
+        self.lines: list[bytes] = []
         self.body: list[bytes] = []
 
-    def reset(self) -> None:
-        """Ready for the next answer (the lists handed out before are left to their owners)."""
-        self.headers = []
-        self.body = []
+    def take(self) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+        """The headers (of the last answer: after a 1xx or a proxy's CONNECT reply) and the
+        body's pieces; the lists are emptied for the next answer."""
+        headers: list[tuple[bytes, bytes]] = []
+        for line in self.lines:
+            name, colon, value = line.partition(b":")
+            if colon:
+                headers.append((name, value.strip()))
+            elif line[:5] == b"HTTP/":  # a status line: a new answer begins
+                headers = []
+            elif line[:1] in (b" ", b"\t") and headers:  # obs-fold: one value, joined by SP
+                last, previous = headers[-1]
+                headers[-1] = (last, previous + b" " + line.strip())
+        body = self.body[:]
+        self.clear()
+        return headers, body
 
-    def body_piece(self, piece: bytes) -> None:
-        self.body.append(piece)
+    def clear(self) -> None:
+        self.lines.clear()
+        self.body.clear()
 
     def announced(self) -> int | None:
         """The answer's Content-Length, when it announced a single number."""
-        values = {v for k, v in self.headers if k.lower() == b"content-length"}
+        headers, _ = self.take()
+        values = {v for k, v in headers if k.lower() == b"content-length"}
         if len(values) == 1:
             (value,) = values
             if value.isdigit():
                 return int(value)
         return None
-
-    def header_line(self, line: bytes) -> None:
-        if line[:5] == b"HTTP/":  # a new answer (after a 1xx, or a proxy's CONNECT reply)
-            self.headers = []
-            return
-        name, colon, value = line.partition(b":")
-        if colon:
-            self.headers.append((name, value.strip()))
-        elif line[:1] in (b" ", b"\t") and self.headers:  # obs-fold: one value, joined by SP
-            last, previous = self.headers[-1]
-            self.headers[-1] = (last, previous + b" " + line.strip())
 
 
 class _Handle:
@@ -256,8 +263,8 @@ class _Handle:
         self.curl = curl
         self.answer = _Answer()
         self.sent_headers: list[tuple[bytes, bytes]] | None = None  # None: not after a GET
-        curl.setopt(pycurl.HEADERFUNCTION, self.answer.header_line)
-        curl.setopt(pycurl.WRITEFUNCTION, self.answer.body_piece)
+        curl.setopt(pycurl.HEADERFUNCTION, self.answer.lines.append)
+        curl.setopt(pycurl.WRITEFUNCTION, self.answer.body.append)
 
 
 class _Body(httpx.SyncByteStream):
