@@ -268,7 +268,9 @@ def _target(what: str, value: float, limit: float, unit: str) -> str:
     return f"{what}: {value:.2f} {unit} (target <= {limit:g}): {verdict}"
 
 
-def latency(pets: int, latency_ms: float, rounds: int, workdir: Path) -> None:
+def latency(
+    pets: int, latency_ms: float, rounds: int, workdir: Path, old_tree: Path | None = None
+) -> None:
     print(
         f"\n## {latency_ms:g} ms latency per request: petsync serve --latency-ms {latency_ms:g}, "
         f"{pets:,} pets, {rounds} round(s)\n"
@@ -278,25 +280,38 @@ def latency(pets: int, latency_ms: float, rounds: int, workdir: Path) -> None:
             BARE,
             lambda run_dir: [sys.executable, str(BENCHMARKS / "baseline_list_loop.py")],
             check_count(with_status(pets)),
-        ),
-        Variant("no sweep, one after another", export_args("--no-sweep", "--concurrency", "1")),
-        Variant("no sweep, concurrently", export_args("--no-sweep")),
-        Variant("sweep, one after another", export_args("--concurrency", "1")),
-        Variant("sweep, concurrently", export_args()),
+        )
     ]
+    trees: list[tuple[str, Path | None]] = [("", None)]
+    if old_tree is not None:
+        trees.append(("old ", old_tree))
+    for prefix, tree in trees:
+        chosen += [
+            Variant(
+                f"{prefix}no sweep, one after another",
+                export_args("--no-sweep", "--concurrency", "1", tree=tree),
+            ),
+            Variant(f"{prefix}no sweep, concurrently", export_args("--no-sweep", tree=tree)),
+            Variant(
+                f"{prefix}sweep, one after another", export_args("--concurrency", "1", tree=tree)
+            ),
+            Variant(f"{prefix}sweep, concurrently", export_args(tree=tree)),
+        ]
     key = new_key()
     with reference_server(key, workdir, seed_pets=pets, latency_ms=latency_ms) as base_url:
         env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
         comparison = run_rounds(chosen, rounds, env, workdir)
     summaries = summarise(comparison)
     print_table(summaries, BARE, count=pets, unit="pet")
-    for concurrent, sequential, limit in (
-        ("no sweep, concurrently", "no sweep, one after another", 0.39),
-        ("sweep, concurrently", "sweep, one after another", 0.54),
-    ):
-        if concurrent in summaries and sequential in summaries:
-            ratio = summaries[concurrent].wall / summaries[sequential].wall
-            print(_target(f"{concurrent} / one after another", ratio, limit, "x"))
+    for prefix, _ in trees:
+        for concurrent, sequential, limit in (
+            ("no sweep, concurrently", "no sweep, one after another", 0.39),
+            ("sweep, concurrently", "sweep, one after another", 0.54),
+        ):
+            concurrent, sequential = prefix + concurrent, prefix + sequential
+            if concurrent in summaries and sequential in summaries:
+                ratio = summaries[concurrent].wall / summaries[sequential].wall
+                print(_target(f"{concurrent} / one after another", ratio, limit, "x"))
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -371,7 +386,9 @@ def main() -> None:
         if len(results) > 1:
             across_sizes(results)
         if not options.no_latency:
-            latency(options.latency_pets, options.latency_ms, options.rounds, workdir)
+            latency(
+                options.latency_pets, options.latency_ms, options.rounds, workdir, options.old_tree
+            )
     print_footer()
 
 
