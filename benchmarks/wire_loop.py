@@ -25,9 +25,9 @@ import pycurl
 
 from petsync.client.wire import CurlTransport, WireLimits
 
-BASE, KEY = os.environ["PETSYNC_BASE_URL"], os.environ["PETSYNC_API_KEY"]
-ORIGIN = BASE.rsplit("/v1", 1)[0]
-HEADERS = {"Authorization": f"Bearer {KEY}", "Accept": "application/json"}
+BASE = os.environ.get("PETSYNC_BASE_URL", "")
+HEADERS = {"Authorization": f"Bearer {os.environ.get('PETSYNC_API_KEY', '')}"}
+HEADERS["Accept"] = "application/json"
 LIMITS = WireLimits(total=60, connect=5, read=30, max_body_bytes=32 << 20)
 NEXT = re.compile(r"<([^<>]*)>")
 Fetch = Callable[[str], tuple[str | None, bytes]]
@@ -90,7 +90,7 @@ def main() -> None:
             link, body = fetch(url)
             pets += len(decoder.decode(body))
             found = NEXT.search(link) if link else None
-            url = ORIGIN + found.group(1) if found else None
+            url = BASE.rsplit("/v1", 1)[0] + found.group(1) if found else None
     print(pets)
 
 
