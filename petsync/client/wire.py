@@ -27,6 +27,7 @@ deadline passed, an answer too large) are subclasses the translator
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import threading
@@ -116,8 +117,15 @@ class CurlTransport(httpx.BaseTransport):
         raw = request.headers.raw
         method = request.method
         if method != "GET":
+            content = request.read()
             curl.setopt(pycurl.CUSTOMREQUEST, method)
-            curl.setopt(pycurl.POSTFIELDS, request.read())
+            curl.setopt(pycurl.POST, 1)
+            curl.setopt(pycurl.POSTFIELDSIZE_LARGE, len(content))
+            # A body libcurl can read but not rewind: when a kept-alive connection dies
+            # after the request went out and before any answer, libcurl re-sends on a new
+            # connection if it can rewind the body. For a POST that could create the pet
+            # twice; unable to rewind, it fails instead (outcome unknown, never re-sent).
+            curl.setopt(pycurl.READFUNCTION, io.BytesIO(content).read)
         elif handle.sent_headers is None:  # the last request was not a GET
             curl.setopt(pycurl.HTTPGET, 1)
         if method != "GET" or raw != handle.sent_headers:  # a listing's are all the same

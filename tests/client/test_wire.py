@@ -239,3 +239,24 @@ def test_a_listing_after_a_post_on_the_same_connection_is_a_get(live: Harness) -
     assert server.connections == 1
     assert server.requests[1].startswith(b"GET /v1/pets?limit=2 HTTP/1.1\r\n")
     assert b"Content-Length" not in server.requests[1]
+
+
+def test_a_post_on_a_kept_alive_connection_dropped_after_it_was_read_is_not_re_sent(
+    live: Harness,
+) -> None:
+    # The server reads the POST and closes without an answer: it may have created the pet.
+    # libcurl would re-send a request on a fresh connection when a reused one died before
+    # any answer byte (right for GET); a POST must come back as outcome unknown instead.
+    def page_then_drop(server: Loopback, conn: socket.socket) -> None:
+        server.send(conn, response(ONE))
+        server.requests.append(_read_request(conn))  # the POST, read, then no answer
+
+    created = response(b'{"id": 7, "name": "Rex", "categoryId": 3}', status="201 Created")
+    server = live.serve(page_then_drop, kept_alive(created))
+    client = _client(live, server, attempts=3)
+    assert _ids(client) == [1]
+    with pytest.raises(OutcomeUnknownError):
+        client.create_pet(NewPet("Rex", 3))
+    posts = [r for r in server.requests if r.startswith(b"POST ")]
+    assert len(posts) == 1 and server.connections == 1
+    assert client.requests == 2
