@@ -162,10 +162,14 @@ class CurlTransport(httpx.BaseTransport):
         curl.setopt(pycurl.LOW_SPEED_TIME, max(1, math.ceil(limits.read)))  # ... this long
         curl.setopt(pycurl.MAXFILESIZE_LARGE, limits.max_body_bytes)
         curl.setopt(pycurl.CAINFO, self._cafile)
+        curl.setopt(pycurl.PROXY_CAINFO, self._cafile)  # an https:// proxy is verified too
         if self._capath is not None:
             curl.setopt(pycurl.CAPATH, self._capath)
-        # "" turns libcurl's own reading of http_proxy & co off: the route is petsync's.
+            curl.setopt(pycurl.PROXY_CAPATH, self._capath)
+        # "" turns libcurl's own reading of http_proxy, no_proxy & co off: the route is
+        # petsync's, chosen from the environment the client was given.
         curl.setopt(pycurl.PROXY, str(self.proxy.url) if self.proxy is not None else "")
+        curl.setopt(pycurl.NOPROXY, "")
         handle = _Handle(curl)
         with self._lock:
             if self._closed:

@@ -215,3 +215,16 @@ def test_a_socks5_proxy_needs_no_extra_package() -> None:
         "socks5h://***@127.0.0.1:1080",
         "ALL_PROXY",
     )
+
+
+def test_the_route_comes_from_the_environment_the_client_was_given(
+    live: Harness, no_proxies: pytest.MonkeyPatch
+) -> None:
+    # The process's own NO_PROXY must not undo the route chosen from the mapping given.
+    no_proxies.setenv("NO_PROXY", "*")
+    proxy = live.serve(answer("403 Forbidden", b""))
+    config = ClientConfig("https://petstore.test/v1", ApiKey(KEY), pagination="none")
+    client = live.client(config, environ={"HTTPS_PROXY": proxy.origin})
+    with pytest.raises(TransportError, match="refused to open a tunnel"):
+        list(client.list_pets())
+    assert proxy.requests[0].startswith(b"CONNECT petstore.test:443 HTTP/1.1\r\n")
