@@ -16,8 +16,11 @@ import httpx
 import pytest
 
 from petsync.client import body, pagination
+from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.client.retry import parse_retry_after
 from petsync.core.apikey import ApiKey, redact
+from petsync.core.errors import RetriesExhaustedError
 from tests.client.loopback import Harness, Loopback, _read_request
 
 HEADER_LINE = 100 * 1024  # libcurl's CURL_MAX_HTTP_HEADER: the longest header line it passes
@@ -118,3 +121,31 @@ def test_a_hostile_link_on_every_page_does_not_slow_a_listing(live: Harness) -> 
     client = live.client(config)
     assert [p.id for page in client.list_pets(limit=1) for p in page.pets] == [1, 2]
     assert client.requests == 2
+
+
+@RUNAWAY
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (_fill("9"), float("inf")),
+        ("9" * 20, 1e20),
+        ("\u00b2", None),  # a digit to str.isdigit, not a number to int() or float()
+        ("\u0663", None),  # ARABIC-INDIC DIGIT THREE: not delta-seconds either
+        (_fill(" ", suffix="7"), 7.0),
+        (_fill("Wed, 21 Oct 2015 "), None),
+    ],
+    ids=["100k-digits", "20-digits", "superscript", "arabic-indic", "spaces", "date-garbage"],
+)
+def test_a_hostile_retry_after_is_read_without_failing(value: str, seconds: float | None) -> None:
+    assert parse_retry_after(value, date_header=None, wall_clock=lambda: 0.0) == seconds
+
+
+def test_a_retry_after_of_thousands_of_digits_ends_the_retries_with_a_message() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, headers={"Retry-After": "9" * 5000}, json={})
+
+    config = ClientConfig("https://petstore.test/v1", ApiKey("k"), pagination="none")
+    client = PetstoreClient(config, transport=httpx.MockTransport(handler), sleep=lambda s: None)
+    with pytest.raises(RetriesExhaustedError, match="would pass the retry budget of 300 s"):
+        list(client.list_pets())
+    assert client.requests == 1
