@@ -13,7 +13,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
+import respx
 
 from petsync.core.apikey import ApiKey
 from petsync.server.app import ServerConfig
@@ -27,6 +29,20 @@ if TYPE_CHECKING:
 os.environ.setdefault(
     "HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "petsync-hypothesis")
 )
+
+
+def route_clients_to(router: respx.MockRouter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every PetstoreClient built without a transport sends through ``router`` (respx routes).
+
+    The mock takes the place of the client's libcurl transport: the one seam every request
+    goes through, so the code above it is the code production runs.
+    """
+    from petsync.client import client
+
+    def transport(*args: object, **kwargs: object) -> httpx.BaseTransport:
+        return httpx.MockTransport(router.handler)
+
+    monkeypatch.setattr(client, "CurlTransport", transport)
 
 
 class FakeClock:

@@ -20,7 +20,7 @@ import click
 from petsync.cli.options import TARGET_PARAMS, target_options
 from petsync.cli.render import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
-from petsync.core.errors import ConfigError, PetsyncError, StoppedError
+from petsync.core.errors import ConfigError, PetsyncError, StoppedError, severity
 from petsync.ops.jobfile import (
     JOB_KINDS,
     JobFile,
@@ -105,16 +105,11 @@ def run(
                 break  # a signal stops the jobs not yet started too
     if errors:
         # Each job's error is shown; the worst last, by the one boundary, with its exit code.
-        worst = max(errors, key=lambda e: _rank(int(e.exit_code)))
+        worst = max(errors, key=lambda e: severity(int(e.exit_code)))
         for error in errors:
             if error is not worst:
                 state.echo_error(error)
         raise worst
-
-
-def _rank(code: int) -> int:
-    order = (0, 4, 1, 2, 3)
-    return order.index(code) if code in order else len(order) + code
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> 
     if response.is_stream_consumed:
         content = response.content
         if len(content) > limit:
-            raise _too_large(f"{method} {shown} answered a body larger than", limit)
+            raise too_large(f"{method} {shown} answered a body larger than", limit)
         return content
     headers = response.headers
     return read_stream(
@@ -66,14 +66,14 @@ def read_stream(
 ) -> bytes | bytearray:
     """The decoded body from its raw pieces and headers, at most ``limit`` bytes.
 
-    What :func:`read_body` does for an httpx response, for any stream of raw body pieces
-    (the page reader's httpcore stream): the same limit, refusals and decoding.
+    What :func:`read_body` does for an httpx response, for any stream of raw body pieces:
+    the same limit, refusals and decoding.
     """
     codings = _codings(content_encoding, method, shown)
     if not codings:
         declared = content_length or ""
         if declared.isdigit() and int(declared) > limit:
-            raise _too_large(
+            raise too_large(
                 f"{method} {shown} announced a body of {int(declared)} bytes, more than",
                 limit,
                 started=False,
@@ -98,7 +98,7 @@ def _collected(pieces: Iterable[bytes], limit: int, request: str) -> bytes | byt
     for piece in pieces:
         size += len(piece)
         if size > limit:
-            raise _too_large(f"{request} answered a body larger than", limit)
+            raise too_large(f"{request} answered a body larger than", limit)
         if first is None:
             first = piece
         elif buffer is None:
@@ -129,7 +129,11 @@ def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> I
     """Undo one content coding in pieces of at most PIECE bytes, failing past ``limit``.
 
     Every stage is held to the limit, so a bomb nested in several codings cannot make an
-    inner stage churn through more than ``limit`` bytes either.
+    inner stage churn through more than ``limit`` bytes either. The coded body must be
+    whole and nothing else: zlib checks each gzip member's CRC-32 and length (and a zlib
+    stream's Adler-32); a gzip body of several members (RFC 1952 2.2) is read to its last
+    member; a body that stops before its end, or has bytes after it, is refused. An empty
+    body is an empty answer.
     """
     over = f"{request} answered a {coding} body that inflates to more than"
     decoder = zlib.decompressobj(_WBITS[coding])
@@ -137,7 +141,11 @@ def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> I
     size = 0
     for chunk in chunks:
         data = chunk
-        while not decoder.eof:
+        while data:
+            if decoder.eof:  # the previous member ended: a next one, or bytes after the end
+                if coding == "deflate" or not _GZIP_MAGIC.startswith(data[:2]):
+                    raise _undecodable(request, coding, "bytes follow the end of the body")
+                decoder = zlib.decompressobj(_WBITS[coding])
             try:
                 piece = decoder.decompress(data, PIECE)
             except zlib.error as exc:
@@ -145,24 +153,30 @@ def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> I
                     decoder = zlib.decompressobj(-zlib.MAX_WBITS)
                     started = True
                     continue
-                raise _undecodable(request, coding, exc) from exc
+                raise _undecodable(request, coding, str(exc)) from exc
             started = True
             size += len(piece)
             if size > limit:
-                raise _too_large(over, limit)
+                raise too_large(over, limit)
             if piece:
                 yield piece
-            data = decoder.unconsumed_tail
-            if not data and len(piece) < PIECE:  # input used up, no output pending
-                break
-    tail = decoder.flush()
-    if size + len(tail) > limit:
-        raise _too_large(over, limit)
-    if tail:
-        yield tail
+            data = decoder.unused_data if decoder.eof else decoder.unconsumed_tail
+            while not data and not decoder.eof and len(piece) == PIECE:  # output pending
+                piece = decoder.decompress(b"", PIECE)
+                size += len(piece)
+                if size > limit:
+                    raise too_large(over, limit)
+                if piece:
+                    yield piece
+                data = decoder.unused_data if decoder.eof else decoder.unconsumed_tail
+    if started and not decoder.eof:
+        raise _undecodable(request, coding, "the body stops before its end")
 
 
-def _too_large(subject: str, limit: int, *, started: bool = True) -> ProtocolError:
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def too_large(subject: str, limit: int, *, started: bool = True) -> ProtocolError:
     done = "stopped reading it" if started else "did not read it"
     return ProtocolError(
         f"{subject} the response size limit of {_size(limit)}; petsync {done}. A page of "
@@ -171,9 +185,9 @@ def _too_large(subject: str, limit: int, *, started: bool = True) -> ProtocolErr
     )
 
 
-def _undecodable(request: str, coding: str, exc: zlib.error) -> ProtocolError:
+def _undecodable(request: str, coding: str, reason: str) -> ProtocolError:
     return ProtocolError(
-        f"{request} answered a {coding} body that cannot be decoded ({exc}); "
+        f"{request} answered a {coding} body that cannot be decoded ({reason}); "
         "report it to the API owner"
     )
 
@@ -203,7 +217,9 @@ def parse_json(body: bytes | bytearray) -> object:
     return result
 
 
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A string runs to its closing quote or, unterminated, to the end of the body: either way it
+# is one match, so a body of escaped quotes is scanned once, not once per quote.
+_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)|[\[\]{}]')
 
 
 def _nesting_message(body: bytes | bytearray) -> str:

@@ -1,20 +1,19 @@
-"""The Petstore client: httpx underneath, typed models and petsync errors on top.
+"""The Petstore client: typed models and petsync errors over one httpx transport.
 
-httpx exceptions never leave this module: :mod:`petsync.client.failures` (the one place
-they are translated) turns each failed attempt into a petsync error. Every request goes
-through :meth:`PetstoreClient._send`, which applies the retry rules of
-:mod:`petsync.client.retry`; listPets pages through :class:`Listing`, the one paging loop driving
-the strategies of :mod:`petsync.client.pagination`.
-
-Every attempt is bounded: in time by ``ClientConfig.request_timeout`` (enforced under httpx by
-:mod:`petsync.client.deadline`), in size by ``ClientConfig.max_response_bytes`` (the body is
-read by :mod:`petsync.client.body`), in JSON nesting. Text the server sent reaches a message
-only through :func:`~petsync.core.text.shown_text`.
+Every request takes one path: :meth:`PetstoreClient._send` builds an :class:`httpx.Request`
+(the key put on by :class:`~petsync.client.auth.BearerAuth`), hands it to the client's
+transport, reads the body within ``ClientConfig.max_response_bytes``
+(:mod:`petsync.client.body`) and applies the retry rules of :mod:`petsync.client.retry`.
+The transport is :class:`~petsync.client.wire.CurlTransport` (libcurl: the wire, the total
+deadline, proxies, TLS), or, in a test, a mock passed in at the same seam. Failures are
+translated once, by :mod:`petsync.client.failures`; httpx exceptions never leave this
+module. listPets pages through :class:`Listing`, the one paging loop driving the strategies
+of :mod:`petsync.client.pagination`. Text the server sent reaches a message only through
+:func:`~petsync.core.text.shown_text`.
 """
 
 from __future__ import annotations
 
-import json as json_text
 import logging
 import os
 import random
@@ -23,31 +22,22 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
-from httpx._transports.default import map_httpcore_exceptions
 
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
-from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body, read_stream
+from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
-from petsync.client.deadline import DeadlineBackend, RequestDeadline
 from petsync.client.failures import FailureTranslator
-from petsync.client.http11 import Http11Connection
 from petsync.client.listing import Listing, PageReader, Tally
-from petsync.client.page_reader import (
-    DirectReader,
-    StatusRefused,
-    header_value,
-    refuse_outside_2xx,
-)
 from petsync.client.pagination import PageRequest
-from petsync.client.proxy import ProxyRoute, choose_proxy
+from petsync.client.proxy import choose_proxy
 from petsync.client.records import Records, decode_page
 from petsync.client.retry import RetrySchedule
 from petsync.client.seen_ids import SeenBudget
-from petsync.client.transport import DeadlineTransport, build_pool
+from petsync.client.wire import CurlTransport, DeadlinePassed, WireLimits
 from petsync.core.apikey import redact
 from petsync.core.errors import (
     PetsyncError,
@@ -64,7 +54,6 @@ from petsync.core.models import (
 )
 
 logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 CHECK_LIMIT = 1  # check asks for one pet per page: enough to see how the server pages
 EXCERPT_CHARS = 200
@@ -111,13 +100,13 @@ class PetstoreClient:
 
     ``wall_clock`` (seconds since the epoch) is only used to read a ``Retry-After``
     HTTP-date from a response that has no ``Date`` header. ``environ`` (default
-    ``os.environ``) is where proxy settings are read, under the rule of
+    ``os.environ``) is where proxy and certificate settings are read, under the rule of
     :mod:`petsync.client.proxy`; a bad proxy setting raises
     :class:`~petsync.core.errors.ConfigError` here, before any connection.
 
-    Without ``transport`` the client builds its own (:mod:`petsync.client.transport`), which
-    enforces ``request_timeout``; a transport passed in (a test's mock) is used as given,
-    with no deadline and no proxy.
+    Without ``transport`` the client sends through its own
+    :class:`~petsync.client.wire.CurlTransport`, which keeps ``request_timeout`` and the
+    proxy route; a transport passed in (a test's mock) takes its place on the same path.
     """
 
     def __init__(
@@ -134,35 +123,44 @@ class PetstoreClient:
         self._config = config
         self._sleep = sleep
         self._clock = clock
-        self._wall_clock = wall_clock
         self._rng = rng if rng is not None else random.Random()
         self._pets_url = f"{config.base_url}/pets"
         self._keys = [config.api_key]
         self._lock = threading.Lock()
         self._requests = 0
         self._retries = 0
-        self._local = threading.local()  # each sending thread's createPet connection
-        self._connections: list[Http11Connection] = []
-        self._pets_target = httpx.URL(self._pets_url).raw_path
-        self._deadline = RequestDeadline()
-        self._proxy: ProxyRoute | None = None
-        self._own_transport: DeadlineTransport | None = None
+        proxy = None
         if transport is None:
-            self._proxy = choose_proxy(config, os.environ if environ is None else environ)
-            transport = self._own_transport = DeadlineTransport(self._deadline, self._proxy)
-        self._failures = FailureTranslator(config, proxy=self._proxy, wall_clock=wall_clock)
-        self._http = httpx.Client(
-            auth=BearerAuth(config.api_key) if config.api_key is not None else None,
-            timeout=config.timeout,
+            env = os.environ if environ is None else environ
+            proxy = choose_proxy(config, env)
+            limits = WireLimits(
+                total=config.request_timeout,
+                connect=config.connect_timeout,
+                read=config.read_timeout,
+                max_body_bytes=config.max_response_bytes,
+            )
+            transport = CurlTransport(limits, proxy, env)
+        self._transport = transport
+        self._failures = FailureTranslator(config, proxy=proxy, wall_clock=wall_clock)
+        self._auth = BearerAuth(config.api_key) if config.api_key is not None else None
+        self._headers = self._request_headers()
+        self._extensions = {"timeout": config.timeout.as_dict()}
+
+    def _request_headers(self) -> httpx.Headers:
+        """The headers of every request, the key put on by :class:`BearerAuth` (once)."""
+        template = httpx.Request(
+            "GET",
+            self._pets_url,
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "application/json",
                 "Accept-Encoding": ACCEPTED_ENCODINGS,
             },
-            transport=transport,
-            follow_redirects=False,  # a redirect could carry the key elsewhere; report it
-            trust_env=False,  # proxies are chosen by petsync's rule, in the transport
         )
+        if self._auth is not None:
+            template = next(self._auth.sync_auth_flow(template))
+        # Host comes from each request's URL (httpx adds it).
+        return httpx.Headers([(k, v) for k, v in template.headers.raw if k.lower() != b"host"])
 
     def __enter__(self) -> PetstoreClient:
         return self
@@ -174,11 +172,7 @@ class PetstoreClient:
         return f"PetstoreClient(base_url={self._config.base_url!r})"
 
     def close(self) -> None:
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            connection.close()
-        self._http.close()
+        self._transport.close()
 
     @property
     def base_url(self) -> str:
@@ -219,13 +213,8 @@ class PetstoreClient:
         :class:`~petsync.core.errors.OutcomeUnknownError`: the pet may exist; it is never re-sent.
         """
         url = httpx.URL(self._pets_url)
-        if self._own_transport is not None and self._own_transport.proxy is None:
-            status, body = self._retrying(
-                "POST", self._pets_url, None, lambda shown: self._post_direct(pet, shown)
-            )
-        else:
-            response, body = self._send("POST", url, json=pet.to_json())
-            status = response.status_code
+        response, body = self._send("POST", url, json=pet.to_json())
+        status = response.status_code
         try:
             return _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
@@ -261,8 +250,7 @@ class PetstoreClient:
         probe once or twice). A refused key raises
         :class:`~petsync.core.errors.AuthenticationError`.
         """
-        # A page or two of one pet: through the shared httpx client, no connection of its own.
-        listing = self._listing(None, CHECK_LIMIT, self._config.pagination, shared=True)
+        listing = self._listing(None, CHECK_LIMIT, self._config.pagination)
         pages = iter(listing)
         started = self._clock()
         try:
@@ -296,7 +284,6 @@ class PetstoreClient:
         limit: int,
         style: str,
         *,
-        shared: bool = False,
         seen_budget: SeenBudget | None = None,
     ) -> Listing:
         if not limit_in_range(limit):
@@ -308,7 +295,7 @@ class PetstoreClient:
         if status is not None:
             params["status"] = PetStatus(status).value
         return Listing(
-            _SharedSource(self) if shared else self,
+            self,
             status=status,
             limit=limit,
             style=style,
@@ -318,87 +305,18 @@ class PetstoreClient:
         )
 
     def page_reader(self) -> PageReader:
-        """What one listing fetches its pages with (for :class:`Listing`).
+        """What one listing fetches its pages with (for :class:`Listing`): this client.
 
-        With the client's own transport, a :class:`~petsync.client.page_reader.DirectReader`:
-        a connection of the listing's own, same deadline, proxy route and error translation;
-        with a transport passed in (a test's mock), the shared httpx client.
+        The transport gives each sending thread a kept-alive connection of its own, so a
+        listing running in its own thread pages over its own connection.
         """
-        own = self._own_transport
-        if own is None:
-            return _SharedReader(self)
-        first = self._http.build_request("GET", self._pets_url)
-        auth = self._http.auth
-        if isinstance(auth, BearerAuth):
-            first = next(auth.sync_auth_flow(first))  # the key goes on by the Auth, once
-        pool = build_pool(
-            own.deadline,
-            own.proxy,
-            own.ssl_context,
-            max_connections=1,
-            max_keepalive_connections=1,
-        )
-        timeouts = self._http.timeout.as_dict()
-        direct = self._direct_connection() if own.proxy is None else None  # no proxy: lean
-        return DirectReader(self, first, pool, timeouts, self._config.max_response_bytes, direct)
+        return _Pages(self)
 
-    def _post_direct(self, pet: NewPet, shown: str) -> tuple[int, bytes | bytearray]:
-        """One createPet attempt on this thread's own connection (the direct route)."""
-        connection = self._thread_connection()
-        # The body httpx would send for json=: compact, UTF-8, no NaN.
-        body = json_text.dumps(
-            pet.to_json(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
-        with map_httpcore_exceptions():
-            status, headers, pieces = connection.send(
-                b"POST", self._pets_target, body, b"application/json"
-            )
-            try:
-                data = read_stream(
-                    pieces,
-                    header_value(headers, b"content-encoding"),
-                    header_value(headers, b"content-length"),
-                    self._config.max_response_bytes,
-                    "POST",
-                    shown,
-                )
-            finally:
-                pieces.close()
-        refuse_outside_2xx(status, headers, data, "POST", self._pets_url)
-        return status, data
-
-    def _thread_connection(self) -> Http11Connection:
-        """The calling thread's own kept-alive connection for createPet (made on first use)."""
-        connection: Http11Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._direct_connection()
-            self._local.connection = connection
-            with self._lock:
-                self._connections.append(connection)
-        return connection
-
-    def _direct_connection(self) -> Http11Connection:
-        own = self._own_transport
-        assert own is not None and own.proxy is None
-        first = self._http.build_request("GET", self._pets_url)
-        auth = self._http.auth
-        if isinstance(auth, BearerAuth):
-            first = next(auth.sync_auth_flow(first))  # the key goes on by the Auth, once
-        url = first.url
-        return Http11Connection(
-            DeadlineBackend(own.deadline),
-            url.raw_scheme,
-            url.raw_host,
-            url.port,
-            list(first.headers.raw),
-            self._http.timeout.as_dict(),
-            own.ssl_context,
-        )
-
-    def fetch_page(self, url: httpx.URL, tally: Tally) -> tuple[httpx.Headers, Records]:
-        """GET one listPets page through the shared httpx client: its headers and records."""
-        response, body = self._send("GET", url, tally=tally)
-        return response.headers, decode_page(body, response.status_code, self.shown(response.url))
+    def fetch_page(self, url: httpx.URL | str, tally: Tally) -> tuple[httpx.Headers, Records]:
+        """GET one listPets page: its headers and records."""
+        shown = self.shown(url)
+        response, body = self._send("GET", url, tally=tally, shown=shown)
+        return response.headers, decode_page(body, response.status_code, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
 
@@ -421,89 +339,57 @@ class PetstoreClient:
     def _send(
         self,
         method: str,
-        url: httpx.URL,
+        url: httpx.URL | str,
         *,
         json: dict[str, Any] | None = None,
         tally: Tally | None = None,
+        shown: str | None = None,
     ) -> tuple[httpx.Response, bytes | bytearray]:
         """Send with retries; return a 2xx response and its body, or raise the translated error.
 
-        Each attempt runs under the request deadline and reads the body within the size
-        limit; a body over the limit raises :class:`ProtocolError` at once (the server would
-        send it again).
+        Each attempt runs under the transport's request deadline and has its body read
+        within the size limit; a body over the limit raises :class:`ProtocolError` at once
+        (the server would send it again).
         """
-
-        def attempt(shown: str) -> tuple[httpx.Response, bytes | bytearray]:
-            response = self._http.send(
-                self._http.build_request(method, url, json=json), stream=True
-            )
-            try:
-                body = read_body(response, self._config.max_response_bytes, method, shown)
-            finally:
-                response.close()
-            if not response.is_success:
-                raise StatusRefused(response, body)
-            return response, body
-
-        return self._retrying(method, str(url), tally, attempt)
-
-    def _retrying(
-        self, method: str, url: str, tally: Tally | None, attempt: Callable[[str], _T]
-    ) -> _T:
-        """Run ``attempt`` (given the URL as shown) under the deadline and the retry rules.
-
-        ``attempt`` returns the answer, raises :class:`StatusRefused` for an answer outside
-        2xx, or lets httpx's errors out; each failure is translated here and either retried
-        after its wait or raised.
-        """
-        shown = self.shown(url)
+        if shown is None:
+            shown = self.shown(url)
         schedule = RetrySchedule(
             self._config.retry, method, shown, clock=self._clock, rng=self._rng
         )
-        deadline = self._deadline
         while True:
             schedule.attempt()
             self._count(tally, retry=False)
-            deadline.start(self._config.request_timeout)
             try:
-                return attempt(shown)
-            except StatusRefused as refused:
-                failure = self._failures.status_failure(
-                    method, shown, refused.response, refused.body
+                request = httpx.Request(
+                    method, url, headers=self._headers, json=json, extensions=self._extensions
                 )
+                response = self._transport.handle_request(request)
+                response.request = request  # as httpx.Client sets it (a mock may not)
+                try:
+                    body = read_body(response, self._config.max_response_bytes, method, shown)
+                finally:
+                    response.close()
+                if response.is_success:
+                    return response, body
+                failure = self._failures.status_failure(method, shown, response, body)
             except httpx.RequestError as exc:
-                late = isinstance(exc, httpx.TimeoutException) and deadline.passed()
+                late = isinstance(exc, DeadlinePassed)
                 failure = self._failures.transport_failure(method, shown, exc, late=late)
             except httpx.InvalidURL as exc:  # not a RequestError: nothing was sent
                 failure = self._failures.invalid_url(method, shown, exc)
-            finally:
-                deadline.clear()
             delay = schedule.wait_after(failure)
             self._count(tally, retry=True)
             self._sleep(delay)
 
 
-class _SharedSource:
-    """The client as a page source whose listings use the shared httpx client."""
-
-    def __init__(self, client: PetstoreClient) -> None:
-        self._client = client
-
-    def page_reader(self) -> PageReader:
-        return _SharedReader(self._client)
-
-    def shown(self, url: httpx.URL | str) -> str:
-        return self._client.shown(url)
-
-
-class _SharedReader:
-    """A listing's pages through the client's shared httpx client (a transport passed in)."""
+class _Pages:
+    """A listing's pages, fetched through the client (see ``PetstoreClient.page_reader``)."""
 
     def __init__(self, client: PetstoreClient) -> None:
         self._client = client
 
     def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]:
-        return self._client.fetch_page(request.url, tally)
+        return self._client.fetch_page(request.text, tally)
 
     def close(self) -> None:
         pass

@@ -9,17 +9,16 @@ decides from that.
 
 from __future__ import annotations
 
-import socket
-import ssl
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from petsync.client.body import parse_json
+from petsync.client.body import parse_json, too_large
 from petsync.client.config import TIMEOUT_OPTION, ClientConfig
 from petsync.client.proxy import ProxyRoute
 from petsync.client.retry import Failure, parse_retry_after
+from petsync.client.wire import AnswerTooLarge, CertificateRefused, HostNotFound, TlsFailed
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import (
     ApiError,
@@ -62,9 +61,18 @@ class FailureTranslator:
         self, method: str, shown: str, exc: httpx.RequestError, *, late: bool
     ) -> Failure:
         """Translate an httpx error: what happened, whether it was sent, whether to retry."""
-        detail = shown_text(f"{type(exc).__name__}: {redact(str(exc), self._keys) or 'no detail'}")
+        if isinstance(exc, AnswerTooLarge):  # the same answer would come again
+            limit = self._config.max_response_bytes
+            if exc.announced is not None and exc.announced > limit:
+                subject = f"{method} {shown} announced a body of {exc.announced} bytes, more than"
+                refusal = too_large(subject, limit, started=False)
+            else:
+                refusal = too_large(f"{method} {shown} answered a body larger than", limit)
+            return Failure(refusal, sent=True, recoverable=False)
+        name = _public_name(exc)
+        detail = shown_text(f"{name}: {redact(str(exc), self._keys) or 'no detail'}")
         if isinstance(exc, httpx.ConnectError):  # DNS and TLS fail while connecting
-            final = self._connect_failure(method, shown, detail, _cause(exc))
+            final = self._connect_failure(method, shown, detail, exc)
             if final is not None:
                 return final
         if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
@@ -112,26 +120,24 @@ class FailureTranslator:
         return Failure(error, sent=True)
 
     def _connect_failure(
-        self, method: str, shown: str, detail: str, cause: BaseException
+        self, method: str, shown: str, detail: str, cause: httpx.ConnectError
     ) -> Failure | None:
         """A connect failure that trying again cannot mend (nothing was sent), or None."""
         host = httpx.URL(self._config.base_url).host
-        if isinstance(cause, socket.gaierror) and cause.errno != socket.EAI_AGAIN:
+        if isinstance(cause, HostNotFound):
             return _final(
                 f"could not find the host {host} for {method} {shown} ({detail}): the name "
                 "does not resolve. Check the host name in the base URL (and this machine's DNS)",
                 shown,
             )
-        if isinstance(cause, ssl.SSLCertVerificationError):
+        if isinstance(cause, CertificateRefused):
             return _final(
                 f"the TLS certificate of {host} was refused for {method} {shown} ({detail}). "
                 "Check that the base URL names the API's own host; if the API uses a private "
                 "certificate authority, point SSL_CERT_FILE at its certificate",
                 shown,
             )
-        if isinstance(cause, ssl.SSLError) and not isinstance(
-            cause, ssl.SSLEOFError | ssl.SSLZeroReturnError
-        ):
+        if isinstance(cause, TlsFailed):
             return _final(
                 f"TLS with {host} failed for {method} {shown} ({detail}): the server does not "
                 "speak TLS as expected. Check the base URL's scheme and port (https to a port "
@@ -237,14 +243,12 @@ def _refusal_fix(status: int, pets_path: bool) -> str:
     return ""
 
 
-def _cause(exc: BaseException) -> BaseException:
-    """The innermost cause of an httpx error (httpx wraps httpcore, which wraps the OSError)."""
-    for _ in range(10):  # httpx and httpcore each add one link
-        inner = exc.__cause__ or exc.__context__
-        if inner is None:
-            break
-        exc = inner
-    return exc
+def _public_name(exc: BaseException) -> str:
+    """The name of the httpx class an error is (the transport's subclasses are details)."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.startswith("httpx"):
+            return cls.__name__
+    return type(exc).__name__
 
 
 def _final(message: str, shown: str) -> Failure:

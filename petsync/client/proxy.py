@@ -15,12 +15,12 @@ decides the route itself, once per client (it talks to one origin):
 
 The environment is read as curl and Python's ``urllib`` read it: ``<scheme>_proxy`` then
 ``all_proxy``, lower case before upper case, ``HTTP_PROXY`` ignored when ``REQUEST_METHOD``
-is set (a CGI request can set it: "httpoxy"); ``NO_PROXY`` as curl reads it.
+is set (a CGI request can set it: "httpoxy"); ``NO_PROXY`` as curl reads it. The route is
+handed to :class:`~petsync.client.wire.CurlTransport`, which reads no proxy variable itself.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -137,10 +137,5 @@ def _proxy_url(variable: str, value: str) -> httpx.URL:
         raise ConfigError(
             f"{variable} names a proxy petsync cannot use ({shown!r}); give an http://, "
             f"https:// or socks5:// proxy URL with a host, or unset {variable}"
-        )
-    if url.scheme.startswith("socks") and importlib.util.find_spec("socksio") is None:
-        raise ConfigError(
-            f"{variable} names a SOCKS proxy ({shown!r}), which needs the socksio package: "
-            f"install it (pip install 'httpx[socks]'), or unset {variable}"
         )
     return url

@@ -92,8 +92,10 @@ def parse_retry_after(
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
-        return float(int(text))
+    if text.isascii() and text.isdigit():
+        # float, not int: a value of thousands of digits (int() refuses over 4300) is just a
+        # very long wait, which the retry budget then refuses.
+        return float(text)
     target = _http_date(text)
     if target is None:
         return None

@@ -45,6 +45,34 @@ class ExitCode(IntEnum):
     TERMINATED = 143  # 128 + SIGTERM (systemd, docker stop, Kubernetes, timeout)
 
 
+# From least to most severe: a run of several jobs or files that end differently exits with
+# the most severe code. A signal outranks everything (SIGTERM over Ctrl-C); then a refused key,
+# bad input, a failure; a skipped run (locked) is below a failure (the failure needs looking
+# into, the skip only waits for the other run to end) and above an incomplete result.
+SEVERITY: tuple[ExitCode, ...] = (
+    ExitCode.OK,
+    ExitCode.INCOMPLETE,
+    ExitCode.LOCKED,
+    ExitCode.FAILURE,
+    ExitCode.USAGE,
+    ExitCode.AUTH,
+    ExitCode.INTERRUPTED,
+    ExitCode.TERMINATED,
+)
+
+
+def severity(code: int) -> int:
+    """Rank of an exit code among several (higher is worse); an undocumented code ranks as 1.
+
+    >>> max([0, 4, 2], key=severity), max([4, 130, 143], key=severity), max([1, 75], key=severity)
+    (2, 143, 1)
+    """
+    try:
+        return SEVERITY.index(ExitCode(code))
+    except ValueError:
+        return SEVERITY.index(ExitCode.FAILURE)
+
+
 class PetsyncError(Exception):
     """Root of every error petsync raises on purpose."""
 

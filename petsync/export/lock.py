@@ -14,15 +14,15 @@ import errno
 import os
 import stat
 from pathlib import Path
-from types import TracebackType
 
 from petsync.core.errors import ConfigError, LockedError
 from petsync.core.files import try_lock, unlock
+from petsync.core.locking import Lock
 
 LOCK_NAME = ".petsync.lock"
 
 
-class DirectoryLock:
+class DirectoryLock(Lock):
     """Hold the petsync lock of ``directory`` for the duration of a ``with`` block.
 
     >>> with DirectoryLock(Path("out")):                 # doctest: +SKIP
@@ -79,18 +79,6 @@ class DirectoryLock:
             fd, self._fd = self._fd, None
             unlock(fd)
             os.close(fd)
-
-    def __enter__(self) -> DirectoryLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
 
 def _read_holder(fd: int) -> str:

@@ -20,7 +20,7 @@ from petsync.core.errors import ConfigError
 from petsync.export.location import Location
 from petsync.export.lock import DirectoryLock
 from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
-from petsync.export.snapshot import SnapshotInfo, latest_snapshot, list_snapshots
+from petsync.export.snapshot import STAGING_DIR, SnapshotInfo, latest_snapshot, list_snapshots
 
 
 class Staged(Protocol):
@@ -102,7 +102,7 @@ class ObjectStore:
         check_reachable(self.location, self.filesystem)
         lock: Lock
         if self.location.kind == "s3":
-            lock = ObjectLock(self.location, now=self._now)
+            lock = ObjectLock(self.location, now=self._now, markers=(STAGING_DIR,))
         else:
             lock = UnlockedStore(self.location, self.filesystem, now=self._now)
         lock.acquire()

@@ -4,7 +4,7 @@
 each file with its own journal and outputs (:func:`~petsync.importer.run.run_import`). A
 file whose input is bad (exit 2) does not keep the others from importing; a stop (a
 signal), a refused key or a failing API ends the run, since the next file would meet it
-too. The run exits with the worst of its files' codes: a signal (SIGTERM over Ctrl-C),
+too. The run exits with the worst of its files' codes (``core.errors.SEVERITY``): a signal,
 then a refused key, input errors, failures, an incomplete import, success.
 """
 
@@ -23,6 +23,7 @@ from petsync.core.errors import (
     PetsyncError,
     StoppedError,
     UsageError,
+    severity,
 )
 from petsync.core.files import atomic_write_text
 from petsync.core.stop import StopRequest
@@ -31,27 +32,6 @@ from petsync.importer.inbox import archive_import, fully_processed
 from petsync.importer.report import ImportReport
 from petsync.importer.run import ImportClient, run_import
 from petsync.importer.sender import SendProgress
-
-# From least to most severe, below the signals (which outrank everything).
-SEVERITY: tuple[ExitCode, ...] = (
-    ExitCode.OK,
-    ExitCode.INCOMPLETE,
-    ExitCode.FAILURE,
-    ExitCode.LOCKED,
-    ExitCode.USAGE,
-    ExitCode.AUTH,
-)
-
-
-def severity(code: int) -> int:
-    """Rank of an exit code when files of one run end differently (higher wins).
-
-    >>> max([0, 4, 2], key=severity), max([4, 130, 143], key=severity)
-    (2, 143)
-    """
-    if code >= 128:  # a signal: 143 (SIGTERM) over 130 (Ctrl-C)
-        return len(SEVERITY) + code
-    return SEVERITY.index(ExitCode(code)) if code in set(SEVERITY) else len(SEVERITY)
 
 
 @dataclass

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from petsync.core.errors import ConfigError, PetsyncError
-from petsync.core.files import atomic_write_text, atomic_writer
+from petsync.core.files import atomic_write_text, atomic_writer, check_writable_dir
 from petsync.importer.check import CheckedInput
 from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.journal import Journal
@@ -148,18 +147,18 @@ class OutputPaths:
 def check_writable(directory: Path, what: str) -> None:
     """Fail before anything is sent when ``directory`` cannot be created or written.
 
-    Creates it (and its parents) if missing, then creates and removes a file in it, which
-    is what the import will do: a read-only mount or missing permission shows here, exit 2.
+    Creates it (and its parents) if missing, then proves files can be created in it with
+    the one check of :func:`~petsync.core.files.check_writable_dir`: a read-only mount or a
+    missing permission shows here, exit 2.
     """
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(prefix=".petsync-check-", dir=directory):
-            pass
     except OSError as exc:
         raise ConfigError(
             f"cannot write the {what} in {directory}: {exc.strerror or exc}; fix its "
             "permissions or choose another --out-dir (nothing was sent)"
         ) from exc
+    check_writable_dir(directory, f"folder of the {what}")
 
 
 class Outcome(StrEnum):

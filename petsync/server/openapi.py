@@ -12,6 +12,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from petsync.core.interface import LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN
+from petsync.core.models import STATUS_VALUES
+
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
@@ -60,9 +63,9 @@ _DOCUMENT: dict[str, Any] = {
                         "schema": {
                             "type": "integer",
                             "format": "int32",
-                            "minimum": 1,
-                            "maximum": 100,
-                            "default": 20,
+                            "minimum": LIMIT_MIN,
+                            "maximum": LIMIT_MAX,
+                            "default": LIMIT_DEFAULT,
                         },
                     },
                     {
@@ -176,7 +179,7 @@ _DOCUMENT: dict[str, Any] = {
             "PetStatus": {
                 "type": "string",
                 "description": "Availability status.",
-                "enum": ["available", "pending", "sold"],
+                "enum": list(STATUS_VALUES),
             },
             "NewPet": {
                 "type": "object",

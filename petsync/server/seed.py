@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from petsync.core.models import STATUS_VALUES
 from petsync.server.store import Row
 
 BASE_NAMES: tuple[str, ...] = (
@@ -44,7 +45,7 @@ SPECIAL_NAMES: tuple[str, ...] = (
     "Tab\tand\r\nCRLF",
 )
 
-STATUSES: tuple[str, ...] = ("available", "pending", "sold")
+STATUSES: tuple[str, ...] = STATUS_VALUES  # the order pets take them in: 1, 2, 3, 1, ...
 NO_STATUS_EVERY = 10  # pets 3, 13, 23, ... have no status
 SPECIAL_EVERY = 7  # pets 2, 9, 16, ... have an awkward name
 BIG_CATEGORY = 2**53 + 1  # not representable as a float64

@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 from petsync.cli import cli
 from petsync.core.models import INT64_MAX, NewPet
 from petsync.server.runner import RunningServer
+from tests.conftest import route_clients_to
 
 BASE = "https://petstore.test/v1"
 PETS = f"{BASE}/pets"
@@ -21,8 +22,9 @@ PET = {"id": INT64_MAX, "name": 'Zoë, "big"', "categoryId": -7, "status": "adop
 
 
 @pytest.fixture
-def api() -> Iterator[respx.MockRouter]:
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[respx.MockRouter]:
     with respx.mock(assert_all_called=False) as router:
+        route_clients_to(router, monkeypatch)
         yield router
 
 

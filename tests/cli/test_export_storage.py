@@ -25,7 +25,7 @@ from petsync.export.location import parse_location
 from petsync.export.lock import LOCK_NAME
 from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.snapshot import STAGING_DIR, list_snapshots, load_snapshot
-from tests.conftest import S3Bucket
+from tests.conftest import S3Bucket, route_clients_to
 
 TODAY = dt.datetime.now(dt.UTC).date()
 KEY = "sk-STORAGE-CANARY-7373"
@@ -41,9 +41,10 @@ def invoke(args: list[str], srv: Any = None) -> Result:
 
 
 @pytest.fixture
-def api() -> Iterator[respx.MockRouter]:
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[respx.MockRouter]:
     """No request may reach the API: every route answers, and the tests assert none did."""
     with respx.mock(assert_all_called=False) as router:
+        route_clients_to(router, monkeypatch)
         router.route().respond(500)
         yield router
 

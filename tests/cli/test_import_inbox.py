@@ -159,7 +159,9 @@ def test_an_unwritable_output_folder_exits_2_before_anything_is_sent(
     Path("out").mkdir(mode=0o500)
     result = run(srv, "import", "pets.csv", "--out-dir", "out")
     assert result.exit_code == 2
-    assert result.stderr.startswith("Error: cannot write the output files in out: ")
+    assert result.stderr.startswith(
+        "Error: folder of the output files out: cannot create files in out (Permission denied)"
+    )
     assert srv.store.count() == 0
 
 

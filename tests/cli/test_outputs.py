@@ -15,6 +15,7 @@ import respx
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
+from tests.conftest import route_clients_to
 
 KEY = "sk-OUTPUTS-CANARY-4242"
 BASE = "https://petstore.test/v1"
@@ -38,9 +39,10 @@ def one_document(stdout: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def api() -> Iterator[respx.MockRouter]:
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[respx.MockRouter]:
     """No request may leave: every route answers, and the tests assert none was called."""
     with respx.mock(assert_all_called=False) as router:
+        route_clients_to(router, monkeypatch)
         router.route().respond(500)
         yield router
 

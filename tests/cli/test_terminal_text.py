@@ -15,14 +15,16 @@ from click.testing import CliRunner, Result
 from petsync.cli import cli
 from petsync.core.errors import ApiError
 from petsync.ops.logs import configure_logging
+from tests.conftest import route_clients_to
 
 BASE = "https://petstore.test/v1"
 HOSTILE = "\x1b[2J\x1b]0;owned\x07"  # clear the screen, set the window title
 
 
 @pytest.fixture
-def api() -> Iterator[respx.MockRouter]:
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[respx.MockRouter]:
     with respx.mock(assert_all_called=False) as router:
+        route_clients_to(router, monkeypatch)
         yield router
 
 

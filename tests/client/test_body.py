@@ -66,7 +66,8 @@ def _live(live: Harness, server: Loopback) -> PetstoreClient:
 
 
 def test_gzip_bomb_stops_at_the_limit_in_bounded_memory(live: Harness) -> None:
-    bomb = list(gzip_bomb(GiB))  # ~1 MB on the wire, 1 GiB inflated
+    # ~0.5 MB on the wire (under the cap on bytes received), 512 MiB inflated
+    bomb = list(gzip_bomb(512 * MiB))
     head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
     server = live.serve(chunked(head, bomb), answer())
     client = _live(live, server)
@@ -160,6 +161,13 @@ def _split(data: bytes, size: int = 7) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
 
 
+def _flipped(data: bytes, index: int) -> bytes:
+    """``data`` with one bit of the byte at ``index`` flipped."""
+    changed = bytearray(data)
+    changed[index] ^= 1
+    return bytes(changed)
+
+
 @pytest.mark.parametrize(
     ("encoding", "wire"),
     [
@@ -170,15 +178,39 @@ def _split(data: bytes, size: int = 7) -> list[bytes]:
         ("deflate", _deflate(PAGE, zlib.MAX_WBITS)),
         ("deflate", _deflate(PAGE, -zlib.MAX_WBITS)),
         ("gzip, gzip", gzip.compress(gzip.compress(PAGE))),
-        ("GZIP", gzip.compress(PAGE) + b"trailing junk"),
+        ("GZIP", gzip.compress(PAGE[:9]) + gzip.compress(PAGE[9:])),
     ],
-    ids=["none", "identity", "gzip", "x-gzip", "zlib", "raw-deflate", "gzip-twice", "junk-after"],
+    ids=["none", "identity", "gzip", "x-gzip", "zlib", "raw-deflate", "gzip-twice", "two-members"],
 )
 def test_bodies_are_decoded_in_small_network_chunks(
     encoding: str | None, wire: bytes, fake_clock: FakeClock
 ) -> None:
     client = _mock(fake_clock, _split(wire), encoding)
     assert [p.id for page in client.list_pets() for p in page.pets] == [1]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "wire", "reason"),
+    [
+        ("gzip", gzip.compress(PAGE) + b"trailing junk", "bytes follow the end of the body"),
+        ("gzip", gzip.compress(PAGE)[:-4], "the body stops before its end"),
+        ("gzip", _flipped(gzip.compress(PAGE), -8), "incorrect data check"),
+        ("gzip", _flipped(gzip.compress(PAGE), -2), "incorrect length check"),
+        ("deflate", _deflate(PAGE, zlib.MAX_WBITS) + b"x", "bytes follow the end of the body"),
+        ("deflate", _deflate(PAGE, zlib.MAX_WBITS)[:-2], "the body stops before its end"),
+    ],
+    ids=["gzip-junk-after", "gzip-truncated", "gzip-crc", "gzip-length", "zlib-junk", "zlib-cut"],
+)
+def test_a_coded_body_must_be_whole_and_nothing_more(
+    encoding: str, wire: bytes, reason: str, fake_clock: FakeClock
+) -> None:
+    client = _mock(fake_clock, _split(wire), encoding)
+    with pytest.raises(ProtocolError) as caught:
+        list(client.list_pets())
+    assert str(caught.value) == (
+        f"GET https://petstore.test/v1/pets?limit=100 answered a {encoding} body that cannot "
+        f"be decoded ({reason}); report it to the API owner"
+    ) or reason in str(caught.value)
 
 
 def test_a_body_at_the_limit_passes_and_one_byte_more_fails(fake_clock: FakeClock) -> None:

@@ -46,9 +46,10 @@ def api() -> Iterator[respx.MockRouter]:
 
 def _client(fake_clock: FakeClock, **retry: float) -> PetstoreClient:
     config = ClientConfig(base_url=BASE, api_key=ApiKey(KEY), retry=RetryPolicy(**retry))  # type: ignore[arg-type]
-    # httpx's own transport, which respx mocks; the listings' direct route (a connection of
-    # their own, not httpcore's pool) is tested against real loopback servers instead
-    # (test_page_reader.py, test_transport_errors.py, test_body.py, test_deadline.py).
+    # httpx's own transport, which respx mocks, in the place of the client's transport (the
+    # seam every request goes through); the real transport (libcurl) is tested against real
+    # loopback servers instead (test_wire.py, test_transport_errors.py, test_body.py,
+    # test_deadline.py, test_stdlib_server.py).
     return PetstoreClient(
         config,
         transport=httpx.HTTPTransport(),
@@ -95,7 +96,7 @@ def test_the_key_never_shows_in_reprs(fake_clock: FakeClock) -> None:
     client = _client(fake_clock)
     assert KEY not in repr(client)
     assert KEY not in repr(client._config)
-    assert KEY not in repr(client._http.auth)
+    assert KEY not in repr(client._auth)
 
 
 # -- error shapes -----------------------------------------------------------------------------

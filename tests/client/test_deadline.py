@@ -7,15 +7,12 @@ the server would otherwise stretch to 2 s. Retry waits go to the fake clock.
 
 from __future__ import annotations
 
-import threading
 import time
 
-import httpcore
 import pytest
 
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
-from petsync.client.deadline import RequestDeadline
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import OutcomeUnknownError, RetriesExhaustedError, TransportError
 from petsync.core.models import NewPet
@@ -102,36 +99,3 @@ def test_a_prompt_server_is_not_slowed_or_failed_by_the_deadline(
     for _ in range(2):
         assert list(client.list_pets())[0].pets == []
     assert time.monotonic() - started < DEADLINE
-
-
-# -- the deadline itself, on a fake clock --------------------------------------------------------
-
-
-def test_the_deadline_clamps_each_operation_to_the_time_left() -> None:
-    now = [100.0]
-    deadline = RequestDeadline(clock=lambda: now[0])
-    assert deadline.clamp(5.0, httpcore.ReadTimeout) == (5.0, False)  # no request running
-    deadline.start(2.0)
-    assert deadline.clamp(5.0, httpcore.ReadTimeout) == (2.0, True)
-    assert deadline.clamp(None, httpcore.ReadTimeout) == (2.0, True)
-    assert deadline.clamp(1.0, httpcore.ReadTimeout) == (1.0, False)
-    now[0] = 101.5
-    assert deadline.clamp(5.0, httpcore.ReadTimeout) == (0.5, True)
-    now[0] = 102.0
-    assert deadline.passed()
-    with pytest.raises(httpcore.WriteTimeout, match="^no complete answer within the request "):
-        deadline.clamp(5.0, httpcore.WriteTimeout)
-    deadline.clear()
-    assert not deadline.passed()
-    assert deadline.clamp(5.0, httpcore.ReadTimeout) == (5.0, False)
-
-
-def test_each_thread_has_its_own_deadline() -> None:
-    deadline = RequestDeadline(clock=lambda: 0.0)
-    deadline.start(1.0)
-    seen: list[tuple[float | None, bool]] = []
-    other = threading.Thread(target=lambda: seen.append(deadline.clamp(7.0, TimeoutError)))
-    other.start()
-    other.join(timeout=5)
-    assert seen == [(7.0, False)]
-    assert deadline.clamp(7.0, TimeoutError) == (1.0, True)

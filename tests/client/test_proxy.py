@@ -7,8 +7,6 @@ is only named in the CONNECT line, never resolved or reached).
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from petsync.client.client import PetstoreClient
@@ -61,8 +59,8 @@ def test_https_goes_through_the_proxy_only_as_a_connect_tunnel(
         list(_client(live, config).list_pets())
     assert str(caught.value) == (
         f"the proxy {proxy.origin} (from HTTPS_PROXY) refused to open a tunnel for GET "
-        "https://petstore.test/v1/pets?limit=100 (ProxyError: 403 Forbidden); check the proxy "
-        "settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)"
+        "https://petstore.test/v1/pets?limit=100 (ProxyError: 403 CONNECT tunnel failed, response "
+        "403 (libcurl error 7)); check the proxy settings (HTTPS_PROXY, ALL_PROXY, NO_PROXY)"
     )
     assert proxy.requests[0].startswith(b"CONNECT petstore.test:443 HTTP/1.1\r\n")
     assert KEY.encode() not in proxy.requests[0] and b"Authorization" not in proxy.requests[0]
@@ -186,9 +184,14 @@ def test_http_proxy_is_ignored_inside_a_cgi_request() -> None:
     ("value", "message"),
     [
         (
-            "socks5://me:pw@127.0.0.1:1080",
-            "ALL_PROXY names a SOCKS proxy ('socks5://***@127.0.0.1:1080'), which needs the "
-            "socksio package: install it (pip install 'httpx[socks]'), or unset ALL_PROXY",
+            "ftp://me:pw@proxy:21",
+            "ALL_PROXY names a proxy petsync cannot use ('ftp://***@proxy:21'); give an "
+            "http://, https:// or socks5:// proxy URL with a host, or unset ALL_PROXY",
+        ),
+        (
+            "socks4://proxy:1080",
+            "ALL_PROXY names a proxy petsync cannot use ('socks4://proxy:1080'); give an "
+            "http://, https:// or socks5:// proxy URL with a host, or unset ALL_PROXY",
         ),
         (
             "http://p:notaport",
@@ -196,11 +199,32 @@ def test_http_proxy_is_ignored_inside_a_cgi_request() -> None:
             "port: 'notaport'); fix or unset ALL_PROXY",
         ),
     ],
-    ids=["socks-without-socksio", "bad-port"],
+    ids=["not-a-proxy-scheme", "socks4", "bad-port"],
 )
 def test_an_unusable_proxy_setting_is_a_config_error(value: str, message: str) -> None:
-    if value.startswith("socks") and importlib.util.find_spec("socksio") is not None:
-        pytest.skip("socksio is installed here (petsync does not depend on it)")
     with pytest.raises(ConfigError) as caught:
         choose_proxy(ClientConfig("https://h/v1", None), {"ALL_PROXY": value})
     assert str(caught.value) == message
+
+
+def test_a_socks5_proxy_needs_no_extra_package() -> None:
+    route = choose_proxy(
+        ClientConfig("https://h/v1", None), {"ALL_PROXY": "socks5h://me:pw@127.0.0.1:1080"}
+    )
+    assert route is not None and (route.shown, route.variable) == (
+        "socks5h://***@127.0.0.1:1080",
+        "ALL_PROXY",
+    )
+
+
+def test_the_route_comes_from_the_environment_the_client_was_given(
+    live: Harness, no_proxies: pytest.MonkeyPatch
+) -> None:
+    # The process's own NO_PROXY must not undo the route chosen from the mapping given.
+    no_proxies.setenv("NO_PROXY", "*")
+    proxy = live.serve(answer("403 Forbidden", b""))
+    config = ClientConfig("https://petstore.test/v1", ApiKey(KEY), pagination="none")
+    client = live.client(config, environ={"HTTPS_PROXY": proxy.origin})
+    with pytest.raises(TransportError, match="refused to open a tunnel"):
+        list(client.list_pets())
+    assert proxy.requests[0].startswith(b"CONNECT petstore.test:443 HTTP/1.1\r\n")

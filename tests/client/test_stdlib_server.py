@@ -1,6 +1,6 @@
-"""The direct HTTP/1.1 route against a server petsync did not write: Python's ``http.server``.
+"""The client's transport against a server petsync did not write: Python's ``http.server``.
 
-The raw loopback scripts of ``test_page_reader.py`` send what we think a server sends; here
+The raw loopback scripts of ``test_wire.py`` send what we think a server sends; here
 the answers come from the standard library's server, framed its way: HTTP/1.0 closing each
 connection, HTTP/1.1 kept alive, gzip, and TLS with a certificate the client must verify.
 """
@@ -191,7 +191,7 @@ def test_a_listing_and_a_create_over_verified_tls(
     assert (created.id, created.name, created.categoryId) == (101, "Rex", 4)
     assert served.posted == [{"name": "Rex", "categoryId": 4}]
     assert all(served.authorized)
-    assert served.connections == 2  # the listing's own connection, and the sender's
+    assert served.connections == 1  # one thread, one kept-alive connection, TLS once
 
 
 def test_an_untrusted_certificate_is_refused_before_the_key_is_sent(

@@ -1,8 +1,8 @@
 """Transport errors translated: what fails at once (and says what to fix), what is retried.
 
-Mock transports raise the exceptions httpx raises, with the causes the OS gives (a name
-that does not resolve, a refused certificate); real loopback sockets show a refused
-connection, a reset and TLS spoken to a plain-http port.
+Mock transports raise the exceptions the client's transport raises (httpx's, and its
+subclasses for a name that does not resolve and a refused certificate or handshake); real
+loopback sockets show a refused connection, a reset and TLS spoken to a plain-http port.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.client.wire import CertificateRefused, HostNotFound, TlsFailed
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import (
     ApiError,
@@ -50,7 +51,7 @@ def _client(
 
 
 class Failing:
-    """A handler raising ``error`` caused by ``cause`` (as httpx wraps httpcore wraps OSError)."""
+    """A handler raising ``error`` caused by ``cause`` (what the OS said, if anything)."""
 
     def __init__(self, error: httpx.RequestError, cause: BaseException | None = None) -> None:
         self.error = error
@@ -70,14 +71,14 @@ WRONG_VERSION = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version numbe
 
 FINAL = [
     (
-        httpx.ConnectError("[Errno -2] Name or service not known"),
+        HostNotFound("[Errno -2] Name or service not known"),
         NONAME,
         f"could not find the host petstore.test for GET {URL} (ConnectError: [Errno -2] Name or "
         "service not known): the name does not resolve. Check the host name in the base URL "
         "(and this machine's DNS)",
     ),
     (
-        httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+        CertificateRefused("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
         CERT,
         f"the TLS certificate of petstore.test was refused for GET {URL} (ConnectError: [SSL: "
         "CERTIFICATE_VERIFY_FAILED] certificate verify failed). Check that the base URL names "
@@ -85,7 +86,7 @@ FINAL = [
         "SSL_CERT_FILE at its certificate",
     ),
     (
-        httpx.ConnectError("[SSL: WRONG_VERSION_NUMBER] wrong version number"),
+        TlsFailed("[SSL: WRONG_VERSION_NUMBER] wrong version number"),
         WRONG_VERSION,
         f"TLS with petstore.test failed for GET {URL} (ConnectError: [SSL: WRONG_VERSION_NUMBER] "
         "wrong version number): the server does not speak TLS as expected. Check the base "
@@ -165,7 +166,7 @@ def test_what_can_recover_is_retried_for_get(
 def test_a_post_to_an_unknown_host_fails_at_once_and_is_not_outcome_unknown(
     fake_clock: FakeClock,
 ) -> None:
-    handler = Failing(httpx.ConnectError("[Errno -2] Name or service not known"), NONAME)
+    handler = Failing(HostNotFound("[Errno -2] Name or service not known"), NONAME)
     with pytest.raises(TransportError) as caught:
         _client(fake_clock, handler).create_pet(NewPet("Rex", 3))
     assert type(caught.value) is TransportError
@@ -231,8 +232,8 @@ def test_a_refused_connection_is_retried_within_the_budget(live: Harness) -> Non
         list(_live(live, base).list_pets())
     assert caught.value.attempts == ATTEMPTS
     assert str(caught.value.last_error).startswith(
-        f"could not connect for GET {base}/pets?limit=100 (ConnectError: [Errno 111] Connection "
-        "refused); check the base URL and that the server is up"
+        f"could not connect for GET {base}/pets?limit=100 (ConnectError: Failed to connect to "
+        f"127.0.0.1:{port} after"
     )
 
 

@@ -80,3 +80,17 @@ def test_every_petsync_error_class_in_the_package_lives_in_the_tree() -> None:
 )
 def test_exit_codes_come_from_the_class(cls: type[PetsyncError], code: ExitCode) -> None:
     assert cls.exit_code is code
+
+
+def test_every_exit_code_has_one_rank_from_ok_to_sigterm() -> None:
+    assert set(errors.SEVERITY) == set(ExitCode)
+    ranked = sorted([143, 0, 75, 3, 1, 130, 2, 4], key=errors.severity)
+    assert ranked == [0, 4, 75, 1, 2, 3, 130, 143]
+    assert errors.severity(99) == errors.severity(1)  # an undocumented code counts as a failure
+
+
+def test_a_run_of_several_jobs_and_an_import_of_several_files_rank_alike() -> None:
+    from petsync.cli import run
+    from petsync.importer import batch
+
+    assert run.severity is batch.severity is errors.severity

@@ -264,3 +264,16 @@ def test_an_unsupported_scheme_is_refused_before_anything(tmp_path: Any) -> None
         "--out hdfs://namenode/petsync: petsync cannot write snapshots to hdfs:// locations; "
         "use a local path, file://, s3://, gs://, abfs:// or az://"
     )
+
+
+def test_a_successful_export_to_s3_leaves_nothing_but_the_snapshot(s3: S3Bucket) -> None:
+    # Folder markers included: a tool copying the prefix trips on an empty ".petsync-tmp/".
+    export(s3.uri(), ScriptedClient(CATALOGUE), today=DAY1)
+    export(s3.uri(), ScriptedClient(CATALOGUE), today=DAY2)
+    listed = s3.client.list_objects_v2(Bucket=s3.name).get("Contents", [])
+    keys = sorted(item["Key"] for item in listed)
+    assert keys == [
+        f"petsync/pets/snapshot_date={day}/{name}"
+        for day in ("2026-11-20", "2026-11-21")
+        for name in ("_manifest.json", "_pets.csv", "_quarantine.jsonl", "pets.parquet")
+    ]

@@ -36,12 +36,12 @@ import socket
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Protocol
 
 import pyarrow.fs as pafs
 
 from petsync.core.errors import LockedError
+from petsync.core.locking import Lock
 from petsync.export.location import Location
 from petsync.export.lock import LOCK_NAME
 from petsync.export.objectstore.filesystem import (
@@ -128,7 +128,7 @@ def s3_client(environ: Mapping[str, str] | None = None) -> S3Api:
     return client
 
 
-class ObjectLock:
+class ObjectLock(Lock):
     """The lock of an S3 location, taken for the duration of a ``with`` block.
 
     >>> with ObjectLock(parse_location("s3://archive/petsync")) as lock:  # doctest: +SKIP
@@ -143,9 +143,15 @@ class ObjectLock:
         client: S3Api | None = None,
         now: Callable[[], dt.datetime] | None = None,
         expiry: dt.timedelta = DEFAULT_LOCK_EXPIRY,
+        markers: tuple[str, ...] = (),
     ) -> None:
         self.location = location
         self.key = f"{location.prefix}/{LOCK_NAME}" if location.prefix else LOCK_NAME
+        # Folders under the location whose empty marker object is deleted on release:
+        # pyarrow leaves one for the parent of every folder it deletes (the staging area's).
+        self._markers = [
+            f"{location.prefix}/{name}/" if location.prefix else f"{name}/" for name in markers
+        ]
         self.uri = location.child(LOCK_NAME)
         self._given = client
         self._client: S3Api | None = None
@@ -221,12 +227,21 @@ class ObjectLock:
             ) from exc
 
     def release(self) -> None:
-        """Delete the lock if it is still ours; never raises (the expiry frees it anyway)."""
+        """Delete the lock if it is still ours; never raises (the expiry frees it anyway).
+
+        Empty folder markers of ``markers`` go first, while the lock is still held: on S3 a
+        marker is an object of its own, and deleting it leaves any other object in place.
+        """
         etag, self._etag = self._etag, None
         if etag is None:
             return
         import botocore.exceptions
 
+        for marker in self._markers:
+            try:
+                self.client.delete_object(Bucket=self.location.bucket, Key=marker)
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
+                logger.warning("export.marker_not_removed", extra={"fields": {"key": marker}})
         try:
             self.client.delete_object(Bucket=self.location.bucket, Key=self.key, IfMatch=etag)
         except botocore.exceptions.ClientError as exc:
@@ -307,20 +322,8 @@ class ObjectLock:
             f"{self.uri} once you are sure no run is writing."
         )
 
-    def __enter__(self) -> ObjectLock:
-        self.acquire()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-
-
-class UnlockedStore:
+class UnlockedStore(Lock):
     """GCS and Azure: no lock (pyarrow cannot make a conditional create there).
 
     Acquiring writes the lock object anyway, as a write probe made before any API request
@@ -365,18 +368,6 @@ class UnlockedStore:
 
     def release(self) -> None:
         return None
-
-    def __enter__(self) -> UnlockedStore:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
 
 class _Conflict(Exception):

@@ -1,8 +1,8 @@
-"""The listings' direct route: one kept-alive connection per listing, raw loopback servers.
+"""The wire: :class:`~petsync.client.wire.CurlTransport` against raw loopback servers.
 
-The respx tests of ``test_client.py`` mock httpx's own transport; these run the route that a
-real export takes (:class:`~petsync.client.page_reader.DirectReader` over
-:class:`~petsync.client.http11.Http11Connection`) against sockets on 127.0.0.1.
+The mock-transport tests of ``test_client.py`` replace the transport; these run the one that
+a real export takes (libcurl) against sockets on 127.0.0.1 that answer correctly, oddly or
+in breach of HTTP/1.1, each breach refused with libcurl's reason.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import (
+    ApiError,
     AuthenticationError,
     OutcomeUnknownError,
     RetriesExhaustedError,
@@ -144,21 +145,35 @@ def test_a_refused_key_is_an_authentication_error_naming_the_base_url(live: Harn
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
-        (b"HTTX/1.1 200 OK\r\n\r\n", "illegal status line"),
-        (b"HTTP/1.1 200 OK\r\n bad fold\r\nContent-Length: 2\r\n\r\n[]", "illegal header line"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n[]", "conflicting"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n[]", "peer closed connection"),
-        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000 + b"\r\n\r\n", "Response header too large"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "illegal chunk size"),
-        (b"", "Server disconnected without sending a response."),
+        (b"HTTX/1.1 200 OK\r\n\r\n", "HTTP/0.9"),
+        (b"HTTP/1.1 200 OK\r\nbad line\r\nContent-Length: 2\r\n\r\n[]", "Header without colon"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n[]", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -2\r\n\r\n[]", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\n[]", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n[]", "bytes missing"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 310_000 + b"\r\n\r\n", "larger than allowed"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\n[]",
+            "outstanding read data",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n",
+            "chunk",
+        ),
+        (b"", "Empty reply from server"),
     ],
     ids=[
         "status-line",
-        "folded-header",
+        "header-without-colon",
         "two-lengths",
+        "negative-length",
+        "plus-length",
         "short-body",
         "huge-head",
         "chunk",
+        "chunk-0x",
+        "chunk-size-overflow",
         "nothing",
     ],
 )
@@ -177,12 +192,6 @@ def test_an_answer_that_breaks_http_is_a_transport_error_retried_for_get(
     assert str(error).startswith(f"no answer to GET {server.base_url}/pets?limit=2 (")
     assert reason in str(error)
     assert (client.requests, client.retries) == (2, 1)
-
-
-def test_the_one_httpx_internal_relied_on_is_there() -> None:
-    from httpx._transports.default import map_httpcore_exceptions
-
-    assert callable(map_httpcore_exceptions)
 
 
 def test_create_pet_posts_on_the_threads_own_connection(live: Harness) -> None:
@@ -207,3 +216,47 @@ def test_a_post_answered_500_is_outcome_unknown_and_not_re_sent(live: Harness) -
     with pytest.raises(OutcomeUnknownError):
         client.create_pet(NewPet("Rex", 3))
     assert (server.connections, client.requests) == (1, 1)
+
+
+def test_a_redirect_is_reported_not_followed(live: Harness) -> None:
+    moved = response(b"", headers="Location: http://127.0.0.2:9/v1/pets\r\n", status="302 Found")
+    server = live.serve(kept_alive(moved))
+    client = _client(live, server)
+    with pytest.raises(ApiError) as caught:
+        _ids(client)
+    assert "a redirect to http://127.0.0.2:9/v1/pets; petsync does not follow redirects" in str(
+        caught.value
+    )
+    assert len(server.requests) == 1 and client.requests == 1
+
+
+def test_a_listing_after_a_post_on_the_same_connection_is_a_get(live: Harness) -> None:
+    created = response(b'{"id": 7, "name": "Rex", "categoryId": 3}', status="201 Created")
+    server = live.serve(kept_alive(created, response(ONE)))
+    client = _client(live, server)
+    client.create_pet(NewPet("Rex", 3))
+    assert _ids(client) == [1]
+    assert server.connections == 1
+    assert server.requests[1].startswith(b"GET /v1/pets?limit=2 HTTP/1.1\r\n")
+    assert b"Content-Length" not in server.requests[1]
+
+
+def test_a_post_on_a_kept_alive_connection_dropped_after_it_was_read_is_not_re_sent(
+    live: Harness,
+) -> None:
+    # The server reads the POST and closes without an answer: it may have created the pet.
+    # libcurl would re-send a request on a fresh connection when a reused one died before
+    # any answer byte (right for GET); a POST must come back as outcome unknown instead.
+    def page_then_drop(server: Loopback, conn: socket.socket) -> None:
+        server.send(conn, response(ONE))
+        server.requests.append(_read_request(conn))  # the POST, read, then no answer
+
+    created = response(b'{"id": 7, "name": "Rex", "categoryId": 3}', status="201 Created")
+    server = live.serve(page_then_drop, kept_alive(created))
+    client = _client(live, server, attempts=3)
+    assert _ids(client) == [1]
+    with pytest.raises(OutcomeUnknownError):
+        client.create_pet(NewPet("Rex", 3))
+    posts = [r for r in server.requests if r.startswith(b"POST ")]
+    assert len(posts) == 1 and server.connections == 1
+    assert client.requests == 2
