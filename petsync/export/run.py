@@ -88,7 +88,7 @@ def run_export(
     # Before the first API request: the store is reachable, writable, and ours.
     if config.scratch_dir is not None:
         check_writable_dir(config.scratch_dir, "scratch directory (--scratch-dir)")
-    store = open_store(location, now=clock.now)
+    store = open_store(location, now=clock.now, stop=stop)
     lock = store.prepare()
     try:
         with before_fetch(location):
