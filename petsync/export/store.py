@@ -143,9 +143,7 @@ class ObjectStore:
     def stage(self, run_id: str) -> Staged:
         from petsync.export.objectstore.publish import ObjectStagedSnapshot
 
-        return ObjectStagedSnapshot.create(
-            self.location, self.filesystem, run_id, calls=self.calls
-        )
+        return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int) -> list[Path | str]:
         from petsync.export.objectstore.publish import prune_objects

@@ -142,7 +142,9 @@ def _gcs_access(env: Mapping[str, str]) -> StoreAccess:
     if emulator:
         url = emulator if "://" in emulator else f"http://{emulator}"
         return StoreAccess(
-            "gcs", f"{GCS_EMULATOR_VARIABLE} (an emulator, no credentials)", endpoint=url,
+            "gcs",
+            f"{GCS_EMULATOR_VARIABLE} (an emulator, no credentials)",
+            endpoint=url,
             anonymous=True,
         )
     path = env.get(GCS_CREDENTIALS_VARIABLE, "").strip()
@@ -209,25 +211,36 @@ def _azure_access(location: Location, env: Mapping[str, str]) -> StoreAccess:
         key = env.get(name, "").strip()
         if key:
             return StoreAccess(
-                "azure", f"the account key {name}", account=account, account_key=key,
+                "azure",
+                f"the account key {name}",
+                account=account,
+                account_key=key,
                 secrets=(key,),
             )
     sas = env.get(AZURE_SAS_VARIABLE, "").strip()
     if sas:
         return StoreAccess(
-            "azure", f"the SAS token {AZURE_SAS_VARIABLE}", account=account,
-            sas_token=sas.lstrip("?"), secrets=(sas,),
+            "azure",
+            f"the SAS token {AZURE_SAS_VARIABLE}",
+            account=account,
+            sas_token=sas.lstrip("?"),
+            secrets=(sas,),
         )
     tenant, client, secret = (env.get(n, "").strip() for n in AZURE_SERVICE_PRINCIPAL)
     if tenant and client and secret:
         return StoreAccess(
-            "azure", "the service principal AZURE_CLIENT_ID/AZURE_TENANT_ID/AZURE_CLIENT_SECRET",
-            account=account, client_secret=(tenant, client, secret), secrets=(secret,),
+            "azure",
+            "the service principal AZURE_CLIENT_ID/AZURE_TENANT_ID/AZURE_CLIENT_SECRET",
+            account=account,
+            client_secret=(tenant, client, secret),
+            secrets=(secret,),
         )
     if _default_credential_possible(env):
         return StoreAccess(
-            "azure", "DefaultAzureCredential (managed identity, workload identity or az login)",
-            account=account, default_credential=True,
+            "azure",
+            "DefaultAzureCredential (managed identity, workload identity or az login)",
+            account=account,
+            default_credential=True,
         )
     raise ConfigError(f"no Azure credentials found for account {account}: {AZURE_FIX}")
 
@@ -237,15 +250,20 @@ def _from_connection_string(connection: str, account: str | None) -> StoreAccess
     source = f"the connection string {AZURE_CONNECTION_VARIABLE}"
     if parts.get("UseDevelopmentStorage", "").lower() == "true":
         proxy = parts.get("DevelopmentStorageProxyUri")
-        endpoint = f"{proxy.rstrip('/')}/{AZURITE_ACCOUNT}" if proxy else AZURITE_BLOB_ENDPOINT
+        proxy_endpoint = (
+            f"{proxy.rstrip('/')}/{AZURITE_ACCOUNT}" if proxy else AZURITE_BLOB_ENDPOINT
+        )
         return StoreAccess(
-            "azure", source + " (Azurite)", account=AZURITE_ACCOUNT, endpoint=endpoint,
+            "azure",
+            source + " (Azurite)",
+            account=AZURITE_ACCOUNT,
+            endpoint=proxy_endpoint,
             account_key=AZURITE_KEY,
         )
     named = parts.get("AccountName") or account
     key = parts.get("AccountKey") or None
     sas = (parts.get("SharedAccessSignature") or "").lstrip("?") or None
-    endpoint = parts.get("BlobEndpoint") or None
+    endpoint: str | None = parts.get("BlobEndpoint") or None
     if named is None and endpoint:
         named = _account_of_endpoint(endpoint)
     if named is None or (key is None and sas is None):
@@ -258,7 +276,12 @@ def _from_connection_string(connection: str, account: str | None) -> StoreAccess
         scheme = parts.get("DefaultEndpointsProtocol", "https")
         endpoint = f"{scheme}://{named}.blob.{parts['EndpointSuffix']}"
     return StoreAccess(
-        "azure", source, account=named, endpoint=endpoint, account_key=key, sas_token=sas,
+        "azure",
+        source,
+        account=named,
+        endpoint=endpoint,
+        account_key=key,
+        sas_token=sas,
         secrets=tuple(s for s in (key, sas) if s),
     )
 

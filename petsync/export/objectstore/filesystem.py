@@ -161,9 +161,7 @@ def azure_filesystem(access: StoreAccess) -> pafs.FileSystem:
     elif access.sas_token:
         options["sas_token"] = access.sas_token
     elif access.client_secret:
-        options["tenant_id"], options["client_id"], options["client_secret"] = (
-            access.client_secret
-        )
+        options["tenant_id"], options["client_id"], options["client_secret"] = access.client_secret
     elif access.default_credential:
         prove_default_azure_credential()
     return pafs.AzureFileSystem(account_name=access.account, **options)
@@ -175,8 +173,7 @@ def prove_default_azure_credential() -> None:
         from azure.identity import DefaultAzureCredential
     except ImportError as exc:
         raise ConfigError(
-            "az:// with DefaultAzureCredential needs azure-identity: pip install "
-            "'petsync[azure]'"
+            "az:// with DefaultAzureCredential needs azure-identity: pip install 'petsync[azure]'"
         ) from exc
     try:
         DefaultAzureCredential().get_token("https://storage.azure.com/.default")

@@ -203,6 +203,9 @@ class ObjectLock:
                 except Conflict:
                     continue
             holder = Holder.parse(body)
+            if holder.owner == self.owner:  # our own create, retried after its answer was lost
+                self._etag = tag
+                return
             if holder.expires_at is None or holder.expires_at > self._now():
                 raise self._held(holder)
             try:
@@ -321,7 +324,7 @@ class StoppableLock:
                 stoppable=False,
             )
         except PetsyncError:
-            _not_released(self.lock.location, self.lock.key)
+            warn_not_released(self.lock.location, self.lock.key)
 
 
 def lock_object(location: Location, key: str, *, client: S3Api | None = None) -> LockObject:
@@ -380,7 +383,7 @@ class S3LockObject:
                 return  # not ours any more
             self._release_unconditionally(tag)
         except botocore.exceptions.BotoCoreError:
-            _not_released(self.location, self.key)
+            warn_not_released(self.location, self.key)
 
     def _release_unconditionally(self, etag: str) -> None:
         """For stores that refuse conditional deletes: delete only if the ETag is still ours."""
@@ -391,7 +394,7 @@ class S3LockObject:
             if head.get("ETag") == etag:
                 self.client.delete_object(Bucket=self.location.bucket, Key=self.key)
         except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
-            _not_released(self.location, self.key)
+            warn_not_released(self.location, self.key)
 
     def _put(self, body: bytes, *, doing: str, before_fetch: bool, **condition: str) -> str:
         answer = self._call(
@@ -427,9 +430,9 @@ class S3LockObject:
             raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
 
 
-def _not_released(location: Location, key: str) -> None:
+def warn_not_released(location: Location, key: str) -> None:
     logger.warning(
-        "export.lock_not_released", extra={"fields": {"lock": f"{location.bucket}/{key}"}}
+        "export.lockwarn_not_released", extra={"fields": {"lock": f"{location.bucket}/{key}"}}
     )
 
 

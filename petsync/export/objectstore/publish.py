@@ -145,6 +145,7 @@ class ObjectStagedSnapshot(LocalFiles):
         return self.calls.run(lambda: self._publish(date), doing="publishing", limit=None)
 
     def _publish(self, date: dt.date) -> str:
+        mark_folder(self.location, self.filesystem, self.prefix)
         for name, local in sorted(self._uploads.items()):
             self._upload(local, name)
             local.unlink()
@@ -154,6 +155,7 @@ class ObjectStagedSnapshot(LocalFiles):
         replaced = _names(self.filesystem, partition)
         for name in replaced:
             self.filesystem.copy_file(f"{partition}/{name}", f"{self.prefix}/{BACKUP_DIR}/{name}")
+        mark_folder(self.location, self.filesystem, partition)
         intent: dict[str, object] = {
             "date": date.isoformat(),
             "run_id": self.run_id,
@@ -283,16 +285,25 @@ def _partition_date(name: str) -> dt.date | None:
     return partition_date(name)
 
 
+def mark_folder(location: Location, filesystem: pafs.FileSystem, path: str) -> None:
+    """On GCS, create the folder marker objects of ``path`` and its parents.
+
+    pyarrow's GCS client lists a folder's subfolders only by their marker objects (it reads
+    no common prefixes), so without them the partitions and staged runs of a location are
+    invisible to the next run, ``load_snapshot`` and the prune. S3 and Azure list prefixes.
+    """
+    if location.kind == "gcs":
+        filesystem.create_dir(path, recursive=True)
+
+
 def _delete_dir(filesystem: pafs.FileSystem, path: str) -> None:
     """Delete a prefix and everything under it.
 
     pyarrow's GCS client deletes the objects, then fails on the folder's own marker object
     when the prefix has none (objects written directly under it, as here): nothing is left.
     """
-    try:
+    with contextlib.suppress(FileNotFoundError):
         filesystem.delete_dir(path)
-    except FileNotFoundError:
-        pass
 
 
 def _names(filesystem: pafs.FileSystem, prefix: str) -> list[str]:
