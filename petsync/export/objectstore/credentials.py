@@ -93,9 +93,10 @@ class StoreAccess:
     source: str
     account: str | None = None
     endpoint: str | None = None
-    account_key: str | None = None
-    sas_token: str | None = None
-    client_secret: tuple[str, str, str] | None = None  # (tenant, client id, secret)
+    account_key: str | None = field(default=None, repr=False)
+    sas_token: str | None = field(default=None, repr=False)
+    # (tenant, client id, secret)
+    client_secret: tuple[str, str, str] | None = field(default=None, repr=False)
     default_credential: bool = False
     anonymous: bool = False
     secrets: tuple[str, ...] = field(default=(), repr=False)
