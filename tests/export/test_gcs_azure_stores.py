@@ -21,11 +21,12 @@ from click.testing import CliRunner
 from petsync.cli import cli
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import ExitCode, LockedError
+from petsync.core.errors import ConfigError, ExitCode, LockedError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
 from petsync.export.location import parse_location
+from petsync.export.objectstore.credentials import AZURITE_KEY
 from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
 from petsync.export.objectstore.publish import ObjectStagedSnapshot
 from petsync.export.report import ExportReport
@@ -202,3 +203,39 @@ def test_two_exports_on_one_location_one_exits_75_before_any_request(
     assert result.exit_code == 75, result.output
     assert f"another petsync run is writing to {emulated.uri()}" in result.output
     assert emulated.object_keys("petsync/pets") == []
+
+
+def test_a_refused_azure_key_is_exit_2_before_any_request_without_showing_it(
+    azure: EmulatedBucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong = "d3Jvbmcta2V5LXZhbHVlLTAxMjM0NTY3ODk="
+    connection = azure.environment["AZURE_STORAGE_CONNECTION_STRING"].replace(AZURITE_KEY, wrong)
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection)
+    client = ScriptedClient(CATALOGUE)
+
+    with pytest.raises(ConfigError) as caught:
+        export(azure.uri(), client)
+
+    message = str(caught.value)
+    assert message.startswith(
+        f"cannot use --out {azure.uri()}: the store refused the credentials for container "
+        f"'{azure.name}' while checking the bucket ("
+    )
+    assert "set AZURE_STORAGE_CONNECTION_STRING" in message
+    assert wrong not in message and AZURITE_KEY not in message
+    assert client.requests == 0
+
+
+def test_a_missing_bucket_is_exit_2_naming_it(emulated: EmulatedBucket) -> None:
+    client = ScriptedClient(CATALOGUE)
+    missing = emulated.uri().replace(emulated.name, "no-such-bucket-here")
+
+    with pytest.raises(ConfigError) as caught:
+        export(missing, client)
+
+    word = "bucket" if emulated.kind == "gcs" else "container"
+    assert str(caught.value) == (
+        f"cannot use --out {missing}: {word} 'no-such-bucket-here' does not exist (or these "
+        "credentials cannot see it); create it or fix the location. Nothing was fetched."
+    )
+    assert client.requests == 0
