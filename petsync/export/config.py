@@ -18,9 +18,10 @@ from petsync.export.location import Location, parse_location
 
 ExportFormat = Literal["parquet", "both"]
 EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
-# hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table.
-TableFormat = Literal["hive", "delta"]
-TABLE_FORMATS: tuple[str, ...] = ("hive", "delta")
+# hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table;
+# iceberg: one Apache Iceberg table.
+TableFormat = Literal["hive", "delta", "iceberg"]
+TABLE_FORMATS: tuple[str, ...] = ("hive", "delta", "iceberg")
 
 DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
 DEFAULT_SWEEP = True

@@ -96,6 +96,10 @@ def run_export(
                 from petsync.export.delta import check_table
 
                 check_table(location)  # an existing table of another schema: exit 2 now
+            elif config.table_format == "iceberg":
+                from petsync.export.iceberg import check_table as check_iceberg
+
+                check_iceberg(location)
             stale = store.clean_staging()
             if stale:
                 logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
@@ -277,6 +281,10 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         from petsync.export.delta import commit_snapshot
 
         return commit_snapshot(run, collected, fetched, drop)
+    if config.table_format == "iceberg":
+        from petsync.export.iceberg import commit_snapshot as commit_iceberg
+
+        return commit_iceberg(run, collected, fetched, drop)
     report = run.report(fetched, _write_files(run, collected), drop)
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())
     run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)

@@ -6,6 +6,6 @@ reachability check made before any API request, and the translation of store err
 ``calls`` (store steps in a worker thread, so signals act while a store call blocks),
 ``lock`` (the run lock as a conditional create with an expiry; its object on each store in
 ``lock``, ``gcslock`` and ``azurelock``) and ``publish`` (staging, publication by
-server-side copies with the manifest last, roll-back of a run that died, pruning). Local directories keep :mod:`petsync.export.publish` and
-:mod:`petsync.export.lock`.
+server-side copies with the manifest last, roll-back of a run that died, pruning). Local
+directories keep :mod:`petsync.export.publish` and :mod:`petsync.export.lock`.
 """
