@@ -29,6 +29,7 @@ from petsync.export.location import parse_location
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient
 
 DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
@@ -216,3 +217,24 @@ def test_an_object_store_out_needs_a_named_catalog() -> None:
         "--table-format iceberg on gs://archive/petsync needs a shared catalog: set "
         "PETSYNC_ICEBERG_CATALOG to the name of a catalog in pyiceberg's configuration"
     )
+
+
+def test_on_an_object_store_with_a_catalog_named_in_pyicebergs_configuration(
+    s3: S3Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SQL catalog on SQLite stands in for a team's shared one (REST, Glue, PostgreSQL):
+    # what matters is that petsync takes the catalog pyiceberg's configuration names.
+    prefix = "PYICEBERG_CATALOG__LAKE__"
+    monkeypatch.setenv(f"{prefix}TYPE", "sql")
+    monkeypatch.setenv(f"{prefix}URI", f"sqlite:///{tmp_path / 'catalog.db'}")
+    monkeypatch.setenv(f"{prefix}S3__ENDPOINT", s3.endpoint)
+    monkeypatch.setenv(f"{prefix}S3__REGION", "us-east-1")
+    monkeypatch.setenv("PETSYNC_ICEBERG_CATALOG", "lake")
+    out = s3.uri("petsync-iceberg")
+
+    export(out, NIGHT1, DAY1)
+    export(out, NIGHT2, DAY2)
+
+    assert [(s.date, s.pets) for s in list_snapshots(out)] == [(DAY1, 3), (DAY2, 2)]
+    assert load_snapshot(out)["id"].tolist() == ids(NIGHT2)
+    assert any(k.startswith("petsync-iceberg/pets/metadata/") for k in s3.object_keys())
