@@ -239,3 +239,27 @@ def test_a_missing_bucket_is_exit_2_naming_it(emulated: EmulatedBucket) -> None:
         "credentials cannot see it); create it or fix the location. Nothing was fetched."
     )
     assert client.requests == 0
+
+
+def test_an_account_sas_in_the_connection_string_publishes_and_locks_on_azure(
+    azure: EmulatedBucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas
+
+    sas = generate_account_sas(
+        "devstoreaccount1",
+        AZURITE_KEY,
+        resource_types=ResourceTypes(service=True, container=True, object=True),
+        permission=AccountSasPermissions(read=True, write=True, delete=True, list=True),
+        expiry=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1),
+    )
+    monkeypatch.setenv(
+        "AZURE_STORAGE_CONNECTION_STRING",
+        f"BlobEndpoint={azure.endpoint}/devstoreaccount1;SharedAccessSignature={sas}",
+    )
+
+    report = export(azure.uri(), ScriptedClient(CATALOGUE))
+
+    assert report.exit_code is ExitCode.OK
+    assert load_snapshot(azure.uri())["id"].tolist() == IDS
+    assert azure.object_keys("petsync/.petsync.lock") == []

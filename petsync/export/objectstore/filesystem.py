@@ -159,7 +159,8 @@ def azure_filesystem(access: StoreAccess) -> pafs.FileSystem:
     if access.account_key:
         options["account_key"] = access.account_key
     elif access.sas_token:
-        options["sas_token"] = access.sas_token
+        # pyarrow appends the token to the account's URL as it is: it must start with "?".
+        options["sas_token"] = "?" + access.sas_token
     elif access.client_secret:
         options["tenant_id"], options["client_id"], options["client_secret"] = access.client_secret
     elif access.default_credential:

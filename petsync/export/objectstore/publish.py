@@ -172,7 +172,9 @@ class ObjectStagedSnapshot(LocalFiles):
             raise
         for name in set(replaced) - set(names):
             self.filesystem.delete_file(f"{partition}/{name}")
-        self.discard()
+        shutil.rmtree(self.scratch_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # published: the next run removes what is left
+            _delete_dir(self.filesystem, self.prefix)
         return self.location.child(*partition_name(date))
 
     def _upload(self, local: Path, name: str) -> None:
@@ -301,9 +303,20 @@ def _delete_dir(filesystem: pafs.FileSystem, path: str) -> None:
 
     pyarrow's GCS client deletes the objects, then fails on the folder's own marker object
     when the prefix has none (objects written directly under it, as here): nothing is left.
+    Where the store refuses pyarrow's batched delete (Azurite with a SAS token, after the
+    client's retries), the objects go one by one.
     """
-    with contextlib.suppress(FileNotFoundError):
+    try:
         filesystem.delete_dir(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
+        for info in filesystem.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                filesystem.delete_file(info.path)
+        with contextlib.suppress(OSError):
+            filesystem.delete_dir(path)
 
 
 def _names(filesystem: pafs.FileSystem, prefix: str) -> list[str]:
