@@ -126,18 +126,23 @@ class ObjectStore:
         return StoppableLock(taken, self.calls)
 
     def clean_staging(self) -> list[Path | str]:
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
         from petsync.export.objectstore.publish import recover_staging
 
         with self._writing("cleaning the staging area", before=True):
             return self.calls.run(
                 lambda: list(recover_staging(self.location, self.filesystem)),
                 doing="cleaning the staging area",
-                limit=None,
+                limit=STEP_LIMIT_SECONDS,
             )
 
     def latest(self) -> SnapshotInfo | None:
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
+
         return self.calls.run(
-            lambda: latest_snapshot(self.location.uri), doing="listing snapshots", limit=None
+            lambda: latest_snapshot(self.location.uri),
+            doing="listing snapshots",
+            limit=STEP_LIMIT_SECONDS,
         )
 
     def stage(self, run_id: str) -> Staged:
@@ -146,13 +151,14 @@ class ObjectStore:
         return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int) -> list[Path | str]:
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
         from petsync.export.objectstore.publish import prune_objects
 
         with self._writing("pruning old snapshots", before=False):
             return self.calls.run(
                 lambda: list(prune_objects(self.location, self.filesystem, keep)),
                 doing="pruning old snapshots",
-                limit=None,
+                limit=STEP_LIMIT_SECONDS,
             )
 
     @contextlib.contextmanager

@@ -64,6 +64,10 @@ GCS_RETRY_SECONDS = 20.0
 SETUP_LIMIT_SECONDS = 60.0
 # Releasing the lock and removing the staging after a failure: best effort, never longer.
 CLEANUP_LIMIT_SECONDS = 5.0
+# Any other store step of a run (publishing, pruning, listing): far beyond an upload of the
+# largest catalogue, yet a call the store never answers cannot hold the run for ever (GCS
+# and Azure clients in pyarrow have no timeout of a single request).
+STEP_LIMIT_SECONDS = 2 * 3600.0
 
 Problem = Literal["credentials", "unreachable", "missing", "other"]
 

@@ -51,6 +51,7 @@ from petsync.export.objectstore.filesystem import (
     CONNECT_TIMEOUT_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     S3_ATTEMPTS,
+    STEP_LIMIT_SECONDS,
     environment_settings,
     store_error,
 )
@@ -298,10 +299,10 @@ class StoppableLock:
         self.calls = calls
 
     def acquire(self) -> None:
-        self.calls.run(self.lock.acquire, doing="taking the lock", limit=None)
+        self.calls.run(self.lock.acquire, doing="taking the lock", limit=STEP_LIMIT_SECONDS)
 
     def confirm(self) -> None:
-        self.calls.run(self.lock.confirm, doing="confirming the lock", limit=None)
+        self.calls.run(self.lock.confirm, doing="confirming the lock", limit=STEP_LIMIT_SECONDS)
 
     def release(self) -> None:
         if self.calls.abandoned is not None:

@@ -44,7 +44,7 @@ import pyarrow.fs as pafs
 from petsync.core.errors import PetsyncError
 from petsync.export.location import Location
 from petsync.export.objectstore.calls import StoreCalls
-from petsync.export.objectstore.filesystem import CLEANUP_LIMIT_SECONDS
+from petsync.export.objectstore.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
 from petsync.export.publish import LocalFiles
 from petsync.export.snapshot import (
     MANIFEST_NAME,
@@ -142,7 +142,9 @@ class ObjectStagedSnapshot(LocalFiles):
     def publish(self, date: dt.date) -> str:
         """Upload the snapshot's files to the staging prefix, then copy them into the
         partition of ``date``; return its URI. Stoppable (see :class:`StoreCalls`)."""
-        return self.calls.run(lambda: self._publish(date), doing="publishing", limit=None)
+        return self.calls.run(
+            lambda: self._publish(date), doing="publishing", limit=STEP_LIMIT_SECONDS
+        )
 
     def _publish(self, date: dt.date) -> str:
         mark_folder(self.location, self.filesystem, self.prefix)
