@@ -85,9 +85,12 @@ def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -
     name = env.get(CATALOG_VARIABLE, "").strip()
     if name:
         from pyiceberg.catalog import load_catalog
+        from pyiceberg.utils.config import Config
 
         try:
-            return load_catalog(name)
+            # pyiceberg reads its configuration once, at import; read it as it is now.
+            properties: dict[str, Any] = dict(Config().get_catalog_config(name) or {})
+            return load_catalog(name, **properties)
         except Exception as exc:  # pyiceberg's own errors for a catalog it cannot load
             raise ConfigError(
                 f"{CATALOG_VARIABLE}={name}: pyiceberg cannot load that catalog ({exc}); "
