@@ -9,6 +9,7 @@ that socket has accepted the run's connection (what the run did, not a delay).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import socket
@@ -349,3 +350,19 @@ def test_a_stop_ends_a_blocked_store_step_after_the_grace_period() -> None:
     blocked.request("test over")
     assert caught.value.exit_code == 143
     assert "stopped by SIGTERM while publishing on gs://pets" in str(caught.value)
+
+
+def test_config_show_json_names_the_gcs_emulator_as_the_store_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:4443")
+
+    result = CliRunner().invoke(
+        cli, ["config", "show", "--json", "--base-url", BASE, "--out", "gs://pets/nightly"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["store"] == {
+        "value": "gs://pets/nightly",
+        "source": "STORAGE_EMULATOR_HOST (an emulator, no credentials) at http://127.0.0.1:4443",
+    }
