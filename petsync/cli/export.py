@@ -89,7 +89,8 @@ if TYPE_CHECKING:
     default=DEFAULT_TABLE_FORMAT,
     show_default=True,
     help="hive: a Parquet file (and CSV) per dated folder; delta: one Delta Lake table at "
-    "OUT/pets, one commit per night (needs petsync[delta]).",
+    "OUT/pets, one commit per night (needs petsync[delta]); iceberg: the same as an Apache "
+    "Iceberg table (needs petsync[iceberg]).",
 )
 @click.option("--strict", is_flag=True, help="Fail (exit 1) and publish nothing if incomplete.")
 @click.option("--keep", type=click.IntRange(min=1), help="Keep only the newest N snapshots.")

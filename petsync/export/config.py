@@ -18,9 +18,10 @@ from petsync.export.location import Location, parse_location
 
 ExportFormat = Literal["parquet", "both"]
 EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
-# hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table.
-TableFormat = Literal["hive", "delta"]
-TABLE_FORMATS: tuple[str, ...] = ("hive", "delta")
+# hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table;
+# iceberg: one Apache Iceberg table.
+TableFormat = Literal["hive", "delta", "iceberg"]
+TABLE_FORMATS: tuple[str, ...] = ("hive", "delta", "iceberg")
 # What becomes of fields the API sends beyond the interface's (see export.extra_fields):
 # dropped (said in the output), kept as columns, or refused (nothing published, exit 1).
 ExtraFieldsMode = Literal["drop", "keep", "fail"]
@@ -86,17 +87,23 @@ class ExportConfig:
             raise ConfigError("nothing to export: no status given and the sweep is off")
         if self.format is None:
             object.__setattr__(
-                self, "format", "parquet" if self.table_format == "delta" else DEFAULT_FORMAT
+                self, "format", "parquet" if self.table_format != "hive" else DEFAULT_FORMAT
             )
         if self.format not in EXPORT_FORMATS:
             raise ConfigError(
                 f"unknown export format {self.format!r}; use one of: {', '.join(EXPORT_FORMATS)}"
             )
-        if self.format == "both" and self.table_format == "delta":
+        if self.format == "both" and self.table_format != "hive":
             raise ConfigError(
-                "--format both writes a CSV beside each Parquet file, and a Delta table "
-                "(--table-format delta) holds Parquet only: leave --format out, or give "
-                "--format parquet"
+                "--format both writes a CSV beside each Parquet file, and a "
+                f"{self.table_format.capitalize()} table (--table-format {self.table_format}) "
+                "holds Parquet only: leave --format out, or give --format parquet"
+            )
+        if self.extra_fields == "keep" and self.table_format == "iceberg":
+            raise ConfigError(
+                f"{EXTRA_FIELDS_OPTION} keep adds columns, and the Iceberg table's schema "
+                "evolution is not built yet: use --table-format hive or delta to keep extra "
+                f"fields, or {EXTRA_FIELDS_OPTION} drop (they are still listed in the manifest)"
             )
         if self.keep is not None and self.keep < 1:
             raise ConfigError(f"keep must be at least 1, got {self.keep}")

@@ -98,7 +98,7 @@ def run_export(
     # Before the first API request: the store is reachable, writable, and ours.
     if config.scratch_dir is not None:
         check_writable_dir(config.scratch_dir, "scratch directory (--scratch-dir)")
-    store = open_store(location, now=clock.now)
+    store = open_store(location, now=clock.now, stop=stop)
     lock = store.prepare()
     try:
         with before_fetch(location):
@@ -106,6 +106,10 @@ def run_export(
                 from petsync.export.delta import check_table
 
                 check_table(location)  # an existing table of another schema: exit 2 now
+            elif config.table_format == "iceberg":
+                from petsync.export.iceberg import check_table as check_iceberg
+
+                check_iceberg(location)
             stale = store.clean_staging()
             if stale:
                 logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
@@ -311,6 +315,10 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         from petsync.export.delta import commit_snapshot
 
         return commit_snapshot(run, collected, fetched, drop, extra_fields, columns)
+    if config.table_format == "iceberg":
+        from petsync.export.iceberg import commit_snapshot as commit_iceberg
+
+        return commit_iceberg(run, collected, fetched, drop, extra_fields)
     trusted = fetched.complete and not drop.flagged  # the report's exit code 0
     report = run.report(fetched, _write_files(run, collected, trusted, columns), drop, extra_fields)
     run.staged.write_text(MANIFEST_NAME, report.manifest_text())

@@ -295,6 +295,13 @@ def _is_delta(location: Location) -> bool:
     return is_delta(location)
 
 
+def _iceberg_snapshots(location: Location) -> list[SnapshotInfo] | None:
+    """The snapshots of an Iceberg table at ``location``, or None when it holds none."""
+    from petsync.export.iceberg import is_iceberg, list_iceberg_snapshots
+
+    return list_iceberg_snapshots(location) if is_iceberg(location) else None
+
+
 def _run_id(manifest: dict[str, Any]) -> str | None:
     value = manifest.get("run_id")
     return value if isinstance(value, str) and value else None
@@ -332,6 +339,9 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
         from petsync.export.delta import list_delta_snapshots
 
         return list_delta_snapshots(store.location)
+    iceberg = _iceberg_snapshots(store.location)
+    if iceberg is not None:
+        return iceberg
     found = [store.info(date) for date in store.dates()]
     return [info for info in found if info is not None]
 
@@ -384,6 +394,12 @@ def find_snapshot(
             if not match:
                 raise _not_a_snapshot(f"{store.shown(PETS_DIR)} ({PARTITION_KEY}={date})")
             return match[0]
+        iceberg = _iceberg_snapshots(store.location)
+        if iceberg is not None:
+            match = [s for s in iceberg if s.date == date]
+            if not match:
+                raise _not_a_snapshot(f"{store.shown(PETS_DIR)} ({PARTITION_KEY}={date})")
+            return match[0]
         info = store.info(date)
         if info is None:
             raise _not_a_snapshot(str(store.shown(*partition_name(date))))
@@ -431,6 +447,10 @@ def read_table(info: SnapshotInfo) -> pa.Table:
         from petsync.export.delta import read_delta
 
         return read_delta(info)
+    if info.manifest.get("table_format") == "iceberg":
+        from petsync.export.iceberg import read_iceberg
+
+        return read_iceberg(info)
     if isinstance(info.parquet_path, Path):
         store = _Store.open(info.path)
         path = str(info.parquet_path.absolute())

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from petsync.core.errors import ConfigError
+from petsync.core.stop import StopRequest
 from petsync.export.location import Location
 from petsync.export.lock import DirectoryLock
 from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
@@ -86,50 +87,93 @@ class LocalStore:
 
 
 class ObjectStore:
-    """An object-store prefix: conditional lock, staging prefix, copies to publish."""
+    """An object-store prefix: conditional lock, staging prefix, copies to publish.
 
-    def __init__(self, location: Location, *, now: Callable[[], dt.datetime]) -> None:
-        from petsync.export.objectstore.filesystem import open_filesystem
+    Every store step runs through :class:`~petsync.export.objectstore.calls.StoreCalls`:
+    in a worker thread, so SIGTERM and Ctrl-C act within the grace period even while a
+    store client blocks, and the steps before the first API request within a limit.
+    """
+
+    def __init__(
+        self,
+        location: Location,
+        *,
+        now: Callable[[], dt.datetime],
+        stop: StopRequest | None = None,
+    ) -> None:
+        from petsync.export.objectstore.calls import StoreCalls
+        from petsync.export.objectstore.filesystem import SETUP_LIMIT_SECONDS, open_filesystem
 
         self.location = location
         self._now = now
-        self.filesystem = open_filesystem(location)
+        self.calls = StoreCalls(stop, location=str(location))
+        self.filesystem = self.calls.run(
+            lambda: open_filesystem(location),
+            doing="opening the store",
+            limit=SETUP_LIMIT_SECONDS,
+            before_fetch=True,
+        )
 
     def prepare(self) -> Lock:
-        from petsync.export.objectstore.filesystem import check_reachable
-        from petsync.export.objectstore.lock import ObjectLock, UnlockedStore
+        from petsync.export.objectstore.filesystem import SETUP_LIMIT_SECONDS, check_reachable
+        from petsync.export.objectstore.lock import ObjectLock, StoppableLock
 
-        check_reachable(self.location, self.filesystem)
-        lock: Lock
-        if self.location.kind == "s3":
-            lock = ObjectLock(self.location, now=self._now, markers=(STAGING_DIR,))
-        else:
-            lock = UnlockedStore(self.location, self.filesystem, now=self._now)
-        lock.acquire()
-        return lock
+        def take() -> ObjectLock:
+            check_reachable(self.location, self.filesystem)
+            markers = (STAGING_DIR,) if self.location.kind == "s3" else ()
+            lock = ObjectLock(self.location, now=self._now, markers=markers)
+            lock.acquire()
+            return lock
+
+        taken = self.calls.run(
+            take, doing="taking the lock", limit=SETUP_LIMIT_SECONDS, before_fetch=True
+        )
+        return StoppableLock(taken, self.calls)
 
     def clean_staging(self) -> list[Path | str]:
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
         from petsync.export.objectstore.publish import recover_staging
 
         with self._writing("cleaning the staging area", before=True):
-            return list(recover_staging(self.location, self.filesystem))
+            return self.calls.run(
+                lambda: list(recover_staging(self.location, self.filesystem)),
+                doing="cleaning the staging area",
+                limit=STEP_LIMIT_SECONDS,
+            )
 
     def latest(self, before: dt.date) -> SnapshotInfo | None:
-        return latest_snapshot(self.location.uri, before=before)
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
+
+        return self.calls.run(
+            lambda: latest_snapshot(self.location.uri, before=before),
+            doing="listing snapshots",
+            limit=STEP_LIMIT_SECONDS,
+        )
 
     def dates_after(self, date: dt.date) -> list[dt.date]:
-        return [s.date for s in list_snapshots(self.location.uri) if s.date > date]
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
+
+        return self.calls.run(
+            lambda: [s.date for s in list_snapshots(self.location.uri) if s.date > date],
+            doing="listing snapshots",
+            limit=STEP_LIMIT_SECONDS,
+        )
 
     def stage(self, run_id: str) -> Staged:
         from petsync.export.objectstore.publish import ObjectStagedSnapshot
 
-        return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id)
+        return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int, today: dt.date) -> list[Path | str]:
+        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
         from petsync.export.objectstore.publish import prune_objects
 
         with self._writing("pruning old snapshots", before=False):
-            return list(prune_objects(self.location, self.filesystem, keep, today))
+            return self.calls.run(
+                lambda: list(prune_objects(self.location, self.filesystem, keep, today)),
+                doing="pruning old snapshots",
+                limit=STEP_LIMIT_SECONDS,
+            )
 
     @contextlib.contextmanager
     def _writing(self, doing: str, *, before: bool) -> Iterator[None]:
@@ -141,12 +185,17 @@ class ObjectStore:
             raise store_error(self.location, exc, doing=doing, before_fetch=before) from exc
 
 
-def open_store(location: Location, *, now: Callable[[], dt.datetime]) -> SnapshotStore:
-    """The store of ``location``: a local directory or an object-store prefix."""
+def open_store(
+    location: Location, *, now: Callable[[], dt.datetime], stop: StopRequest | None = None
+) -> SnapshotStore:
+    """The store of ``location``: a local directory or an object-store prefix.
+
+    ``stop`` lets SIGTERM and Ctrl-C end a run while an object store's call blocks.
+    """
     if location.is_local:
         return LocalStore(location)
     with before_fetch(location):
-        return ObjectStore(location, now=now)
+        return ObjectStore(location, now=now, stop=stop)
 
 
 @contextlib.contextmanager

@@ -5,8 +5,11 @@ directory) :func:`record_run` writes::
 
     # HELP petsync_last_run_timestamp_seconds When the last run of the job ended (Unix time).
     # TYPE petsync_last_run_timestamp_seconds gauge
-    petsync_last_run_timestamp_seconds{petsync_job="nightly-export"} 1795833000.0
+    petsync_last_run_timestamp_seconds{petsync_job="nightly-export"} 1.795833e+09
     ...
+
+The text is rendered by prometheus_client (a custom collector of gauge families, one
+registry per write), so its escaping and number format are the reference client's.
 
 The label is ``petsync_job``, not ``job``: Prometheus sets ``job`` on every scraped sample
 itself (the scrape job, node_exporter's) and, under its default ``honor_labels: false``,
@@ -33,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -245,18 +247,26 @@ def read_metrics(path: Path) -> dict[tuple[str, str], float]:
 
 
 def render_metrics(samples: dict[tuple[str, str], float]) -> str:
-    """The text format: each metric's HELP, TYPE and samples together, jobs sorted."""
-    lines: list[str] = []
-    for name, help_text in METRICS:
-        jobs = sorted(job for metric, job in samples if metric == name)
-        if not jobs:
-            continue
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} gauge")
-        for job in jobs:
-            value = _number(samples[(name, job)])
-            lines.append(f'{name}{{{LABEL}="{_escape(job)}"}} {value}')
-    return "\n".join(lines) + "\n"
+    """The text format, written by prometheus_client: each metric's HELP, TYPE and samples
+    together (in :data:`METRICS` order), jobs sorted."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.registry import Collector
+
+    class Samples(Collector):
+        def collect(self) -> Iterator[GaugeMetricFamily]:
+            for name, help_text in METRICS:
+                jobs = sorted(job for metric, job in samples if metric == name)
+                if not jobs:
+                    continue
+                family = GaugeMetricFamily(name, help_text, labels=[LABEL])
+                for job in jobs:
+                    family.add_metric([job], samples[(name, job)])
+                yield family
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Samples())
+    return generate_latest(registry).decode("utf-8")
 
 
 def write_metrics(path: Path, run: RunMetrics) -> None:
@@ -284,16 +294,6 @@ def write_metrics(path: Path, run: RunMetrics) -> None:
         atomic_write_text(path, render_metrics(samples), mode=FILE_MODE)
     except OSError as exc:
         raise ConfigError(f"cannot write metrics file {path}: {exc.strerror}") from exc
-
-
-def _number(value: float) -> str:
-    if math.isfinite(value) and float(value).is_integer():
-        return str(int(value))
-    return repr(float(value))
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _unescape(value: str) -> str:

@@ -196,7 +196,7 @@ def test_a_store_refusing_the_confirmation_fails_as_nothing_published_not_as_not
 ) -> None:
     lock = lock_at(s3, T0)
     lock.acquire()
-    lock._given = RefusingPuts(s3.client)  # the run has fetched by now; the store changed
+    lock.backend._given = RefusingPuts(s3.client)  # type: ignore[attr-defined]  # the run has fetched by now; the store changed
 
     with pytest.raises(PetsyncError) as caught:
         lock.confirm()

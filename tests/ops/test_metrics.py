@@ -67,7 +67,7 @@ def test_help_and_type_lines_precede_each_metric(tmp_path: Path) -> None:
     path = tmp_path / "petsync.prom"
     write_metrics(path, export_run())
     lines = path.read_text().splitlines()
-    index = lines.index('petsync_pets_exported{petsync_job="nightly-export"} 250')
+    index = lines.index('petsync_pets_exported{petsync_job="nightly-export"} 250.0')
     assert lines[index - 2] == (
         "# HELP petsync_pets_exported Pets written to the snapshot by the last export."
     )

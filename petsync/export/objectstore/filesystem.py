@@ -8,11 +8,11 @@ Credentials come only from each provider's standard chain, never from petsync's 
   ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``, the region by ``AWS_REGION`` or
   ``AWS_DEFAULT_REGION``. pyarrow's S3 client does not read the endpoint variables itself,
   so they are read here and passed on.
-* GCS: Application Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's login,
-  workload identity).
-* Azure: ``DefaultAzureCredential`` (``AZURE_CLIENT_ID``/``AZURE_TENANT_ID``/
-  ``AZURE_CLIENT_SECRET``, workload and managed identity, the Azure CLI's login); the
-  account from the URI's host or ``AZURE_STORAGE_ACCOUNT_NAME``.
+* GCS and Azure: chosen in Python before the store's client exists, from the ecosystem's
+  settings (``STORAGE_EMULATOR_HOST``, ``GOOGLE_APPLICATION_CREDENTIALS``, ADC;
+  ``AZURE_STORAGE_CONNECTION_STRING``, an account key, a SAS token, a service principal,
+  ``DefaultAzureCredential``): see :mod:`petsync.export.objectstore.credentials`. Nothing
+  usable is exit 2 at once, never a client's abort or its minutes of retries.
 
 :func:`store_error` is the one boundary where a store's ``OSError`` becomes a
 :class:`~petsync.core.errors.PetsyncError`: it names the bucket and the fix, and the values
@@ -21,16 +21,26 @@ of the secret variables are redacted from whatever the store said.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import ConfigError, PetsyncError
-from petsync.export.location import AZURE_ACCOUNT_VARIABLE, Location
+from petsync.export.location import Location
+from petsync.export.objectstore.credentials import (
+    AZURE_CONNECTION_VARIABLE,
+    AZURE_FIX,
+    GCS_FIX,
+    StoreAccess,
+    parse_connection_string,
+    resolve_access,
+)
 
 ENDPOINT_VARIABLES: tuple[str, ...] = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 REGION_VARIABLES: tuple[str, ...] = ("AWS_REGION", "AWS_DEFAULT_REGION")
@@ -42,10 +52,22 @@ SECRET_VARIABLES: tuple[str, ...] = (
     "AZURE_STORAGE_KEY",
     "AZURE_STORAGE_ACCOUNT_KEY",
     "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_STORAGE_CONNECTION_STRING",
 )
 CONNECT_TIMEOUT_SECONDS = 10.0
 REQUEST_TIMEOUT_SECONDS = 60.0
 S3_ATTEMPTS = 4
+# GCS: the client's total time retrying one call (its default is about a quarter hour).
+GCS_RETRY_SECONDS = 20.0
+# Opening the store, checking it and taking the lock, before the first API request: past
+# this the run stops (exit 2) whatever a store client is still waiting for.
+SETUP_LIMIT_SECONDS = 60.0
+# Releasing the lock and removing the staging after a failure: best effort, never longer.
+CLEANUP_LIMIT_SECONDS = 5.0
+# Any other store step of a run (publishing, pruning, listing): far beyond an upload of the
+# largest catalogue, yet a call the store never answers cannot hold the run for ever (GCS
+# and Azure clients in pyarrow have no timeout of a single request).
+STEP_LIMIT_SECONDS = 2 * 3600.0
 
 Problem = Literal["credentials", "unreachable", "missing", "other"]
 
@@ -104,16 +126,67 @@ def open_filesystem(
             # memory whenever the store is slower than the writer (+70 MiB at 1M pets).
             background_writes=False,
         )
+    access = resolve_access(location, env)
     if location.kind == "gcs":
-        return pafs.GcsFileSystem()
-    account = location.account or env.get(AZURE_ACCOUNT_VARIABLE, "").strip()
-    if not account:
+        return gcs_filesystem(access)
+    return azure_filesystem(access)
+
+
+def gcs_filesystem(access: StoreAccess) -> pafs.FileSystem:
+    """pyarrow's GCS client, its retries bounded by :data:`GCS_RETRY_SECONDS`."""
+    options: dict[str, object] = {}
+    if access.endpoint:
+        parts = urlsplit(access.endpoint)
+        options = {"scheme": parts.scheme or "http", "endpoint_override": parts.netloc}
+    return pafs.GcsFileSystem(
+        anonymous=access.anonymous,
+        retry_time_limit=dt.timedelta(seconds=GCS_RETRY_SECONDS),
+        **options,
+    )
+
+
+def azure_filesystem(access: StoreAccess) -> pafs.FileSystem:
+    """pyarrow's Azure client with explicit credentials: never its own default chain
+    unanswered (it aborts the process when that finds nothing), so a default credential is
+    first proven in Python."""
+    assert access.account is not None
+    options: dict[str, str] = {}
+    if access.endpoint:
+        parts = urlsplit(access.endpoint)
+        host = parts.netloc
+        options = {
+            "blob_storage_authority": host,
+            "dfs_storage_authority": host.replace(".blob.", ".dfs."),
+            "blob_storage_scheme": parts.scheme or "https",
+            "dfs_storage_scheme": parts.scheme or "https",
+        }
+    if access.account_key:
+        options["account_key"] = access.account_key
+    elif access.sas_token:
+        # pyarrow appends the token to the account's URL as it is: it must start with "?".
+        options["sas_token"] = "?" + access.sas_token
+    elif access.client_secret:
+        options["tenant_id"], options["client_id"], options["client_secret"] = access.client_secret
+    elif access.default_credential:
+        prove_default_azure_credential()
+    return pafs.AzureFileSystem(account_name=access.account, **options)
+
+
+def prove_default_azure_credential() -> None:
+    """Get a storage token through azure-identity's ``DefaultAzureCredential``, or exit 2."""
+    try:
+        from azure.identity import DefaultAzureCredential
+    except ImportError as exc:
         raise ConfigError(
-            f"{location}: no Azure storage account; write the URI as "
-            f"abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX or set "
-            f"{AZURE_ACCOUNT_VARIABLE}"
-        )
-    return pafs.AzureFileSystem(account_name=account)
+            "az:// with DefaultAzureCredential needs azure-identity: pip install 'petsync[azure]'"
+        ) from exc
+    try:
+        DefaultAzureCredential().get_token("https://storage.azure.com/.default")
+    except Exception as exc:  # every credential of the chain failed: its own summary
+        raise ConfigError(
+            f"DefaultAzureCredential found no usable credential "
+            f"({' '.join(str(exc).split())[:300]}); {AZURE_FIX}"
+        ) from exc
 
 
 def classify(exc: BaseException) -> Problem:
@@ -201,15 +274,9 @@ def _container_word(location: Location) -> str:
 
 def _credential_fix(location: Location) -> str:
     if location.kind == "gcs":
-        return (
-            "check GOOGLE_APPLICATION_CREDENTIALS (or `gcloud auth application-default "
-            f"login`, or the workload identity) and that it may list and write {location}"
-        )
+        return f"check the credentials ({GCS_FIX}) and that they may list and write {location}"
     if location.kind == "azure":
-        return (
-            "check AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (or the managed "
-            f"identity, or `az login`) and that it may list and write {location}"
-        )
+        return f"check the credentials ({AZURE_FIX}) and that they may list and write {location}"
     return (
         "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), "
         f"AWS_PROFILE, or the instance or pod role, and that it may list and write {location}"
@@ -217,8 +284,15 @@ def _credential_fix(location: Location) -> str:
 
 
 def _reach_fix(location: Location, environ: Mapping[str, str]) -> str:
-    if location.kind != "s3":
-        return "check the network"
+    if location.kind == "gcs":
+        emulator = environ.get("STORAGE_EMULATOR_HOST", "").strip()
+        shown = f"now {emulator}" if emulator else "unset, so Google Cloud itself"
+        return f"check the network and, for an emulator, STORAGE_EMULATOR_HOST ({shown})"
+    if location.kind == "azure":
+        return (
+            "check the network and, for Azurite or another endpoint, the BlobEndpoint of "
+            f"{AZURE_CONNECTION_VARIABLE}"
+        )
     endpoint = environment_settings(environ).get("endpoint_override")
     shown = f"now {endpoint}" if endpoint else "unset, so AWS itself"
     return f"check the network and, for an S3-compatible store, AWS_ENDPOINT_URL ({shown})"
@@ -231,5 +305,7 @@ def _detail(exc: BaseException, environ: Mapping[str, str]) -> str:
         code, operation, said = match.groups()
         text = f"{code} on {operation}" + (f": {said.strip()}" if said and said.strip() else "")
     text = " ".join(text.split())[:300]
-    secrets = [ApiKey(environ[name]) for name in SECRET_VARIABLES if environ.get(name, "").strip()]
-    return redact(text, secrets)
+    values = [environ[name] for name in SECRET_VARIABLES if environ.get(name, "").strip()]
+    connection = parse_connection_string(environ.get(AZURE_CONNECTION_VARIABLE, ""))
+    values += [v for k, v in connection.items() if k in ("AccountKey", "SharedAccessSignature")]
+    return redact(text, [ApiKey(value) for value in values if value])

@@ -1,9 +1,14 @@
 """The run lock on an object store: a conditional create with an expiry, fenced at publication.
 
 Object stores have no ``flock``; what they have is a write that succeeds only if the object
-is absent (S3 ``PutObject`` with ``If-None-Match: *``) or unchanged (``If-Match: <etag>``).
-pyarrow does not expose these headers, so the lock speaks S3 through botocore (the
-``petsync[s3]`` extra), with the same credentials chain and endpoint variables.
+is absent or unchanged: S3 ``PutObject`` with ``If-None-Match: *`` / ``If-Match: <etag>``,
+GCS ``ifGenerationMatch=0`` / ``ifGenerationMatch=<generation>``, Azure ``If-None-Match: *``
+/ ``If-Match: <etag>``. pyarrow does not expose these, so the lock speaks each store's
+protocol through the provider's own Python library (an extra each: botocore for
+``petsync[s3]``, google-cloud-storage for ``petsync[gcs]``, azure-storage-blob for
+``petsync[azure]``), with the same credentials and endpoint as the run's file system. The
+algorithm below is one; :class:`LockObject` is what each store provides (the version tag
+is the ETag, or the GCS generation).
 
 * **Acquire**: create ``OUT/.petsync.lock`` with ``If-None-Match: *``. The body names the
   holder (host, pid, a random owner id) and when the lock expires. If the object exists and
@@ -20,8 +25,6 @@ pyarrow does not expose these headers, so the lock speaks S3 through botocore (t
 Expiry uses the wall clock of the machines involved (the injected ``now``), so their clocks
 should agree within minutes (NTP). Stores that ignore the conditions (some older
 S3-compatible servers) cannot support two runs at once: run one export per location there.
-GCS and Azure have equivalent conditions but no pyarrow interface to them; there petsync
-takes no lock and says so (see :class:`UnlockedStore`).
 """
 
 from __future__ import annotations
@@ -38,16 +41,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import pyarrow.fs as pafs
-
-from petsync.core.errors import LockedError
+from petsync.core.errors import LockedError, PetsyncError
 from petsync.core.locking import Lock
 from petsync.export.location import Location
 from petsync.export.lock import LOCK_NAME
+from petsync.export.objectstore.calls import StoreCalls
 from petsync.export.objectstore.filesystem import (
+    CLEANUP_LIMIT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     S3_ATTEMPTS,
+    STEP_LIMIT_SECONDS,
     environment_settings,
     store_error,
 )
@@ -65,6 +69,22 @@ class S3Api(Protocol):
     def get_object(self, **kwargs: Any) -> dict[str, Any]: ...
     def delete_object(self, **kwargs: Any) -> dict[str, Any]: ...
     def head_object(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+class LockObject(Protocol):
+    """The lock object on one store, written only under the store's conditions.
+
+    ``create`` raises :class:`Conflict` if the object exists; ``read`` raises
+    :class:`Missing` if it does not; ``replace`` raises either when the object is no
+    longer the version ``tag`` names; ``delete`` never raises (the expiry frees a lock).
+    Any other failure is translated by :func:`store_error` (``doing``, ``before_fetch``).
+    """
+
+    def create(self, body: bytes, *, doing: str, before_fetch: bool) -> str: ...
+    def read(self, *, doing: str, before_fetch: bool) -> tuple[bytes, str]: ...
+    def replace(self, body: bytes, tag: str, *, doing: str, before_fetch: bool) -> str: ...
+    def delete(self, tag: str) -> None: ...
+    def close(self) -> None: ...
 
 
 class RunLock(Protocol):
@@ -129,7 +149,12 @@ def s3_client(environ: Mapping[str, str] | None = None) -> S3Api:
 
 
 class ObjectLock(Lock):
-    """The lock of an S3 location, taken for the duration of a ``with`` block.
+    """The lock of an object-store location, taken for the duration of a ``with`` block.
+
+    ``backend`` is the store's :class:`LockObject`; by default the one of the location's
+    store (``client`` is the botocore S3 client to use on S3; ``markers`` names folders under
+    the location whose empty S3 folder-marker object goes with the lock, so a successful run
+    leaves nothing behind).
 
     >>> with ObjectLock(parse_location("s3://archive/petsync")) as lock:  # doctest: +SKIP
     ...     ...              # fetch and stage
@@ -143,62 +168,55 @@ class ObjectLock(Lock):
         client: S3Api | None = None,
         now: Callable[[], dt.datetime] | None = None,
         expiry: dt.timedelta = DEFAULT_LOCK_EXPIRY,
+        backend: LockObject | None = None,
         markers: tuple[str, ...] = (),
     ) -> None:
         self.location = location
         self.key = f"{location.prefix}/{LOCK_NAME}" if location.prefix else LOCK_NAME
-        # Folders under the location whose empty marker object is deleted on release:
-        # pyarrow leaves one for the parent of every folder it deletes (the staging area's).
-        self._markers = [
-            f"{location.prefix}/{name}/" if location.prefix else f"{name}/" for name in markers
-        ]
         self.uri = location.child(LOCK_NAME)
-        self._given = client
-        self._client: S3Api | None = None
+        self.backend = backend or lock_object(location, self.key, client=client, markers=markers)
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self.expiry = expiry
         self.owner = uuid.uuid4().hex
         self._etag: str | None = None
-
-    @property
-    def client(self) -> S3Api:
-        if self._given is not None:
-            return self._given
-        if self._client is None:
-            self._client = s3_client()
-        return self._client
 
     def acquire(self) -> None:
         """Take the lock, or take over an expired one; :class:`LockedError` if held."""
         try:
             self._take()
         finally:
-            # botocore's S3 client holds ~12 MiB of service model; drop it before the
-            # fetch. A new client confirms and releases the lock later, after the peak.
-            self._client = None
-            _give_back_memory()
+            self.backend.close()
 
     def _take(self) -> None:
         try:
-            self._etag = self._put(IfNoneMatch="*")
+            self._etag = self.backend.create(
+                self._body(), doing="taking the lock", before_fetch=True
+            )
             return
-        except _Conflict:
+        except Conflict:
             pass
         for _ in range(3):  # bounded: the holder may release it while we look
             try:
-                current = self._call("get_object", "reading the lock", before_fetch=True)
-            except _Missing:
+                body, tag = self.backend.read(doing="reading the lock", before_fetch=True)
+            except Missing:
                 try:
-                    self._etag = self._put(IfNoneMatch="*")
+                    self._etag = self.backend.create(
+                        self._body(), doing="taking the lock", before_fetch=True
+                    )
                     return
-                except _Conflict:
+                except Conflict:
                     continue
-            holder = Holder.parse(current["Body"].read())
+            holder = Holder.parse(body)
+            if holder.owner == self.owner:  # our own create, retried after its answer was lost
+                self._etag = tag
+                return
             if holder.expires_at is None or holder.expires_at > self._now():
                 raise self._held(holder)
             try:
-                self._etag = self._put(IfMatch=current["ETag"])
-            except (_Conflict, _Missing):
+                self._etag = self.backend.replace(
+                    self._body(), tag, doing="taking over the lock", before_fetch=True
+                )
+            except (Conflict, Missing):
                 continue  # another run took it over, or its holder released it: look again
             logger.warning(
                 "export.lock_taken_over",
@@ -215,10 +233,10 @@ class ObjectLock(Lock):
         if self._etag is None:
             raise LockedError(f"this run does not hold the lock {self.uri}; nothing published")
         try:
-            self._etag = self._put(
-                IfMatch=self._etag, doing="confirming the lock", before_fetch=False
+            self._etag = self.backend.replace(
+                self._body(), self._etag, doing="confirming the lock", before_fetch=False
             )
-        except (_Conflict, _Missing) as exc:
+        except (Conflict, Missing) as exc:
             self._etag = None
             raise LockedError(
                 f"this run lost the lock {self.uri}: it ran longer than the lock's expiry "
@@ -227,40 +245,10 @@ class ObjectLock(Lock):
             ) from exc
 
     def release(self) -> None:
-        """Delete the lock if it is still ours; never raises (the expiry frees it anyway).
-
-        Empty folder markers of ``markers`` go first, while the lock is still held: on S3 a
-        marker is an object of its own, and deleting it leaves any other object in place.
-        """
+        """Delete the lock if it is still ours; never raises (the expiry frees it anyway)."""
         etag, self._etag = self._etag, None
-        if etag is None:
-            return
-        import botocore.exceptions
-
-        for marker in self._markers:
-            try:
-                self.client.delete_object(Bucket=self.location.bucket, Key=marker)
-            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
-                logger.warning("export.marker_not_removed", extra={"fields": {"key": marker}})
-        try:
-            self.client.delete_object(Bucket=self.location.bucket, Key=self.key, IfMatch=etag)
-        except botocore.exceptions.ClientError as exc:
-            if _status(exc) in _CONFLICT_STATUSES:
-                return  # not ours any more
-            self._release_unconditionally(etag)
-        except botocore.exceptions.BotoCoreError:
-            logger.warning("export.lock_not_released", extra={"fields": {"lock": self.uri}})
-
-    def _release_unconditionally(self, etag: str) -> None:
-        """For stores that refuse conditional deletes: delete only if the ETag is still ours."""
-        import botocore.exceptions
-
-        try:
-            head = self.client.head_object(Bucket=self.location.bucket, Key=self.key)
-            if head.get("ETag") == etag:
-                self.client.delete_object(Bucket=self.location.bucket, Key=self.key)
-        except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
-            logger.warning("export.lock_not_released", extra={"fields": {"lock": self.uri}})
+        if etag is not None:
+            self.backend.delete(etag)
 
     def _body(self) -> bytes:
         now = self._now()
@@ -274,14 +262,155 @@ class ObjectLock(Lock):
             }
         ).encode()
 
-    def _put(
-        self, *, doing: str = "taking the lock", before_fetch: bool = True, **condition: str
-    ) -> str:
+    def _held(self, holder: Holder) -> LockedError:
+        until = (
+            f"; it expires at {holder.expires_at.isoformat()}"
+            if holder.expires_at is not None
+            else "; it is unreadable, so it never expires"
+        )
+        return LockedError(
+            f"another petsync run is writing to {self.location} (it holds the lock "
+            f"{self.uri}: {holder.describe()}{until}). Wait for it to finish and run again; "
+            "if that run was killed, the lock frees itself when it expires, or delete "
+            f"{self.uri} once you are sure no run is writing."
+        )
+
+
+class StoppableLock(Lock):
+    """An :class:`ObjectLock` whose store calls run through the run's :class:`StoreCalls`.
+
+    Confirming is stoppable like any store step. Releasing is bounded by
+    :data:`CLEANUP_LIMIT_SECONDS` and never raises; after a step was abandoned (a stop or
+    a timeout while it still wrote) the lock is kept, so no other run starts while that
+    step may still write: it expires, or the lock object can be deleted by hand.
+    """
+
+    def __init__(self, lock: ObjectLock, calls: StoreCalls) -> None:
+        self.lock = lock
+        self.calls = calls
+
+    def acquire(self) -> None:
+        self.calls.run(self.lock.acquire, doing="taking the lock", limit=STEP_LIMIT_SECONDS)
+
+    def confirm(self) -> None:
+        self.calls.run(self.lock.confirm, doing="confirming the lock", limit=STEP_LIMIT_SECONDS)
+
+    def release(self) -> None:
+        if self.calls.abandoned is not None:
+            logger.warning(
+                "export.lock_kept",
+                extra={
+                    "fields": {
+                        "lock": self.lock.uri,
+                        "reason": f"a store step was left running ({self.calls.abandoned})",
+                        "expires_in": _hours(self.lock.expiry),
+                    }
+                },
+            )
+            return
+        try:
+            self.calls.run(
+                self.lock.release,
+                doing="releasing the lock",
+                limit=CLEANUP_LIMIT_SECONDS,
+                stoppable=False,
+            )
+        except PetsyncError:
+            warn_not_released(self.lock.location, self.lock.key)
+
+
+def lock_object(
+    location: Location, key: str, *, client: S3Api | None = None, markers: tuple[str, ...] = ()
+) -> LockObject:
+    """The :class:`LockObject` of ``location``'s store (S3, GCS or Azure)."""
+    if location.kind == "gcs":
+        from petsync.export.objectstore.gcslock import GcsLockObject
+
+        return GcsLockObject(location, key)
+    if location.kind == "azure":
+        from petsync.export.objectstore.azurelock import AzureLockObject
+
+        return AzureLockObject(location, key)
+    return S3LockObject(location, key, client=client, markers=markers)
+
+
+class S3LockObject:
+    """The lock object on S3, through botocore (``If-None-Match: *``, ``If-Match``)."""
+
+    def __init__(
+        self,
+        location: Location,
+        key: str,
+        *,
+        client: S3Api | None = None,
+        markers: tuple[str, ...] = (),
+    ) -> None:
+        self.location = location
+        self.key = key
+        # Empty folder markers pyarrow writes on S3 (``prefix/.petsync-tmp/``): objects of
+        # their own, deleted with the lock; deleting one leaves every other object in place.
+        self._markers = [f"{location.prefix}/{n}/" if location.prefix else f"{n}/" for n in markers]
+        self._given = client
+        self._client: S3Api | None = None
+
+    @property
+    def client(self) -> S3Api:
+        if self._given is not None:
+            return self._given
+        if self._client is None:
+            self._client = s3_client()
+        return self._client
+
+    def close(self) -> None:
+        """botocore's S3 client holds ~12 MiB of service model; drop it before the fetch.
+        A new client confirms and releases the lock later, after the peak."""
+        self._client = None
+        _give_back_memory()
+
+    def create(self, body: bytes, *, doing: str, before_fetch: bool) -> str:
+        return self._put(body, doing=doing, before_fetch=before_fetch, IfNoneMatch="*")
+
+    def read(self, *, doing: str, before_fetch: bool) -> tuple[bytes, str]:
+        answer = self._call("get_object", doing, before_fetch=before_fetch)
+        return answer["Body"].read(), str(answer["ETag"])
+
+    def replace(self, body: bytes, tag: str, *, doing: str, before_fetch: bool) -> str:
+        return self._put(body, doing=doing, before_fetch=before_fetch, IfMatch=tag)
+
+    def delete(self, tag: str) -> None:
+        import botocore.exceptions
+
+        for marker in self._markers:  # first, while the lock is still held
+            try:
+                self.client.delete_object(Bucket=self.location.bucket, Key=marker)
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
+                logger.warning("export.marker_not_removed", extra={"fields": {"key": marker}})
+        try:
+            self.client.delete_object(Bucket=self.location.bucket, Key=self.key, IfMatch=tag)
+        except botocore.exceptions.ClientError as exc:
+            if _status(exc) in _CONFLICT_STATUSES:
+                return  # not ours any more
+            self._release_unconditionally(tag)
+        except botocore.exceptions.BotoCoreError:
+            warn_not_released(self.location, self.key)
+
+    def _release_unconditionally(self, etag: str) -> None:
+        """For stores that refuse conditional deletes: delete only if the ETag is still ours."""
+        import botocore.exceptions
+
+        try:
+            head = self.client.head_object(Bucket=self.location.bucket, Key=self.key)
+            if head.get("ETag") == etag:
+                self.client.delete_object(Bucket=self.location.bucket, Key=self.key)
+        except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
+            warn_not_released(self.location, self.key)
+
+    def _put(self, body: bytes, *, doing: str, before_fetch: bool, **condition: str) -> str:
         answer = self._call(
             "put_object",
             doing,
             before_fetch=before_fetch,
-            Body=self._body(),
+            Body=body,
             ContentType="application/json",
             **condition,
         )
@@ -302,79 +431,25 @@ class ObjectLock(Lock):
         except botocore.exceptions.ClientError as exc:
             status = _status(exc)
             if status in _CONFLICT_STATUSES:
-                raise _Conflict from exc
+                raise Conflict from exc
             if status == 404 and _code(exc) in ("NoSuchKey", "404"):
-                raise _Missing from exc
+                raise Missing from exc
             raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
         except botocore.exceptions.BotoCoreError as exc:
             raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
 
-    def _held(self, holder: Holder) -> LockedError:
-        until = (
-            f"; it expires at {holder.expires_at.isoformat()}"
-            if holder.expires_at is not None
-            else "; it is unreadable, so it never expires"
-        )
-        return LockedError(
-            f"another petsync run is writing to {self.location} (it holds the lock "
-            f"{self.uri}: {holder.describe()}{until}). Wait for it to finish and run again; "
-            "if that run was killed, the lock frees itself when it expires, or delete "
-            f"{self.uri} once you are sure no run is writing."
-        )
+
+def warn_not_released(location: Location, key: str) -> None:
+    logger.warning(
+        "export.lockwarn_not_released", extra={"fields": {"lock": f"{location.bucket}/{key}"}}
+    )
 
 
-class UnlockedStore(Lock):
-    """GCS and Azure: no lock (pyarrow cannot make a conditional create there).
-
-    Acquiring writes the lock object anyway, as a write probe made before any API request
-    and as a note of who ran last; two runs at once on one location are not prevented.
-    """
-
-    def __init__(
-        self,
-        location: Location,
-        filesystem: pafs.FileSystem,
-        *,
-        now: Callable[[], dt.datetime] | None = None,
-    ) -> None:
-        self.location = location
-        self.filesystem = filesystem
-        self._now = now or (lambda: dt.datetime.now(dt.UTC))
-
-    def acquire(self) -> None:
-        logger.warning(
-            "export.no_lock",
-            extra={
-                "fields": {
-                    "location": str(self.location),
-                    "message": "no run lock on this store: run one export per location at a "
-                    "time (a scheduler's concurrency policy, or flock on the host)",
-                }
-            },
-        )
-        body = json.dumps(
-            {"host": socket.gethostname(), "pid": os.getpid(), "at": self._now().isoformat()}
-        ).encode()
-        try:
-            with self.filesystem.open_output_stream(self.location.store_child(LOCK_NAME)) as out:
-                out.write(body)
-        except OSError as exc:
-            raise store_error(
-                self.location, exc, doing="writing a probe object", before_fetch=True
-            ) from exc
-
-    def confirm(self) -> None:
-        return None
-
-    def release(self) -> None:
-        return None
-
-
-class _Conflict(Exception):
+class Conflict(Exception):
     """A conditional write lost: the object exists, or changed."""
 
 
-class _Missing(Exception):
+class Missing(Exception):
     """The lock object is not there."""
 
 

