@@ -6,7 +6,7 @@ existed before the first POST) and ``settle`` (uncertain rows decided from the A
 ``sender`` (the worker threads and the adaptive ``concurrency_limit``), ``outputs`` (the
 write pass and its reject, accepted and uncertain files), ``report`` (ImportReport),
 ``journal`` (each row's state, durable before its POST, one per file content), ``inbox``
-(globs, several files, the archive), ``spreadsheet`` (rows of text; ``csv_sheet`` and
-``workbook`` read CSV and workbooks), ``columns`` (header matching), ``validation`` (a row
+(globs, several files, the archive), ``sheets/`` (the spreadsheet readers: rows of text
+from CSV and workbooks), ``columns`` (header matching), ``validation`` (a row
 to a NewPet or its errors) and ``excel_safe`` (the reversible formula-injection rule).
 """

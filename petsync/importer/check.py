@@ -20,14 +20,14 @@ from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
 from petsync.importer.provenance import FixIdentity
-from petsync.importer.spreadsheet import (
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.sheet import (
     PETSYNC_MARKER_COLUMN,
     PETSYNC_ORIGIN_COLUMN,
     ReadOptions,
     Record,
     SheetRow,
     Spreadsheet,
-    open_spreadsheet,
 )
 from petsync.importer.validation import ErrorCode, FieldError, Validated, validate_row
 
@@ -173,7 +173,7 @@ class CheckedInput:
 
         So a rejected row keeps its number through any number of rounds of fixing. A
         fed-back row with no ``petsync_row`` has none: a negative number (see
-        :func:`~petsync.importer.spreadsheet.identity_number`).
+        :func:`~petsync.importer.sheets.sheet.identity_number`).
         """
         if self.identity_column is not None:
             return row.number
@@ -195,7 +195,7 @@ class CheckedInput:
         A workbook is not read again: its rows, read once by the check, are served again.
         """
         if self.workbook_records is not None:
-            from petsync.importer.workbook import reopen_workbook
+            from petsync.importer.sheets.workbook import reopen_workbook
 
             again = reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
             # A row whose only cells could not be read is a row (rejected), not a blank one.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from petsync.core.errors import ConfigError
-from petsync.importer.spreadsheet import ReadOptions
+from petsync.importer.sheets.sheet import ReadOptions
 
 DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
 MAX_CONCURRENCY = 64

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from petsync.core.errors import InputError
 from petsync.importer.report import ImportReport
-from petsync.importer.spreadsheet import WORKBOOK_SUFFIXES
+from petsync.importer.sheets.sheet import WORKBOOK_SUFFIXES
 
 OUTPUT_SUFFIXES: tuple[str, ...] = (".rejects.csv", ".accepted.csv", ".uncertain.csv")
 # What a glob picks: CSV (and .tsv), and every workbook petsync reads. Not .txt: an inbox

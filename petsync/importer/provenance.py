@@ -33,7 +33,7 @@ from pathlib import Path
 from petsync.core.errors import InputError, LockedError
 from petsync.core.files import fsync_dir, try_lock
 from petsync.importer.row_states import RowRecord, RowState, RowStates
-from petsync.importer.spreadsheet import SheetRow
+from petsync.importer.sheets.sheet import SheetRow
 from petsync.importer.validation import ErrorCode, FieldError
 
 FIXES_SUFFIX = ".fixes"

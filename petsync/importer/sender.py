@@ -50,7 +50,7 @@ from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.row_states import RowRecord, RowState
-from petsync.importer.spreadsheet import Spreadsheet
+from petsync.importer.sheets.sheet import Spreadsheet
 from petsync.importer.validation import validate_row
 
 logger = logging.getLogger(__name__)

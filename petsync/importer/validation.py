@@ -32,7 +32,7 @@ from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
 from petsync.core.text import shown_text
 from petsync.importer.columns import ColumnMap
-from petsync.importer.spreadsheet import CutCell
+from petsync.importer.sheets.sheet import CutCell
 
 
 class ErrorCode(StrEnum):

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.cli.import_progress import shows_progress
-from petsync.importer.spreadsheet import CELL_LIMIT, CUT_KEEP, CUT_NOTE
+from petsync.importer.sheets.sheet import CELL_LIMIT, CUT_KEEP, CUT_NOTE
 
 
 def run(srv: Any, *args: str) -> Result:

@@ -19,8 +19,9 @@ from petsync.core.interface import (
     SHEET_COLUMN_LIMIT,
 )
 from petsync.importer.columns import resolve_columns
-from petsync.importer.sheet_range import UsedRange, check_sheet_range, column_letters
-from petsync.importer.spreadsheet import CUT_NOTE, open_spreadsheet
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.sheet import CUT_NOTE
+from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, column_letters
 from petsync.importer.validation import validate_row
 from tests.fuzz.budget import fuzz
 from tests.importer.test_workbook_bounds import _with_sheet

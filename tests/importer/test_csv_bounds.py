@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
-from petsync.importer.spreadsheet import CUT_KEEP, CUT_NOTE, CutCell, open_spreadsheet
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.sheet import CUT_KEEP, CUT_NOTE, CutCell
 
 LONG = "y" * (CELL_LIMIT + 1)  # sends a record to the chunked reader
 

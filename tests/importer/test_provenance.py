@@ -18,7 +18,7 @@ from petsync.importer.provenance import (
     register_fix,
 )
 from petsync.importer.row_states import RowRecord, RowState, RowStates
-from petsync.importer.spreadsheet import identity_number
+from petsync.importer.sheets.sheet import identity_number
 
 ORIGIN = "a" * 64
 
@@ -126,7 +126,7 @@ def test_repeats_across_batches_are_found(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_a_fix_files_rows_name_one_first_file_and_each_of_its_rows_once() -> None:
     from petsync.importer.provenance import FixIdentity
-    from petsync.importer.spreadsheet import SheetRow
+    from petsync.importer.sheets.sheet import SheetRow
 
     check = FixIdentity()
     other = "b" * 64

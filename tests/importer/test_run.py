@@ -22,7 +22,7 @@ from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
 from petsync.importer.report import ImportReport
 from petsync.importer.run import run_import
-from petsync.importer.spreadsheet import open_spreadsheet
+from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.validation import validate_row
 from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock

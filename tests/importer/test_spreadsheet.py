@@ -10,7 +10,8 @@ import openpyxl
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.importer.spreadsheet import (
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.sheet import (
     CELL_LIMIT,
     CUT_KEEP,
     CUT_NOTE,
@@ -18,9 +19,8 @@ from petsync.importer.spreadsheet import (
     ReadOptions,
     SheetRow,
     Spreadsheet,
-    open_spreadsheet,
 )
-from petsync.importer.workbook import render_cell
+from petsync.importer.sheets.workbook import render_cell
 
 
 def read(path: Path, **options: str) -> tuple[tuple[str, ...], list[SheetRow], Spreadsheet]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.importer import sheet_range
-from petsync.importer.sheet_range import UsedRange, check_sheet_range, column_letters
+from petsync.importer.sheets import sheet_range
+from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, column_letters
 from tests.cli.test_import_bounds import _far_cell_workbook
 
 

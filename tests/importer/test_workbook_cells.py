@@ -11,8 +11,8 @@ import openpyxl
 
 from petsync.importer.config import ImportConfig
 from petsync.importer.run import run_import
-from petsync.importer.spreadsheet import open_spreadsheet
-from petsync.importer.xlsx_cells import read_exact_cells
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.xlsx_cells import read_exact_cells
 from tests.importer.doubles import InstantClient
 
 BIG = 9007199254740993  # 2**53 + 1: a double cannot hold it
@@ -103,7 +103,7 @@ def test_a_sheet_with_neither_reads_no_xml(tmp_path: Path) -> None:
 def test_only_formulas_with_no_value_where_one_belongs_are_flagged() -> None:
     import io
 
-    from petsync.importer.xlsx_cells import _parse
+    from petsync.importer.sheets.xlsx_cells import _parse
 
     xml = (
         b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'

@@ -16,7 +16,7 @@ ambiguous and stops with a hint to pass ``--delimiter``.
 
 Records are read by the csv module a line at a time, at most :data:`CELL_LIMIT` characters
 of a record; a longer record is parsed here chunk by chunk, keeping only the start of each
-cell over the limit (:class:`~petsync.importer.spreadsheet.CutCell`), at most
+cell over the limit (:class:`~petsync.importer.sheets.sheet.CutCell`), at most
 ``ROW_CELL_LIMIT`` cells, and only the start of the cells past ``ROW_CHAR_LIMIT``
 characters (:mod:`petsync.core.interface`). So a 300 MB line, or a line of a million empty
 cells, costs about a megabyte, and its row is rejected (``cell_too_long``,
@@ -35,7 +35,7 @@ from typing import IO
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
-from petsync.importer.spreadsheet import (
+from petsync.importer.sheets.sheet import (
     CHUNK,
     CUT_KEEP,
     CUT_NOTE,

@@ -5,10 +5,10 @@ Row numbers are the spreadsheet's own (the header is row 1), also when a quoted 
 spans several lines. Rows whose cells are all blank are skipped and counted. A cell over
 :data:`CELL_LIMIT` characters is cut (:class:`CutCell`): its row is rejected, not the file.
 
-:func:`open_spreadsheet` opens CSV through :mod:`petsync.importer.csv_sheet` (encoding,
+:func:`open_spreadsheet` opens CSV through :mod:`petsync.importer.sheets.csv_sheet` (encoding,
 delimiter, a reader whose memory is bounded whatever the line length) and workbooks
 (``.xlsx``, ``.xlsm``, ``.xls``, ``.xlsb``, ``.ods``) through
-:mod:`petsync.importer.workbook` (calamine, cached values, read once). csv, decoding and
+:mod:`petsync.importer.sheets.workbook` (calamine, cached values, read once). csv, decoding and
 workbook errors never leave those modules: they become
 :class:`~petsync.core.errors.InputError` naming the file and the row.
 """
@@ -230,24 +230,6 @@ def identity_number(cells: Sequence[str], column: int, line: int) -> int:
     if text.isdigit() and len(text) <= 18 and int(text) >= 2:
         return int(text)
     return -line
-
-
-def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsheet:
-    """Open a CSV file or a workbook, read its header and detect how to read the rest."""
-    options = options or ReadOptions()
-    if path.suffix.lower() in WORKBOOK_SUFFIXES:
-        if options.encoding or options.delimiter:
-            raise InputError(
-                f"{path}: --encoding and --delimiter apply to CSV files only, not to workbooks"
-            )
-        from petsync.importer.workbook import open_workbook
-
-        return open_workbook(path, options.sheet)
-    if options.sheet:
-        raise InputError(f"{path}: --sheet applies to workbooks (.xlsx, .ods...), not to CSV")
-    from petsync.importer.csv_sheet import open_csv
-
-    return open_csv(path, options)
 
 
 def cut_cells(cells: Sequence[str]) -> tuple[tuple[str, ...], tuple[CutCell, ...]]:

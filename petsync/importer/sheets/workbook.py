@@ -8,7 +8,7 @@ later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed o
 Values become text by :func:`render_cell`: text as it is; whole numbers without a decimal
 point (``12``; ``12.0`` gives ``12``) below 2**53 in magnitude, where doubles stop being
 exact; whole numbers beyond that, in .xlsx and .xlsm, exactly as the file stores them
-(``9007199254740993``, read by :mod:`petsync.importer.xlsx_cells`), in the other formats
+(``9007199254740993``, read by :mod:`petsync.importer.sheets.xlsx_cells`), in the other formats
 in exponent form (``9.007199254740992e+15``, which the categoryId check rejects rather
 than send a rounded id); other numbers in Python's shortest
 round-trip form (``12.5``, ``1e+20``); booleans ``TRUE``/``FALSE``; dates ``2024-03-01``,
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError
-from petsync.importer.sheet_range import check_sheet_range
-from petsync.importer.spreadsheet import Record, Spreadsheet, cut_cells, file_sha256
-from petsync.importer.xlsx_cells import ExactCells, read_exact_cells
+from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells, file_sha256
+from petsync.importer.sheets.sheet_range import check_sheet_range
+from petsync.importer.sheets.xlsx_cells import ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
