@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from petsync.client.config import ClientConfig, RetryPolicy
     from petsync.client.listing import InvalidRecord, Listing, Page
     from petsync.export.diff import SnapshotDiff, diff_snapshots
+    from petsync.export.layout import SnapshotInfo
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
     from petsync.export.snapshot import (
         FlaggedSnapshotWarning,
-        SnapshotInfo,
         list_snapshots,
         load_snapshot,
         load_snapshots,
@@ -70,7 +70,7 @@ _LAZY: dict[str, str] = {
     "ImportReport": "petsync.importer.report",
     "ExportReport": "petsync.export.report",
     "run_export": "petsync.export.run",
-    "SnapshotInfo": "petsync.export.snapshot",
+    "SnapshotInfo": "petsync.export.layout",
     "FlaggedSnapshotWarning": "petsync.export.snapshot",
     "list_snapshots": "petsync.export.snapshot",
     "load_snapshot": "petsync.export.snapshot",

@@ -170,23 +170,10 @@ def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
     return found
 
 
-RESTRUCTURE = (
-    "export/ still holds import cycles (delta <-> run, snapshot <-> delta, "
-    "store <-> publish <-> objectstore/publish): the "
-    "house restructure of issue 21 lays them out one way after the parallel branches merge"
-)
 PARTS = sorted({part_of(path) for path in MODULES if len(path.relative_to(PACKAGE).parts) > 1})
 
 
-@pytest.mark.parametrize(
-    "part",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=RESTRUCTURE))
-        if p in ("export",)
-        else p
-        for p in PARTS
-    ],
-)
+@pytest.mark.parametrize("part", PARTS)
 def test_no_import_cycle_inside_a_part(part: str) -> None:
     assert cycles_in(part) == []
 

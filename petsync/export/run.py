@@ -8,7 +8,7 @@ the quarantine (:mod:`petsync.export.quarantine`), judges the result
 (:mod:`petsync.export.report`), writes the snapshot files into a staged snapshot and
 publishes it (:mod:`petsync.export.publish`: one rename; on object stores
 :mod:`petsync.export.objectstore.publish`: copies, the data before the manifest), or commits
-it to a Delta table (:mod:`petsync.export.delta`). A run that fails anywhere before
+it to a Delta table (:mod:`petsync.export.tables.delta`). A run that fails anywhere before
 publication publishes nothing; with ``strict`` a result that is not to be trusted is not
 published either.
 """
@@ -42,6 +42,15 @@ from petsync.export.extra_fields import (
     fixed_columns,
     summarise,
 )
+from petsync.export.layout import (
+    MANIFEST_NAME,
+    PARTITION_KEY,
+    QUARANTINE_NAME,
+    RUN_ID_KEY,
+    SnapshotInfo,
+    csv_name,
+    data_name,
+)
 from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
 from petsync.export.quarantine import Quarantine
 from petsync.export.report import (
@@ -52,15 +61,6 @@ from petsync.export.report import (
     outcome_warnings,
 )
 from petsync.export.schema import COLUMNS
-from petsync.export.snapshot import (
-    MANIFEST_NAME,
-    PARTITION_KEY,
-    QUARANTINE_NAME,
-    RUN_ID_KEY,
-    SnapshotInfo,
-    csv_name,
-    data_name,
-)
 from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
 
 logger = logging.getLogger(__name__)
@@ -103,11 +103,11 @@ def run_export(
     try:
         with before_fetch(location):
             if config.table_format == "delta":
-                from petsync.export.delta import check_table
+                from petsync.export.tables.delta import check_table
 
                 check_table(location)  # an existing table of another schema: exit 2 now
             elif config.table_format == "iceberg":
-                from petsync.export.iceberg import check_table as check_iceberg
+                from petsync.export.tables.iceberg import check_table as check_iceberg
 
                 check_iceberg(location)
             stale = store.clean_staging()
@@ -312,11 +312,11 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
             )
 
     if config.table_format == "delta":
-        from petsync.export.delta import commit_snapshot
+        from petsync.export.tables.delta import commit_snapshot
 
         return commit_snapshot(run, collected, fetched, drop, extra_fields, columns)
     if config.table_format == "iceberg":
-        from petsync.export.iceberg import commit_snapshot as commit_iceberg
+        from petsync.export.tables.iceberg import commit_snapshot as commit_iceberg
 
         return commit_iceberg(run, collected, fetched, drop, extra_fields)
     trusted = fetched.complete and not drop.flagged  # the report's exit code 0
@@ -369,7 +369,7 @@ def _write_files(
     run: _Run, collected: Deduplicated, trusted: bool, columns: dict[str, ColumnType]
 ) -> CollectedPets:
     """Stream the winning rows into the staged Parquet file (and CSV), named as trusted or
-    flagged (:func:`~petsync.export.snapshot.data_name`), with the kept extra columns."""
+    flagged (:func:`~petsync.export.layout.data_name`), with the kept extra columns."""
     staged = run.staged
     with contextlib.ExitStack() as streams:
         parquet = streams.enter_context(staged.output(data_name(trusted)))

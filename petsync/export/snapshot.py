@@ -1,36 +1,9 @@
-"""Snapshot layout on disk, and reading it: listing, resolving and loading snapshots.
+"""Reading snapshots: listing, resolving and loading them, whatever wrote them.
 
-One export run makes one snapshot partition, named by its UTC date::
-
-    DIR/
-      .petsync.lock                    the run lock (see petsync.export.lock)
-      .petsync-tmp/                    staging area; leftovers of a killed run are removed
-      pets/
-        snapshot_date=2026-11-22/
-          pets.parquet                 the pets (zstd), the one schema of petsync.export.schema
-          _pets.csv                    the same rows as CSV (unless --format parquet)
-          _quarantine.jsonl            records that broke the interface, one JSON per line
-          _manifest.json               counts, completeness, provenance; written last
-        snapshot_date=2026-11-23/      a flagged snapshot (exit 4: incomplete, or a drop)
-          _pets.parquet.flagged        its pets: the same Parquet, under a name readers skip
-          _pets.csv.flagged            its CSV, flagged too
-          ...
-
-Files whose names start with ``_`` or ``.`` are skipped by pyarrow's dataset discovery, so
-``pandas.read_parquet("DIR/pets")`` reads every ``pets.parquet`` as one table with
-``snapshot_date`` as a column, and the ``DIR/pets/*/*.parquet`` glob of DuckDB and polars
-matches only them. Only a trusted snapshot (complete, no suspicious drop) names its data
-``pets.parquet``: a flagged one keeps its rows in :data:`FLAGGED_PARQUET_NAME`, which neither
-the discovery nor the glob reads, so those readers see trusted nights only, with no filter to
-forget. Its manifest names the file (``files.parquet``); :func:`load_snapshot` reads it when
-asked, with a :class:`FlaggedSnapshotWarning`.
-
-The same layout lives under an object-store prefix (``s3://bucket/prefix/pets/...``);
-every function here takes a local directory or such a URI (:mod:`petsync.export.location`)
-and reads through ``pyarrow.fs``. How a snapshot gets there is :mod:`petsync.export.publish`
-(local: staged, then renamed into place in one step) and
-:mod:`petsync.export.objectstore.publish` (object stores: staged, then copied, the data
-before the manifest); this module only reads what is published.
+The files and names are :mod:`petsync.export.layout`. Every function here takes a local
+directory or an object-store URI (:mod:`petsync.export.location`) and reads through
+``pyarrow.fs``; a Delta or Iceberg table (:mod:`petsync.export.tables`) is read through its
+own library. A flagged snapshot loads only when asked, with a :class:`FlaggedSnapshotWarning`.
 
 A partition counts as published when its Parquet file's footer names the run (``run_id``)
 whose manifest vouches for it: the partition's own manifest, or, while that run is still
@@ -43,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CLOCK_TOLERANCE
+from petsync.export.layout import (
+    DATA_NAMES,
+    MANIFEST_NAME,
+    PARQUET_NAME,
+    PARTITION_KEY,
+    PETS_DIR,
+    RUN_ID_KEY,
+    STAGING_DIR,
+    SnapshotInfo,
+    manifest_data_name,
+    partition_date,
+    partition_name,
+)
 from petsync.export.location import Location, parse_location
 
 if TYPE_CHECKING:
@@ -58,134 +43,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs
 
-PETS_DIR = "pets"
-PARTITION_KEY = "snapshot_date"
-PARQUET_NAME = "pets.parquet"
-# A flagged snapshot's data: starts with "_" (pyarrow's discovery skips it) and does not end
-# in ".parquet" (the */*.parquet glob of DuckDB and polars skips it). Its CSV is flagged too.
-FLAGGED_SUFFIX = ".flagged"
-FLAGGED_PARQUET_NAME = f"_{PARQUET_NAME}{FLAGGED_SUFFIX}"
-DATA_NAMES = (PARQUET_NAME, FLAGGED_PARQUET_NAME)
-CSV_NAME = "_pets.csv"
-FLAGGED_CSV_NAME = CSV_NAME + FLAGGED_SUFFIX
-QUARANTINE_NAME = "_quarantine.jsonl"
-MANIFEST_NAME = "_manifest.json"
-STAGING_DIR = ".petsync-tmp"
-RUN_ID_KEY = b"petsync.run_id"  # in the Parquet footer's key-value metadata
-
-_PARTITION_RE = re.compile(rf"^{PARTITION_KEY}=(\d{{4}}-\d{{2}}-\d{{2}})$")
-
 
 class FlaggedSnapshotWarning(UserWarning):
     """A snapshot not to be trusted blindly was loaded: incomplete, or a suspicious drop."""
-
-
-def data_name(trusted: bool) -> str:
-    """The name of a snapshot's Parquet file: readers of ``pets/`` see trusted ones only.
-
-    >>> data_name(True), data_name(False)
-    ('pets.parquet', '_pets.parquet.flagged')
-    """
-    return PARQUET_NAME if trusted else FLAGGED_PARQUET_NAME
-
-
-def csv_name(trusted: bool) -> str:
-    """The name of a snapshot's CSV: a ``_pets.csv`` glob finds trusted ones only.
-
-    >>> csv_name(True), csv_name(False)
-    ('_pets.csv', '_pets.csv.flagged')
-    """
-    return CSV_NAME if trusted else FLAGGED_CSV_NAME
-
-
-def _data_name(manifest: dict[str, Any]) -> str:
-    """The Parquet file a manifest names (``files.parquet``), one of :data:`DATA_NAMES`."""
-    files = manifest.get("files")
-    name = files.get("parquet") if isinstance(files, dict) else None
-    return name if name in DATA_NAMES else PARQUET_NAME
-
-
-@dataclass(frozen=True)
-class SnapshotInfo:
-    """A published snapshot: its date, its partition (a local path or a URI), its manifest."""
-
-    date: dt.date
-    path: Path | str
-    manifest: dict[str, Any]
-
-    @property
-    def complete(self) -> bool:
-        """True when the export that wrote it proved every listing complete."""
-        return self.manifest.get("complete") is True
-
-    @property
-    def drop_flagged(self) -> bool:
-        """True when the pet count fell by more than ``--max-drop`` (or to zero)."""
-        check = self.manifest.get("drop_check")
-        return isinstance(check, dict) and check.get("flagged") is True
-
-    @property
-    def trusted(self) -> bool:
-        """Complete and no suspicious drop: what the export exits 0 for."""
-        return self.complete and not self.drop_flagged
-
-    @property
-    def flag_reasons(self) -> list[str]:
-        """Why the snapshot is not trusted, from its manifest (empty when it is)."""
-        reasons: list[str] = []
-        if not self.complete:
-            found = self.manifest.get("incomplete_reasons")
-            listed = [str(r) for r in found] if isinstance(found, list) else []
-            reasons.append("incomplete: " + ("; ".join(listed) or "complete is not true"))
-        if self.drop_flagged:
-            check = self.manifest.get("drop_check")
-            reason = check.get("reason") if isinstance(check, dict) else None
-            reasons.append(f"suspicious drop: {reason or 'flagged'}")
-        return reasons
-
-    @property
-    def pets(self) -> int:
-        value = self.manifest.get("pets", 0)
-        return value if isinstance(value, int) else 0
-
-    @property
-    def run_id(self) -> str | None:
-        """The id of the run that wrote it (None for snapshots written before run ids)."""
-        value = self.manifest.get("run_id")
-        return value if isinstance(value, str) and value else None
-
-    @property
-    def parquet_path(self) -> Path | str:
-        """The snapshot's Parquet file: ``pets.parquet``, or a flagged one's hidden name."""
-        name = _data_name(self.manifest)
-        if isinstance(self.path, Path):
-            return self.path / name
-        return f"{self.path}/{name}"
-
-
-def pets_root(directory: Path) -> Path:
-    return Path(directory) / PETS_DIR
-
-
-def partition_name(date: dt.date) -> tuple[str, str]:
-    """The partition of ``date`` below the location: ``("pets", "snapshot_date=...")``."""
-    return PETS_DIR, f"{PARTITION_KEY}={date.isoformat()}"
-
-
-def partition_date(name: str) -> dt.date | None:
-    """The date of a partition folder's name, or None if it is not one."""
-    match = _PARTITION_RE.match(name)
-    if not match:
-        return None
-    try:
-        return dt.date.fromisoformat(match.group(1))
-    except ValueError:
-        return None
-
-
-def partition_path(directory: Path, date: dt.date) -> Path:
-    """Where the snapshot of ``date`` lives under ``directory``."""
-    return Path(directory).joinpath(*partition_name(date))
 
 
 @dataclass(frozen=True)
@@ -241,7 +101,7 @@ class _Store:
         if manifest is not None and not _run_id(manifest):
             return SnapshotInfo(date, shown, manifest)  # written before run ids: as it is
         if manifest is not None and _run_id(manifest) == self.footer_run_id(
-            f"{partition}/{_data_name(manifest)}"
+            f"{partition}/{manifest_data_name(manifest)}"
         ):
             return SnapshotInfo(date, shown, manifest)
         for name in DATA_NAMES:
@@ -249,7 +109,11 @@ class _Store:
             if footer is None:
                 continue
             staged = self.manifest(self.store_path(STAGING_DIR, footer, MANIFEST_NAME))
-            if staged is not None and _run_id(staged) == footer and _data_name(staged) == name:
+            if (
+                staged is not None
+                and _run_id(staged) == footer
+                and manifest_data_name(staged) == name
+            ):
                 return SnapshotInfo(date, shown, staged)
         return None  # data without its run's manifest: a dead run the next one cleans
 
@@ -290,14 +154,14 @@ class _Store:
 
 
 def _is_delta(location: Location) -> bool:
-    from petsync.export.delta import is_delta
+    from petsync.export.tables.delta import is_delta
 
     return is_delta(location)
 
 
 def _iceberg_snapshots(location: Location) -> list[SnapshotInfo] | None:
     """The snapshots of an Iceberg table at ``location``, or None when it holds none."""
-    from petsync.export.iceberg import is_iceberg, list_iceberg_snapshots
+    from petsync.export.tables.iceberg import is_iceberg, list_iceberg_snapshots
 
     return list_iceberg_snapshots(location) if is_iceberg(location) else None
 
@@ -336,7 +200,7 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     """
     store = _Store.open(directory)
     if _is_delta(store.location):
-        from petsync.export.delta import list_delta_snapshots
+        from petsync.export.tables.delta import list_delta_snapshots
 
         return list_delta_snapshots(store.location)
     iceberg = _iceberg_snapshots(store.location)
@@ -388,7 +252,7 @@ def find_snapshot(
     if date is not None:
         store = _Store.open(directory if directory is not None else Path("."), "--dir")
         if _is_delta(store.location):
-            from petsync.export.delta import list_delta_snapshots
+            from petsync.export.tables.delta import list_delta_snapshots
 
             match = [s for s in list_delta_snapshots(store.location) if s.date == date]
             if not match:
@@ -444,11 +308,11 @@ def read_table(info: SnapshotInfo) -> pa.Table:
     from petsync.export.schema import conform
 
     if info.manifest.get("table_format") == "delta":
-        from petsync.export.delta import read_delta
+        from petsync.export.tables.delta import read_delta
 
         return read_delta(info)
     if info.manifest.get("table_format") == "iceberg":
-        from petsync.export.iceberg import read_iceberg
+        from petsync.export.tables.iceberg import read_iceberg
 
         return read_iceberg(info)
     if isinstance(info.parquet_path, Path):
@@ -507,7 +371,7 @@ def load_snapshot(
 
     info: SnapshotInfo | None
     if version is not None:
-        from petsync.export.delta import snapshot_at_version
+        from petsync.export.tables.delta import snapshot_at_version
 
         store = _Store.open(directory)
         if not _is_delta(store.location):

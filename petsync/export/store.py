@@ -18,10 +18,11 @@ from typing import Any, Protocol
 
 from petsync.core.errors import ConfigError
 from petsync.core.stop import StopRequest
+from petsync.export.layout import STAGING_DIR, SnapshotInfo
 from petsync.export.location import Location
 from petsync.export.lock import DirectoryLock
 from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
-from petsync.export.snapshot import STAGING_DIR, SnapshotInfo, latest_snapshot, list_snapshots
+from petsync.export.snapshot import latest_snapshot, list_snapshots
 
 
 class Staged(Protocol):

@@ -17,17 +17,16 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.export.lock import DirectoryLock
-from petsync.export.snapshot import (
+from petsync.export.layout import (
     CSV_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
     QUARANTINE_NAME,
     STAGING_DIR,
-    list_snapshots,
-    load_snapshot,
     partition_path,
 )
+from petsync.export.lock import DirectoryLock
+from petsync.export.snapshot import list_snapshots, load_snapshot
 
 TODAY = dt.datetime.now(dt.UTC).date()
 

@@ -39,10 +39,11 @@ from petsync.core.errors import PetsyncError
 from petsync.core.models import Pet
 from petsync.export import publish as local_publish
 from petsync.export.config import ExportConfig
+from petsync.export.layout import MANIFEST_NAME, STAGING_DIR
 from petsync.export.location import parse_location
 from petsync.export.objectstore import publish as object_publish
 from petsync.export.run import run_export
-from petsync.export.snapshot import MANIFEST_NAME, STAGING_DIR, load_snapshot
+from petsync.export.snapshot import load_snapshot
 from petsync.export.store import ObjectStore
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket

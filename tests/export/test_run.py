@@ -17,10 +17,7 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError, RetriesExhaustedError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
-from petsync.export.lock import DirectoryLock
-from petsync.export.report import ExportReport
-from petsync.export.run import run_export
-from petsync.export.snapshot import (
+from petsync.export.layout import (
     CSV_NAME,
     FLAGGED_CSV_NAME,
     FLAGGED_PARQUET_NAME,
@@ -28,11 +25,12 @@ from petsync.export.snapshot import (
     PARQUET_NAME,
     QUARANTINE_NAME,
     STAGING_DIR,
-    latest_snapshot,
-    list_snapshots,
-    load_snapshot,
     partition_path,
 )
+from petsync.export.lock import DirectoryLock
+from petsync.export.report import ExportReport
+from petsync.export.run import run_export
+from petsync.export.snapshot import latest_snapshot, list_snapshots, load_snapshot
 from tests.export.published import publish_snapshot
 from tests.export.scripted import BASE, ScriptedClient
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import InputError
+from petsync.export.layout import partition_path
 from petsync.export.snapshot import (
     FlaggedSnapshotWarning,
     find_snapshot,
     latest_snapshot,
     list_snapshots,
     load_snapshot,
-    partition_path,
 )
 from tests.export.published import publish_snapshot
 

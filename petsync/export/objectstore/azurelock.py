@@ -22,7 +22,7 @@ from petsync.export.objectstore.filesystem import (
     S3_ATTEMPTS,
     store_error,
 )
-from petsync.export.objectstore.lock import Conflict, Missing, warn_not_released
+from petsync.export.objectstore.lockobject import Conflict, Missing, warn_not_released
 
 
 def azure_container(location: Location, environ: Mapping[str, str] | None = None) -> Any:

@@ -123,8 +123,6 @@ def describe_access(location: Location, environ: Mapping[str, str] | None = None
     """One line for ``config show``: which credentials a run on ``location`` would use."""
     env = os.environ if environ is None else environ
     if location.kind == "s3":
-        from petsync.export.objectstore.filesystem import environment_settings
-
         endpoint = environment_settings(env).get("endpoint_override")
         return "the AWS SDK's default chain" + (f" at {endpoint}" if endpoint else "")
     if location.is_local:
@@ -305,3 +303,20 @@ def _default_credential_possible(env: Mapping[str, str]) -> bool:
     home = env.get("HOME", "").strip()
     folder = Path(config) if config else (Path(home) / ".azure" if home else None)
     return folder is not None and (folder / "msal_token_cache.json").is_file()
+
+
+ENDPOINT_VARIABLES: tuple[str, ...] = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+REGION_VARIABLES: tuple[str, ...] = ("AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def environment_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The S3 endpoint and region the environment sets (empty values count as unset)."""
+    env = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    endpoint = next((env[v].strip() for v in ENDPOINT_VARIABLES if env.get(v, "").strip()), "")
+    region = next((env[v].strip() for v in REGION_VARIABLES if env.get(v, "").strip()), "")
+    if endpoint:
+        found["endpoint_override"] = endpoint
+    if region:
+        found["region"] = region
+    return found

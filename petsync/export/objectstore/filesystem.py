@@ -38,12 +38,11 @@ from petsync.export.objectstore.credentials import (
     AZURE_FIX,
     GCS_FIX,
     StoreAccess,
+    environment_settings,
     parse_connection_string,
     resolve_access,
 )
 
-ENDPOINT_VARIABLES: tuple[str, ...] = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-REGION_VARIABLES: tuple[str, ...] = ("AWS_REGION", "AWS_DEFAULT_REGION")
 # Values that must never reach a message, even when a store echoes them back.
 SECRET_VARIABLES: tuple[str, ...] = (
     "AWS_SECRET_ACCESS_KEY",
@@ -85,19 +84,6 @@ _UNREACHABLE_WORDS = re.compile(
 )
 _MISSING_WORDS = re.compile(r"NO_SUCH_BUCKET|NoSuchBucket|ContainerNotFound|bucket does not exist")
 _AWS_ERROR = re.compile(r"AWS Error (\w+) during (\w+) operation(?:: ([^(]{0,160}))?")
-
-
-def environment_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The S3 endpoint and region the environment sets (empty values count as unset)."""
-    env = os.environ if environ is None else environ
-    found: dict[str, str] = {}
-    endpoint = next((env[v].strip() for v in ENDPOINT_VARIABLES if env.get(v, "").strip()), "")
-    region = next((env[v].strip() for v in REGION_VARIABLES if env.get(v, "").strip()), "")
-    if endpoint:
-        found["endpoint_override"] = endpoint
-    if region:
-        found["region"] = region
-    return found
 
 
 def open_filesystem(

@@ -22,7 +22,7 @@ from petsync.export.objectstore.filesystem import (
     REQUEST_TIMEOUT_SECONDS,
     store_error,
 )
-from petsync.export.objectstore.lock import Conflict, Missing, warn_not_released
+from petsync.export.objectstore.lockobject import Conflict, Missing, warn_not_released
 
 # Object operations name no project; the client wants one, and would ask the metadata server.
 _NO_PROJECT = "petsync-no-project"

@@ -46,14 +46,20 @@ from petsync.core.locking import Lock
 from petsync.export.location import Location
 from petsync.export.lock import LOCK_NAME
 from petsync.export.objectstore.calls import StoreCalls
+from petsync.export.objectstore.credentials import environment_settings
 from petsync.export.objectstore.filesystem import (
     CLEANUP_LIMIT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     S3_ATTEMPTS,
     STEP_LIMIT_SECONDS,
-    environment_settings,
     store_error,
+)
+from petsync.export.objectstore.lockobject import (
+    Conflict,
+    LockObject,
+    Missing,
+    warn_not_released,
 )
 
 logger = logging.getLogger(__name__)
@@ -69,22 +75,6 @@ class S3Api(Protocol):
     def get_object(self, **kwargs: Any) -> dict[str, Any]: ...
     def delete_object(self, **kwargs: Any) -> dict[str, Any]: ...
     def head_object(self, **kwargs: Any) -> dict[str, Any]: ...
-
-
-class LockObject(Protocol):
-    """The lock object on one store, written only under the store's conditions.
-
-    ``create`` raises :class:`Conflict` if the object exists; ``read`` raises
-    :class:`Missing` if it does not; ``replace`` raises either when the object is no
-    longer the version ``tag`` names; ``delete`` never raises (the expiry frees a lock).
-    Any other failure is translated by :func:`store_error` (``doing``, ``before_fetch``).
-    """
-
-    def create(self, body: bytes, *, doing: str, before_fetch: bool) -> str: ...
-    def read(self, *, doing: str, before_fetch: bool) -> tuple[bytes, str]: ...
-    def replace(self, body: bytes, tag: str, *, doing: str, before_fetch: bool) -> str: ...
-    def delete(self, tag: str) -> None: ...
-    def close(self) -> None: ...
 
 
 class RunLock(Protocol):
@@ -437,20 +427,6 @@ class S3LockObject:
             raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
         except botocore.exceptions.BotoCoreError as exc:
             raise store_error(self.location, exc, doing=doing, before_fetch=before_fetch) from exc
-
-
-def warn_not_released(location: Location, key: str) -> None:
-    logger.warning(
-        "export.lockwarn_not_released", extra={"fields": {"lock": f"{location.bucket}/{key}"}}
-    )
-
-
-class Conflict(Exception):
-    """A conditional write lost: the object exists, or changed."""
-
-
-class Missing(Exception):
-    """The lock object is not there."""
 
 
 def _give_back_memory() -> None:

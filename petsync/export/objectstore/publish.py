@@ -42,18 +42,12 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from petsync.core.errors import PetsyncError
+from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_name
 from petsync.export.location import Location
 from petsync.export.objectstore.calls import StoreCalls
 from petsync.export.objectstore.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
 from petsync.export.publish import LocalFiles
-from petsync.export.snapshot import (
-    MANIFEST_NAME,
-    PARQUET_NAME,
-    STAGING_DIR,
-    list_snapshots,
-    manifest_run_id,
-    partition_name,
-)
+from petsync.export.snapshot import list_snapshots, manifest_run_id
 
 logger = logging.getLogger(__name__)
 
@@ -287,7 +281,7 @@ def prune_objects(
 
 
 def _partition_date(name: str) -> dt.date | None:
-    from petsync.export.snapshot import partition_date
+    from petsync.export.layout import partition_date
 
     return partition_date(name)
 

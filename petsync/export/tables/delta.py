@@ -32,21 +32,19 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.collector import Deduplicated, StatusCounts, output_schema
 from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
+from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
 from petsync.export.listings import FetchResult
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
-from petsync.export.snapshot import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
-
-if TYPE_CHECKING:
-    from petsync.export.run import _Run
+from petsync.export.tables.night import Night
 
 MANIFEST_KEY = "petsync.manifest"
 QUARANTINE_DIR = "_quarantine"
@@ -68,7 +66,7 @@ def storage_options(location: Location) -> dict[str, str]:
     """
     if location.kind != "s3":
         return {}
-    from petsync.export.objectstore.filesystem import environment_settings
+    from petsync.export.objectstore.credentials import environment_settings
 
     settings = environment_settings()
     options: dict[str, str] = {}
@@ -208,7 +206,7 @@ def check_column_types(table: Any, columns: dict[str, ColumnType], where: str) -
 
 
 def commit_snapshot(
-    run: _Run,
+    run: Night,
     collected: Deduplicated,
     fetched: FetchResult,
     drop: DropCheck,
@@ -286,7 +284,7 @@ def _dated(
         yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
 
 
-def _write_quarantine(run: _Run, location: Location) -> None:
+def _write_quarantine(run: Night, location: Location) -> None:
     """Copy the run's quarantine file beside the table (it has no place in the table)."""
     from petsync.export.objectstore.filesystem import open_filesystem
 

@@ -1,6 +1,6 @@
 """The catalogue as one Apache Iceberg table (``--table-format iceberg``), one commit a night.
 
-The Iceberg twin of :mod:`petsync.export.delta`, through pyiceberg (the ``petsync[iceberg]``
+The Iceberg twin of :mod:`petsync.export.tables.delta`, through pyiceberg (the ``petsync[iceberg]``
 extra). The table ``petsync.pets`` lives at ``OUT/pets``, partitioned by ``snapshot_date``
 (identity), with the snapshot schema plus that column (``date``); ids are Iceberg ``long``,
 exact to 2**63-1. Each run is one transaction that replaces that date's partition (a delete
@@ -31,21 +31,19 @@ import shutil
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.collector import Deduplicated, StatusCounts
 from petsync.export.extra_fields import ExtraFieldsReport
+from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
 from petsync.export.listings import FetchResult
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
-from petsync.export.snapshot import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
-
-if TYPE_CHECKING:
-    from petsync.export.run import _Run
+from petsync.export.tables.night import Night
 
 MANIFEST_KEY = "petsync.manifest"
 NAMESPACE = "petsync"
@@ -148,7 +146,7 @@ def check_table(location: Location) -> None:
 
 def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
     """Refuse a table whose schema or partitioning is not petsync's; name each difference."""
-    from petsync.export.delta import schema_differences
+    from petsync.export.tables.delta import schema_differences
 
     found = table.schema().as_arrow()
     differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
@@ -189,7 +187,7 @@ def _create_table(location: Location) -> Any:
 
 
 def commit_snapshot(
-    run: _Run,
+    run: Night,
     collected: Deduplicated,
     fetched: FetchResult,
     drop: DropCheck,
@@ -243,7 +241,7 @@ def _dated(collected: Deduplicated, date: dt.date) -> Any:
         yield pa.RecordBatch.from_arrays([*batch.columns, dates], schema=ICEBERG_SCHEMA)
 
 
-def _write_quarantine(run: _Run, location: Location) -> None:
+def _write_quarantine(run: Night, location: Location) -> None:
     """Copy the run's quarantine file beside the table (it has no place in the table)."""
     from petsync.export.objectstore.filesystem import open_filesystem
 
