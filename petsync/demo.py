@@ -14,7 +14,7 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
-from petsync.export.listings import ExportProgress
+from petsync.export.fetch import ExportProgress
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 

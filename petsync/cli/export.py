@@ -1,4 +1,4 @@
-"""``petsync export`` and ``petsync demo``: a dated snapshot of the catalogue, and a try-out."""
+"""``petsync export``: a dated snapshot of the catalogue."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError
 from petsync.core.interface import CLOCK_TOLERANCE, PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
-from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.export.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_EXTRA_FIELDS,
@@ -45,7 +44,6 @@ from petsync.export.config import (
     ExtraFieldsMode,
     TableFormat,
 )
-from petsync.export.location import is_uri
 from petsync.ops.metrics import record_run
 
 if TYPE_CHECKING:
@@ -182,7 +180,7 @@ def export_command(
     Load it:
       python -c 'import petsync; print(petsync.load_snapshot("/srv/petsync"))'
     """
-    _prefer_system_allocator()
+    prefer_system_allocator()
     # Signals are handled from the start: a SIGTERM while pandas loads still records metrics.
     with (
         stop_on_signals(grace, json_logs=state.json_logs) as stop,
@@ -220,64 +218,6 @@ def export_command(
         report.raise_for_outcome()
 
 
-@click.command()
-@click.option(
-    "--pets",
-    type=click.IntRange(min=0),
-    default=10_000,
-    show_default=True,
-    help="Pets in the seeded catalogue.",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    default="petsync-demo",
-    show_default=True,
-    help="Snapshot directory.",
-)
-@click.option(
-    "--extra-fields-demo",
-    is_flag=True,
-    help="Serve pets with fields beyond the interface's, and keep them as columns.",
-)
-@pass_state
-def demo(state: CliState, pets: int, out_dir: str, extra_fields_demo: bool) -> None:
-    """Run the nightly export against a seeded reference server, in-process.
-
-    Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
-    pets, exports it into OUT and prints the two lines that load the result in pandas and
-    DuckDB. No network, no key to set up.
-
-    \b
-    Example:
-      petsync demo --pets 100000 --out /tmp/petsync-demo
-    """
-    if is_uri(out_dir):
-        raise click.BadParameter(
-            f"{out_dir}: the demo writes to a local directory; export to an object store "
-            "with `petsync export --out`",
-            param_hint="'--out'",
-        )
-    _prefer_system_allocator()
-    from petsync.demo import run_demo
-
-    with (
-        stop_on_signals(DEFAULT_GRACE_SECONDS, json_logs=state.json_logs) as stop,
-        progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
-    ):
-        result = run_demo(
-            Path(out_dir), pets, progress=display, stop=stop, extra_fields=extra_fields_demo
-        )
-    for line in export_summary(result.export):
-        click.echo(line)
-    click.echo("")
-    click.echo("Load it in Python with pandas, or query it with DuckDB:")
-    click.echo(f"  {result.pandas_line}")
-    click.echo(f"  {result.duckdb_line}")
-    result.export.raise_for_outcome()
-
-
 def extra_fields_setting(target: Target) -> ExtraFieldsMode:
     """The environment's ``extra_fields`` (petsync.toml), else the default, checked here."""
     value = target.extra_fields
@@ -308,7 +248,7 @@ def parse_max_drop(value: str) -> float:
     return fraction
 
 
-def _prefer_system_allocator() -> None:
+def prefer_system_allocator() -> None:
     """Let Arrow allocate with malloc, unless the user chose otherwise.
 
     Arrow's default allocator (mimalloc) cannot reuse the memory Python frees after paging;

@@ -17,8 +17,9 @@ import click
 from petsync._version import __version__
 from petsync.cli.check import check, get
 from petsync.cli.config import config
+from petsync.cli.demo import demo
 from petsync.cli.diff import diff_command
-from petsync.cli.export import demo, export_command
+from petsync.cli.export import export_command
 from petsync.cli.import_command import import_command
 from petsync.cli.options import log_format_option, log_level_option
 from petsync.cli.run import run

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the display only reads the export's results
-    from petsync.export.listings import ListingResult
+    from petsync.export.fetch import ListingResult
 
 REDRAW_SECONDS = 0.1
 

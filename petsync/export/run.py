@@ -3,7 +3,7 @@
 :func:`run_export` is the orchestration only. It opens the store of ``--out``
 (:mod:`petsync.export.store`: a local directory or an object-store prefix), checks it and
 takes its lock before the first API request, then runs the listings
-(:mod:`petsync.export.listings`) into the collector (:mod:`petsync.export.collector`) and
+(:mod:`petsync.export.fetch`) into the collector (:mod:`petsync.export.collector`) and
 the quarantine (:mod:`petsync.export.quarantine`), judges the result
 (:mod:`petsync.export.report`), writes the snapshot files into a staged snapshot and
 publishes it (:mod:`petsync.export.publish`: one rename; on object stores
@@ -42,6 +42,7 @@ from petsync.export.extra_fields import (
     fixed_columns,
     summarise,
 )
+from petsync.export.fetch import ExportProgress, FetchResult, fetch_listings
 from petsync.export.layout import (
     MANIFEST_NAME,
     PARTITION_KEY,
@@ -51,7 +52,6 @@ from petsync.export.layout import (
     csv_name,
     data_name,
 )
-from petsync.export.listings import ExportProgress, FetchResult, fetch_listings
 from petsync.export.quarantine import Quarantine
 from petsync.export.report import (
     DropCheck,

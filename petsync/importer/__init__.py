@@ -1,6 +1,6 @@
 """The import job: spreadsheet rows to POST /pets, each row created at most once.
 
-``run`` (run_import: the three passes in order), ``config`` (ImportConfig), ``check`` (the
+``run`` (run_import: the three passes in order), ``config`` (ImportConfig), ``precheck`` (the
 first pass: every row read before anything is sent), ``baseline`` (the matching pets that
 existed before the first POST) and ``settle`` (uncertain rows decided from the API),
 ``sender`` (the worker threads and the adaptive ``concurrency_limit``), ``outputs`` (the

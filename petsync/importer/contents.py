@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from petsync.importer.check import CheckedInput, PetContent, content_of
+from petsync.importer.precheck import CheckedInput, PetContent, content_of
 from petsync.importer.row_states import working_db
 from petsync.importer.validation import validate_row
 
@@ -20,7 +20,7 @@ _NO_STATUS = ""  # no valid status is empty: it stands for "no status" in the ta
 
 
 class ContentSet:
-    """A set of :data:`~petsync.importer.check.PetContent` kept in ``directory``.
+    """A set of :data:`~petsync.importer.precheck.PetContent` kept in ``directory``.
 
     The folder is made afresh (what a killed run left is removed first) and removed by
     :meth:`close`.

@@ -24,9 +24,9 @@ from types import TracebackType
 
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer, check_writable_dir
-from petsync.importer.check import CheckedInput
 from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.journal import Journal
+from petsync.importer.precheck import CheckedInput
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import ErrorCode, FieldError, visible_controls

@@ -2,7 +2,7 @@
 
 ``run_import`` makes three streaming passes over the input, each in its own module:
 
-1. **check** (:mod:`~petsync.importer.check`): read and validate every row before anything
+1. **check** (:mod:`~petsync.importer.precheck`): read and validate every row before anything
    is sent, so a malformed file stops with nothing created;
 2. **send** (:mod:`~petsync.importer.sender`): with ``baseline``, before a journal's first
    POST, the matching pets that exist already are recorded (:mod:`~petsync.importer.baseline`);
@@ -34,7 +34,6 @@ from petsync.client.api import PetCreator, PetLister
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.stop import StopRequest
 from petsync.importer.baseline import take_baseline
-from petsync.importer.check import CheckedInput, check_input
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, unfinished_journals
@@ -45,6 +44,7 @@ from petsync.importer.outputs import (
     check_writable,
     write_outputs,
 )
+from petsync.importer.precheck import CheckedInput, check_input
 from petsync.importer.provenance import Ledger, load_ledger, origin_lock, register_fix
 from petsync.importer.report import ImportReport
 from petsync.importer.row_states import RowState

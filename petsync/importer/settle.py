@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from petsync.client.api import PetLister
 from petsync.core.stop import StopRequest
 from petsync.importer.baseline import Baseline, take_baseline
-from petsync.importer.check import CheckedInput, PetContent, content_of
 from petsync.importer.journal import Journal
 from petsync.importer.other_journals import SETTLED_CREATED, ids_created_by_other_journals
+from petsync.importer.precheck import CheckedInput, PetContent, content_of
 from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import validate_row
 

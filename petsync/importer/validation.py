@@ -145,7 +145,7 @@ def validate_row(
     ``cut`` lists cells the reader cut because they were over the cell limit: such a row
     is rejected (``cell_too_long``) whatever column the cell is in. ``problems`` are what
     the check pass found wrong with the row as a whole (see
-    :meth:`~petsync.importer.check.CheckedInput.problems_of`); they reject it too.
+    :meth:`~petsync.importer.precheck.CheckedInput.problems_of`); they reject it too.
     """
     errors: list[FieldError] = [*problems, *(_too_long(cell, columns) for cell in cut)]
     control = _control_error(cells, columns)

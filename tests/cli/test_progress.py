@@ -7,7 +7,7 @@ import io
 import pytest
 
 from petsync.cli.progress import ProgressDisplay, format_listing_line, progress_display
-from petsync.export.listings import ListingResult
+from petsync.export.fetch import ListingResult
 
 
 def result(label: str, *, complete: bool = True) -> ListingResult:

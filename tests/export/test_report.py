@@ -13,8 +13,8 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, IncompleteError
 from petsync.export.collector import CollectedPets, StatusCounts
 from petsync.export.config import ExportConfig
+from petsync.export.fetch import FetchResult, ListingResult
 from petsync.export.layout import SnapshotInfo
-from petsync.export.listings import FetchResult, ListingResult
 from petsync.export.report import ExportReport, RunTiming, check_drop
 from tests.export.scripted import BASE
 

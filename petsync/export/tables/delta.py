@@ -39,8 +39,8 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.collector import Deduplicated, StatusCounts, output_schema
 from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
+from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
-from petsync.export.listings import FetchResult
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform

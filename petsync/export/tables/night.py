@@ -14,7 +14,7 @@ from typing import Protocol
 from petsync.export.collector import CollectedPets
 from petsync.export.config import ExportConfig
 from petsync.export.extra_fields import ExtraFieldsReport
-from petsync.export.listings import FetchResult
+from petsync.export.fetch import FetchResult
 from petsync.export.report import DropCheck, ExportReport
 
 

@@ -14,7 +14,7 @@ from petsync.core.errors import PaginationError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.collector import PetCollector
 from petsync.export.config import ExportConfig
-from petsync.export.listings import FetchResult, ListingResult, fetch_listings
+from petsync.export.fetch import FetchResult, ListingResult, fetch_listings
 from petsync.export.quarantine import Quarantine
 from tests.export.scripted import BASE, ScriptedClient
 
