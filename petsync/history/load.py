@@ -12,7 +12,6 @@ from petsync.history.table import HistoryState, history_dir, read_files, read_st
 if TYPE_CHECKING:
     import pandas as pd
 
-DATE_DTYPE = "datetime64[ns]"
 
 
 def read_history_state(directory: Path | str) -> HistoryState:
@@ -70,7 +69,7 @@ def load_history(directory: Path | str, as_of: str | dt.date | None = None) -> p
     )
     for column in ("valid_from", "valid_to"):
         if column in frame:
-            frame[column] = pd.to_datetime(frame[column]).astype(DATE_DTYPE)
+            frame[column] = pd.to_datetime(frame[column]).astype("datetime64[ns]")
     frame.attrs["last_night"] = state.last_date.isoformat() if state.last_date else None
     if day is not None:
         frame.attrs["as_of"] = day.isoformat()
