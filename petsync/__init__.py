@@ -43,8 +43,11 @@ if TYPE_CHECKING:
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
     from petsync.export.snapshot import SnapshotInfo, list_snapshots, load_snapshot
+    from petsync.history.load import load_history, load_transitions, transitions
+    from petsync.history.update import HistoryReport, update_history
     from petsync.importer.report import ImportReport
     from petsync.importer.run import run_import
+    from petsync.report.write import ReportResult, write_report
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, start_server
@@ -69,6 +72,13 @@ _LAZY: dict[str, str] = {
     "load_snapshot": "petsync.export.snapshot",
     "SnapshotDiff": "petsync.export.diff",
     "diff_snapshots": "petsync.export.diff",
+    "HistoryReport": "petsync.history.update",
+    "update_history": "petsync.history.update",
+    "load_history": "petsync.history.load",
+    "load_transitions": "petsync.history.load",
+    "transitions": "petsync.history.load",
+    "ReportResult": "petsync.report.write",
+    "write_report": "petsync.report.write",
     # The reference server (Starlette, uvicorn) also loads on first use.
     "ServerConfig": "petsync.server.app",
     "Faults": "petsync.server.faults",
@@ -98,6 +108,7 @@ __all__ = [
     "ExportReport",
     "Faults",
     "FetchedPet",
+    "HistoryReport",
     "ImportConfig",
     "ImportReport",
     "IncompleteError",
@@ -115,6 +126,7 @@ __all__ = [
     "PetsyncError",
     "PetstoreClient",
     "ProtocolError",
+    "ReportResult",
     "RetriesExhaustedError",
     "RetryPolicy",
     "RunMetrics",
@@ -129,11 +141,16 @@ __all__ = [
     "configure_logging",
     "diff_snapshots",
     "list_snapshots",
+    "load_history",
     "load_snapshot",
+    "load_transitions",
     "redact",
     "resolve_target",
     "run_export",
     "run_import",
     "start_server",
+    "transitions",
+    "update_history",
     "write_metrics",
+    "write_report",
 ]

@@ -23,11 +23,17 @@ ALLOWED: dict[str, frozenset[str]] = {
     "ops": frozenset({"core", "client", "_version"}),
     "export": frozenset({"core", "client", "_version"}),
     "importer": frozenset({"core", "client", "_version"}),
+    "history": frozenset({"core", "export", "_version"}),
+    "report": frozenset({"core", "history", "_version"}),
     "demo": frozenset({"core", "client", "export", "server", "_version"}),
-    "cli": frozenset({"core", "client", "export", "importer", "ops", "server", "demo", "_version"}),
+    "cli": frozenset(
+        {"core", "client", "export", "history", "importer", "ops", "report", "server", "demo"}
+        | {"_version"}
+    ),
     "__main__": frozenset({"cli"}),
     "__init__": frozenset(
-        {"core", "client", "export", "importer", "ops", "server", "demo", "_version"}
+        {"core", "client", "export", "history", "importer", "ops", "report", "server", "demo"}
+        | {"_version"}
     ),
 }
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-
 def read_history_state(directory: Path | str) -> HistoryState:
     """The state of the history under ``directory`` (the export's --out); InputError if none."""
     target = history_dir(Path(directory))
