@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -14,29 +13,8 @@ from petsync.export.snapshot import MANIFEST_NAME, SnapshotInfo
 from petsync.history.load import load_history
 from petsync.history.table import history_dir
 from petsync.history.update import is_trusted, update_history
-from tests.export.published import Row, publish_snapshot
-
-START = dt.date(2026, 1, 1)
-
-
-def random_nights(seed: int, nights: int, pets: int) -> list[tuple[dt.date, list[Row], bool]]:
-    rng = random.Random(seed)
-    current: dict[int, Row] = {i: (i, f"p{i}", i % 3, "available") for i in range(pets)}
-    out = []
-    for n in range(nights):
-        for pet_id in rng.sample(range(pets * 2), pets // 4):
-            roll = rng.random()
-            if roll < 0.3:
-                current.pop(pet_id, None)
-            else:
-                status = rng.choice(["available", "pending", "sold", None])
-                current[pet_id] = (pet_id, rng.choice(["a", "b", f"p{pet_id}"]), 1, status)
-        complete = rng.random() > 0.25
-        rows = sorted(current.values())
-        if not complete:
-            rows = [r for r in rows if rng.random() > 0.3]  # an incomplete night lacks pets
-        out.append((START + dt.timedelta(days=n), rows, complete))
-    return out
+from tests.export.published import publish_snapshot
+from tests.history.nights import START, random_nights
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3], ids=["seed1", "seed2", "seed3"])
