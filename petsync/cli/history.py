@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from petsync.history.update import HistoryReport
 
 
 @click.command("history")
@@ -33,19 +37,25 @@ def history_command(directory: str, rebuild: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         return
+    for line in history_lines(report):
+        click.echo(line)
+
+
+def history_lines(report: HistoryReport) -> list[str]:
+    """An update's report as lines: one per night folded in, then the table."""
+    lines = []
     for night in report.nights:
         verdict = (
             "complete" if night.trusted else "drop flagged" if night.complete else "incomplete"
         )
         kept = f", {night.kept} missing kept open" if night.kept else ""
-        click.echo(
+        lines.append(
             f"{night.date}  {verdict:<12} {night.pets} pets: {night.added} added, "
             f"{night.changed} changed, {night.removed} removed{kept}"
         )
-    if not report.nights:
-        click.echo(f"{report.path}: up to date (last night {report.last_date or 'none'})")
-    done = "rebuilt" if report.rebuilt else "updated"
-    click.echo(
+    done = "rebuilt" if report.rebuilt else "updated" if report.nights else "up to date"
+    lines.append(
         f"{report.path}: {done}, {report.versions} versions, {report.current} current, "
         f"last night {report.last_date or 'none'}"
     )
+    return lines
