@@ -57,7 +57,7 @@ document.addEventListener("securitypolicyviolation", function (e) {
 
 EMBED = """
 var charts = %s;
-var options = {renderer: "svg", actions: false};
+var options = {mode: "vega-lite", renderer: "svg", actions: false};
 Promise.all(Object.keys(charts).map(function (id) {
   return vegaEmbed("#" + id, charts[id], options);
 })).then(function (views) {
@@ -76,19 +76,17 @@ def default_cache_dir() -> Path:
 def vega_bundle(cache_dir: Path | None = None) -> str:
     """Vega, Vega-Lite and vega-embed as one script, from the vl-convert wheel (cached)."""
     import vl_convert as vlc
-    from altair.vegalite import SCHEMA_VERSION
 
-    # The Vega-Lite of the specs Altair writes, in vl-convert's spelling ("v6_4").
-    vl_version = "_".join(SCHEMA_VERSION.split(".")[:2])
     folder = cache_dir if cache_dir is not None else default_cache_dir()
     version = getattr(vlc, "__version__", "unknown")
-    cached = folder / f"vega-embed-vl-convert-{version}-{vl_version}.js"
+    cached = folder / f"vega-embed-vl-convert-{version}.js"
     try:
         return cached.read_text(encoding="utf-8")
     except OSError:
         pass
-    # The default snippet puts vegaEmbed on window (the stubs wrongly require one).
-    bundle: str = vlc.javascript_bundle(vl_version=vl_version)  # type: ignore[call-arg]
+    # The default snippet puts vegaEmbed on window (the stubs wrongly require one); the
+    # Vega-Lite is the newest vl-convert ships.
+    bundle: str = vlc.javascript_bundle()  # type: ignore[call-arg]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cached, bundle)

@@ -43,6 +43,7 @@ class SinkProxy:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self._arrived = threading.Condition()
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(0.2)
         self._stop = threading.Event()
@@ -62,9 +63,19 @@ class SinkProxy:
             with conn:
                 conn.settimeout(1.0)
                 try:
-                    self.lines.append(conn.recv(300).split(b"\r\n")[0].decode("latin-1"))
+                    line = conn.recv(300).split(b"\r\n")[0].decode("latin-1")
                 except OSError:
-                    self.lines.append("?")
+                    line = "?"
+            with self._arrived:
+                self.lines.append(line)
+                self._arrived.notify_all()
+
+    def wait_for_line(self, text: str, timeout: float = TIMEOUT) -> bool:
+        """Wait (at most ``timeout``) until a request line containing ``text`` arrives."""
+        with self._arrived:
+            return self._arrived.wait_for(
+                lambda: any(text in line for line in self.lines), timeout=timeout
+            )
 
     def close(self) -> None:
         self._stop.set()

@@ -159,4 +159,22 @@ def test_the_request_check_sees_a_page_that_makes_requests(
         requested = browser.requested_urls()
 
     assert "http://petsync-test.invalid/pixel.png" in requested
-    assert any("petsync-test.invalid" in line for line in proxy.lines)  # held on loopback
+    assert proxy.wait_for_line("petsync-test.invalid")  # it reached the proxy on loopback
+
+
+def test_every_chart_spec_is_valid_vega_lite(history_out: Path) -> None:
+    import importlib.resources
+
+    import jsonschema
+
+    from petsync.report.charts import charts
+
+    schema = json.loads(
+        importlib.resources.files("altair.vegalite.v6.schema")
+        .joinpath("vega-lite-schema.json")
+        .read_text(encoding="utf-8")
+    )
+    validator = jsonschema.Draft7Validator(schema)
+    for chart in charts(report_data(history_out)):
+        errors = [e.message for e in validator.iter_errors(chart.spec)]
+        assert errors == [], chart.id
