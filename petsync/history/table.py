@@ -18,21 +18,19 @@ was killed) is removed by the next update.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import InputError
 from petsync.core.files import atomic_write_text, fsync_dir
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
 HISTORY_DIR = "history"
 STATE_NAME = "_history.json"
@@ -57,24 +55,33 @@ def history_dir(directory: Path) -> Path:
     return Path(directory) / HISTORY_DIR
 
 
-def content_hash(table: pa.Table) -> npt.NDArray[np.int64]:
+def content_hash(table: pa.Table) -> pa.Array:
     """A 64-bit hash of each row's ``name``, ``categoryId`` and ``status`` (null included).
 
-    pandas' :func:`~pandas.util.hash_pandas_object` with its fixed key: the same content
-    gives the same value in every run and on every machine. Two versions of a pet differ
-    when their hashes differ; equal content never opens a new version.
+    The first 8 bytes of BLAKE2b over the row's content as a compact JSON array
+    (``["Rex",1,"sold"]``, ``null`` for no status), read as a signed big-endian int64: the
+    same content gives the same value in every run, on every machine and in any language.
+    Versions are told apart by comparing their content itself; the hash is a convenience
+    for readers (equal content, equal hash).
     """
-    import pandas as pd
-
-    frame = pd.DataFrame(
-        {
-            "name": table.column("name").to_numpy(zero_copy_only=False),
-            "categoryId": table.column("categoryId").to_numpy(zero_copy_only=False),
-            "status": table.column("status").to_numpy(zero_copy_only=False),
-        }
+    rows = zip(
+        table.column("name").to_pylist(),
+        table.column("categoryId").to_pylist(),
+        table.column("status").to_pylist(),
+        strict=True,
     )
-    hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-    return hashed.view("int64")
+    values = [
+        int.from_bytes(
+            hashlib.blake2b(
+                json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode(),
+                digest_size=8,
+            ).digest(),
+            "big",
+            signed=True,
+        )
+        for row in rows
+    ]
+    return pa.array(values, pa.int64())
 
 
 def empty_history() -> pa.Table:
@@ -221,9 +228,60 @@ def write_table(directory: Path, name: str, table: pa.Table) -> None:
     import pyarrow.parquet as pq
 
     temporary = directory / f".tmp-{secrets.token_hex(6)}-{name}"
-    pq.write_table(table.cast(HISTORY_SCHEMA), temporary, compression="zstd")
+    # Dictionaries only for status: ids and names are (nearly) unique, and building their
+    # dictionaries costs more than it saves.
+    pq.write_table(
+        table.cast(HISTORY_SCHEMA), temporary, compression="zstd", use_dictionary=["status"]
+    )
     os.replace(temporary, directory / name)
     fsync_dir(directory)
+
+
+PIECE_ROWS = 65_536  # open versions read and written this many at a time
+
+
+def open_pieces(path: Path) -> Iterator[pa.Table]:
+    """The open file's versions, in id order, a piece at a time."""
+    import pyarrow.parquet as pq
+
+    try:
+        handle = pq.ParquetFile(path)
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot read {path}: {exc}; rebuild the history with "
+            f"`petsync history {path.parent.parent} --rebuild`"
+        ) from exc
+    with handle:
+        for batch in handle.iter_batches(batch_size=PIECE_ROWS):
+            yield pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA)
+
+
+class OpenWriter:
+    """Writes an open file piece by piece under a hidden name; renamed into place on close."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        import pyarrow.parquet as pq
+
+        self._final = directory / name
+        self._temporary = directory / f".tmp-{secrets.token_hex(6)}-{name}"
+        self._writer = pq.ParquetWriter(
+            self._temporary, HISTORY_SCHEMA, compression="zstd", use_dictionary=["status"]
+        )
+
+    def write(self, piece: pa.Table) -> None:
+        if piece.num_rows:
+            self._writer.write_table(piece.cast(HISTORY_SCHEMA), row_group_size=PIECE_ROWS)
+
+    def __enter__(self) -> OpenWriter:
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        self._writer.close()
+        if exc is not None:
+            self._temporary.unlink(missing_ok=True)
+            return
+        os.replace(self._temporary, self._final)
+        fsync_dir(self._final.parent)
 
 
 def read_files(directory: Path, names: list[str], columns: list[str] | None = None) -> pa.Table:

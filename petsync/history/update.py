@@ -31,11 +31,12 @@ from petsync.history.table import (
     STATE_NAME,
     HistoryState,
     Night,
+    OpenWriter,
     closed_name,
     empty_history,
     history_dir,
     open_name,
-    read_files,
+    open_pieces,
     read_state,
     write_state,
     write_table,
@@ -166,36 +167,47 @@ def _new_nights(
 def _fold(
     target: Path, state: HistoryState, snapshots: list[SnapshotInfo]
 ) -> tuple[HistoryState, list[Night], int]:
-    """Fold ``snapshots`` into the table in ``target``; return its new state."""
-    open_versions = read_files(target, [state.open_file]) if state.open_file else empty_history()
+    """Fold ``snapshots`` into the table in ``target``; return its new state.
+
+    Each night reads the open file the night before wrote and writes the next one, a piece
+    at a time: memory holds one snapshot and one piece, however many nights are folded.
+    """
     nights: list[Night] = []
     closed_files = list(state.closed_files)
+    open_file, generation, current = state.open_file, state.generation, 0
     for info in snapshots:
-        folded = fold_night(
-            open_versions,
-            read_table(info),
-            date=info.date,
-            trusted=is_trusted(info),
-            run_id=info.run_id,
-            complete=info.complete,
-            quarantined=int(info.manifest.get("quarantined", 0) or 0),
-            drop_flagged=drop_flagged(info),
-        )
+        generation += 1
+        with OpenWriter(target, open_name(generation)) as writer:
+            folded = fold_night(
+                open_pieces(target / open_file) if open_file else iter(()),
+                read_table(info),
+                writer.write,
+                date=info.date,
+                trusted=is_trusted(info),
+                run_id=info.run_id,
+                complete=info.complete,
+                quarantined=int(info.manifest.get("quarantined", 0) or 0),
+                drop_flagged=drop_flagged(info),
+            )
+        if open_file and open_file != state.open_file:
+            (target / open_file).unlink()  # a night of this run: no state names it
+        open_file, current = open_name(generation), folded.open_rows
         if folded.closed.num_rows:
             name = closed_name(info.date)
             write_table(target, name, folded.closed)
             closed_files.append(name)
-        open_versions = folded.open
         nights.append(folded.night)
-    generation = state.generation + 1
-    write_table(target, open_name(generation), open_versions)
+    if open_file is None:  # no snapshot at all: an empty table
+        generation += 1
+        open_file = open_name(generation)
+        write_table(target, open_file, empty_history())
     new_state = HistoryState(
         nights=(*state.nights, *nights),
-        open_file=open_name(generation),
+        open_file=open_file,
         closed_files=tuple(closed_files),
         generation=generation,
     )
-    return new_state, nights, open_versions.num_rows
+    return new_state, nights, current
 
 
 def _remove_strays(target: Path, state: HistoryState) -> None:

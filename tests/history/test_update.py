@@ -126,3 +126,18 @@ def test_a_drop_flagged_night_closes_nothing(tmp_path: Path) -> None:
         (0, 1, True),
     ]
     assert load_history(tmp_path).valid_to.isna().all()
+
+
+def test_small_pieces_give_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import petsync.history.table as table
+
+    whole, pieces = tmp_path / "whole", tmp_path / "pieces"
+    for date, rows, complete in random_nights(4, nights=8, pets=40):
+        publish_snapshot(whole, date, rows, complete=complete)
+        publish_snapshot(pieces, date, rows, complete=complete)
+        update_history(whole)
+        monkeypatch.setattr(table, "PIECE_ROWS", 3)  # pieces of 3 versions, edges everywhere
+        update_history(pieces)
+        monkeypatch.undo()
+
+    assert load_history(pieces).equals(load_history(whole))
