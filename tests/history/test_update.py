@@ -141,3 +141,20 @@ def test_small_pieces_give_the_same_table(tmp_path: Path, monkeypatch: pytest.Mo
         monkeypatch.undo()
 
     assert load_history(pieces).equals(load_history(whole))
+
+
+def test_hash_is_the_documented_blake2b_of_the_json_content(tmp_path: Path) -> None:
+    import hashlib
+
+    publish_snapshot(tmp_path, START, [(1, "Rex", 1, "sold"), (2, "Mia 🐈", 2, None)])
+    update_history(tmp_path)
+
+    def documented(content: list[object]) -> int:
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
+        return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big", signed=True)
+
+    history = load_history(tmp_path)
+    assert history.hash.tolist() == [
+        documented(["Rex", 1, "sold"]),
+        documented(["Mia 🐈", 2, None]),
+    ]
