@@ -28,7 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from petsync.core.errors import InputError
-from petsync.history.table import CONTENT_COLUMNS, HISTORY_SCHEMA, Night, content_hash
+from petsync.history.table import (
+    CONTENT_COLUMNS,
+    HISTORY_SCHEMA,
+    PIECE_ROWS,
+    Night,
+    content_hash,
+)
 
 NO_STATUS = "(none)"  # how a null status is counted in a night's by_status and transitions
 ARROW = "→"
@@ -107,8 +113,8 @@ def fold_night(
         done = upto
         open_rows += out.num_rows
         sink(out)
-    tail = _opened(snapshot, same, done, len(ids), date)
-    if tail.num_rows:
+    for start in range(done, len(ids), PIECE_ROWS):  # pets past the last open one
+        tail = _opened(snapshot, same, start, min(start + PIECE_ROWS, len(ids)), date)
         open_rows += tail.num_rows
         sink(tail)
 
