@@ -49,8 +49,11 @@ if TYPE_CHECKING:
         load_snapshot,
         load_snapshots,
     )
+    from petsync.history.load import load_history, load_transitions, transitions
+    from petsync.history.update import HistoryReport, update_history
     from petsync.importer.report import ImportReport
     from petsync.importer.run import run_import
+    from petsync.report.write import ReportResult, write_report
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, start_server
@@ -77,6 +80,13 @@ _LAZY: dict[str, str] = {
     "load_snapshots": "petsync.export.snapshot",
     "SnapshotDiff": "petsync.export.diff",
     "diff_snapshots": "petsync.export.diff",
+    "HistoryReport": "petsync.history.update",
+    "update_history": "petsync.history.update",
+    "load_history": "petsync.history.load",
+    "load_transitions": "petsync.history.load",
+    "transitions": "petsync.history.load",
+    "ReportResult": "petsync.report.write",
+    "write_report": "petsync.report.write",
     # The reference server (Starlette, uvicorn) also loads on first use.
     "ServerConfig": "petsync.server.app",
     "Faults": "petsync.server.faults",
@@ -107,6 +117,7 @@ __all__ = [
     "Faults",
     "FetchedPet",
     "FlaggedSnapshotWarning",
+    "HistoryReport",
     "ImportConfig",
     "ImportReport",
     "IncompleteError",
@@ -124,6 +135,7 @@ __all__ = [
     "PetsyncError",
     "PetstoreClient",
     "ProtocolError",
+    "ReportResult",
     "RetriesExhaustedError",
     "RetryPolicy",
     "RunMetrics",
@@ -138,12 +150,17 @@ __all__ = [
     "configure_logging",
     "diff_snapshots",
     "list_snapshots",
+    "load_history",
     "load_snapshot",
     "load_snapshots",
+    "load_transitions",
     "redact",
     "resolve_target",
     "run_export",
     "run_import",
     "start_server",
+    "transitions",
+    "update_history",
     "write_metrics",
+    "write_report",
 ]

@@ -24,13 +24,19 @@ ALLOWED: dict[str, frozenset[str]] = {
     "ops": frozenset({"core", "client", "_version"}),
     "export": frozenset({"core", "client", "_version"}),
     "importer": frozenset({"core", "client", "_version"}),
+    "history": frozenset({"core", "export", "_version"}),
+    "report": frozenset({"core", "history", "_version"}),
     "demo": frozenset({"core", "client", "export", "server", "_version"}),
-    "cli": frozenset({"core", "client", "export", "importer", "ops", "server", "demo", "_version"}),
+    "cli": frozenset(
+        {"core", "client", "export", "history", "importer", "ops", "report", "server", "demo"}
+        | {"_version"}
+    ),
     # Beside the cli at the top: Dagster definitions that run `petsync run` as a child.
     "orchestration": frozenset({"core", "ops", "export", "importer", "history", "_version"}),
     "__main__": frozenset({"cli"}),
     "__init__": frozenset(
-        {"core", "client", "export", "importer", "ops", "server", "demo", "_version"}
+        {"core", "client", "export", "history", "importer", "ops", "report", "server", "demo"}
+        | {"_version"}
     ),
 }
 

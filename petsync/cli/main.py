@@ -20,8 +20,10 @@ from petsync.cli.config import config
 from petsync.cli.demo import demo
 from petsync.cli.diff import diff_command
 from petsync.cli.export import export_command
+from petsync.cli.history import history_command
 from petsync.cli.import_command import import_command
 from petsync.cli.options import log_format_option, log_level_option
+from petsync.cli.report import report_command
 from petsync.cli.run import run
 from petsync.cli.serve import serve
 from petsync.cli.state import CliState
@@ -93,6 +95,8 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
 
 for command in (check, get, serve, export_command, demo, diff_command, import_command, run, config):
     cli.add_command(command)
+cli.add_command(history_command)
+cli.add_command(report_command)
 
 
 def main() -> None:

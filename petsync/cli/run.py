@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,15 @@ import click
 from petsync.cli.options import TARGET_PARAMS, target_options
 from petsync.cli.render import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
-from petsync.core.errors import ConfigError, PetsyncError, StoppedError, severity
+from petsync.core.errors import (
+    ConfigError,
+    IncompleteError,
+    PetsyncError,
+    StoppedError,
+    severity,
+)
 from petsync.ops.jobfile import (
+    AFTER_KEYS,
     JOB_KINDS,
     JobFile,
     JobKind,
@@ -30,6 +38,8 @@ from petsync.ops.jobfile import (
     load_job,
     parse_override,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @click.command()
@@ -149,9 +159,28 @@ def _run_one(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) 
         arguments["dry_run"] = True
     state.job = running
     try:
-        ctx.invoke(command, **arguments)
+        try:
+            ctx.invoke(command, **arguments)
+        except IncompleteError:  # published, flagged: the history takes it, closing nothing
+            _after(job, arguments)
+            raise
+        _after(job, arguments)
     finally:
         state.job = None
+
+
+def _after(job: JobFile, arguments: dict[str, Any]) -> None:
+    """The job's steps after its command: ``update_history`` for an export job."""
+    if job.options.get("update_history") is True:
+        from petsync.cli.history import history_lines
+        from petsync.history.update import update_history
+
+        report = update_history(arguments["out_dir"])
+        if arguments.get("as_json"):  # stdout holds the export's one JSON document
+            logger.info("history_updated", extra={"fields": report.to_json()})
+            return
+        for line in history_lines(report):
+            click.echo(line)
 
 
 def job_parameters(command: click.Command) -> dict[str, click.Parameter]:
@@ -196,7 +225,7 @@ def option_spec(key: str, param: click.Parameter) -> OptionSpec:
 def job_specs(ctx: click.Context, kind: JobKind) -> list[OptionSpec]:
     """The keys a job of ``kind`` may hold: its command's options."""
     params = job_parameters(_job_command(ctx, kind))
-    return [option_spec(key, param) for key, param in params.items()]
+    return [option_spec(key, param) for key, param in params.items()] + list(AFTER_KEYS[kind])
 
 
 def job_arguments(
@@ -210,6 +239,8 @@ def job_arguments(
     params = job_parameters(command)
     arguments: dict[str, Any] = {}
     for key, value in job.options.items():
+        if key not in params:  # a step after the command (AFTER_KEYS), not an option
+            continue
         param = params[key]
         try:
             converted = param.process_value(ctx, tuple(value) if isinstance(value, list) else value)

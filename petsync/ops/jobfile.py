@@ -63,6 +63,21 @@ class OptionSpec:
         return "one of: " + ", ".join(self.choices) if self.choices else _KIND_WORDS[self.kind]
 
 
+# Keys a job table takes besides its command's options: steps that run after the command.
+# ``update_history`` folds a published snapshot into OUT/history (``petsync history OUT``),
+# also after an exit 4, so the nightly job needs no second cron line.
+AFTER_KEYS: dict[JobKind, tuple[OptionSpec, ...]] = {
+    "export": (
+        OptionSpec(
+            "update_history",
+            "boolean",
+            help="after publishing, update OUT/history as `petsync history OUT` does",
+        ),
+    ),
+    "import": (),
+}
+
+
 @dataclass(frozen=True)
 class JobFile:
     """A checked job file: which command, its name (the file's stem) and its option values.

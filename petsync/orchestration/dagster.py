@@ -283,7 +283,7 @@ def update_history_metadata(out: str, context: dg.AssetExecutionContext) -> dict
     The seam to :mod:`petsync.history`: the history is rebuilt from stored snapshots only,
     so any partition can run it, today's or a backfill's.
     """
-    from petsync.history import update_history
+    from petsync.history.update import update_history
 
     result = update_history(out)
     context.log.info(f"history of {out}: {result}")

@@ -23,6 +23,7 @@ from petsync.cli.run import job_parameters, option_spec
 from petsync.core.interface import PAGINATION_STYLES
 from petsync.core.models import STATUS_VALUES
 from petsync.export.config import EXPORT_FORMATS
+from petsync.ops.jobfile import AFTER_KEYS
 from petsync.server.runner import RunningServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -318,7 +319,8 @@ def write_job(work: Path, text: str) -> Path:
 
 
 def export_keys() -> str:
-    return ", ".join(sorted(job_parameters(cli.commands["export"])))
+    after = [spec.key for spec in AFTER_KEYS["export"]]  # update_history
+    return ", ".join(sorted([*job_parameters(cli.commands["export"]), *after]))
 
 
 @pytest.mark.parametrize(

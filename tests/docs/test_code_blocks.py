@@ -40,6 +40,7 @@ from petsync.core.apikey import ApiKey
 from petsync.demo import duckdb_line, pandas_line, run_demo
 from petsync.server.runner import RunningServer
 from tests.conftest import S3Bucket, StartServer
+from tests.docs.history_check import check_history
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -204,6 +205,7 @@ CHECKS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "notebooks.md": check_notebooks,
     "orchestration.md": check_orchestration,
     "server.md": check_server,
+    "history.md": lambda ns, shown: check_history(ns, shown, DEMO_PETS),
 }
 
 

@@ -220,3 +220,28 @@ def test_the_sensor_launches_one_import_per_new_file_and_none_for_a_known_one(
     meta = output.event_specific_data.metadata  # type: ignore[union-attr]
     assert (meta["created"].value, meta["rejected"].value) == (1, 1)
     assert meta["exit_code"].value == 4  # a row rejected: the staff's reject file, not a failure
+
+
+def test_the_history_asset_folds_the_stored_snapshots_after_the_snapshot(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, petstore_server: Callable[..., RunningServer]
+) -> None:
+    srv = petstore_server(seed_pets=60)
+    defs = served(workdir, monkeypatch, srv)
+    past = utc_today() - dt.timedelta(days=1)
+    client = ClientConfig(srv.base_url, srv.api_key)
+    run_export(ExportConfig(client=client, out_dir=workdir / "snapshots"), today=past)
+    result = dg.materialize(
+        list(defs.assets or []),  # type: ignore[arg-type]
+        partition_key=utc_today().isoformat(),
+        resources={"petsync": PetsyncTarget()},
+    )
+    assert result.success
+    history = next(
+        e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.asset_key == dg.AssetKey("nightly_export_history")
+    )
+    nights = [night["date"] for night in history["nights"].value]
+    assert nights == [past.isoformat(), utc_today().isoformat()]  # both stored nights, in order
+    assert history["current"].value == 60
+    assert (workdir / "snapshots" / "history" / "_history.json").is_file()

@@ -1,0 +1,339 @@
+"""Benchmark the history (``petsync history``) and its report (``petsync report``).
+
+Three parts, each on snapshots made here (a catalogue of random pets, published the way an
+export publishes them), every program a whole process measured with ``os.wait4``:
+
+* ``update``: one night's update of a history that holds the night before, at ``--pets``
+  pets with ``--changed`` of them changed (most of them changed content, a tenth removed, a
+  tenth new), side by side with reading that night's snapshot with pyarrow
+  (``pq.read_table``), alternating. Targets: <= 1.5x the read, peak RSS <= 300 MiB, the
+  table growing by the changed rows only.
+* ``rebuild``: ``petsync history --rebuild`` over each of ``--nights`` nights at
+  ``--rebuild-pets`` pets: time per night should stay flat (linear in nights) and peak RSS
+  flat.
+* ``report``: ``petsync report`` over ``--report-nights`` nights (the bundle cache warm, as
+  after the first report on a machine) and the page's render time in headless Chromium
+  (navigation to every chart drawn). Targets: <= 2 s, HTML <= 5 MB.
+
+    python benchmarks/bench_history.py                         # 1M pets, 3 rounds
+    python benchmarks/bench_history.py --pets 100000 --rounds 1 --nights 2,4 --report-nights 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness import (
+    REPO,
+    Run,
+    Variant,
+    print_footer,
+    print_header,
+    print_table,
+    run_process,
+    run_rounds,
+    summarise,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+START = dt.date(2026, 1, 1)
+STATUS_VALUES = ["available", "pending", "sold", None]
+
+
+def petsync_cmd() -> list[str]:
+    return [sys.executable, "-m", "petsync"]
+
+
+def statuses() -> np.ndarray:
+    import numpy as np
+
+    return np.array(STATUS_VALUES, dtype=object)
+
+
+def catalogue(pets: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    import numpy as np
+
+    STATUSES = statuses()
+    ids = np.arange(1, pets + 1, dtype=np.int64)
+    return {
+        "id": ids,
+        "name": np.array([f"pet {i}" for i in ids], dtype=object),
+        "categoryId": rng.integers(1, 50, pets, dtype=np.int64),
+        "status": STATUSES[rng.integers(0, 4, pets)],
+    }
+
+
+def next_night(
+    pets: dict[str, np.ndarray], fraction: float, rng: np.random.Generator, next_id: int
+) -> tuple[dict[str, np.ndarray], int, int]:
+    """The catalogue a night later: ``fraction`` of pets touched (80% changed, 10% removed,
+    10% new). Returns the new catalogue, the next free id and how many were touched."""
+    import numpy as np
+
+    STATUSES = statuses()
+    n = len(pets["id"])
+    touched = max(int(n * fraction), 10)
+    picks = rng.choice(n, touched, replace=False)
+    change, remove = picks[: touched * 8 // 10], picks[touched * 8 // 10 : touched * 9 // 10]
+    added = touched - len(change) - len(remove)
+    status = pets["status"].copy()
+    status[change] = STATUSES[(rng.integers(1, 4, len(change)) + _index(status[change])) % 4]
+    keep = np.ones(n, dtype=bool)
+    keep[remove] = False
+    new_ids = np.arange(next_id, next_id + added, dtype=np.int64)
+    out = {
+        "id": np.concatenate([pets["id"][keep], new_ids]),
+        "name": np.concatenate(
+            [pets["name"][keep], np.array([f"pet {i}" for i in new_ids], dtype=object)]
+        ),
+        "categoryId": np.concatenate([pets["categoryId"][keep], rng.integers(1, 50, added)]),
+        "status": np.concatenate([status[keep], STATUSES[rng.integers(0, 4, added)]]),
+    }
+    return out, next_id + added, touched
+
+
+def _index(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    lookup = {"available": 0, "pending": 1, "sold": 2, None: 3}
+    return np.array([lookup[v] for v in values], dtype=np.int64)
+
+
+def publish(out: Path, date: dt.date, pets: dict[str, np.ndarray], complete: bool = True) -> Path:
+    """A snapshot as an export publishes it: pets.parquet and a manifest, in its partition."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
+    from petsync.export.schema import PET_SCHEMA
+
+    folder = partition_path(out, date)
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.table(
+        {k: pa.array(v, PET_SCHEMA.field(k).type) for k, v in pets.items()}, schema=PET_SCHEMA
+    )
+    pq.write_table(table, folder / PARQUET_NAME, compression="zstd")
+    manifest = {"snapshot_date": date.isoformat(), "complete": complete, "pets": table.num_rows}
+    (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
+    return folder / PARQUET_NAME
+
+
+def run_json(run: Run) -> dict[str, object]:
+    parsed: dict[str, object] = json.loads(run.stdout)
+    return parsed
+
+
+# -- making snapshots (in a child process: the driver never holds numpy or pyarrow, whose
+# memory every benchmarked child would otherwise count from its start) ----------------------
+
+
+def in_child(target: Any, *args: Any) -> dict[str, Any]:
+    """Run ``target(*args, result_path)`` in a spawned process; return what it wrote."""
+    import multiprocessing
+
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+        result = Path(handle.name)
+    process = multiprocessing.get_context("spawn").Process(target=target, args=(*args, result))
+    process.start()
+    process.join()
+    if process.exitcode != 0:
+        raise SystemExit(f"making snapshots failed (exit {process.exitcode})")
+    data: dict[str, Any] = json.loads(result.read_text())
+    result.unlink()
+    return data
+
+
+def make_update(master: Path, pets: int, fraction: float, result: Path) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    night1 = catalogue(pets, rng)
+    publish(master, START, night1)
+    night2, _, touched = next_night(night1, fraction, rng, pets + 1)
+    parquet = publish(master, START + dt.timedelta(days=1), night2)
+    result.write_text(json.dumps({"touched": touched, "parquet": str(parquet)}))
+
+
+def make_nights(out: Path, pets: int, nights: int, fraction: float, result: Path) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    now = catalogue(pets, rng)
+    next_id = pets + 1
+    for n in range(nights):
+        publish(out, START + dt.timedelta(days=n), now, complete=n % 17 != 5)
+        now, next_id, _ = next_night(now, fraction, rng, next_id)
+    result.write_text("{}")
+
+
+# -- update ------------------------------------------------------------------------------------
+
+
+def bench_update(work: Path, pets: int, fraction: float, rounds: int) -> None:
+    print(f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed\n", flush=True)
+    master = work / "update"
+    started = time.monotonic()
+    made = in_child(make_update, master, pets, fraction)
+    touched, parquet = int(made["touched"]), Path(made["parquet"])
+    print(f"made two snapshots in {time.monotonic() - started:.1f} s", flush=True)
+    # The history of the first night only: the snapshot of the second moved aside meanwhile.
+    aside = work / "aside"
+    shutil.move(parquet.parent, aside)
+    first = run_process(
+        "build", [*petsync_cmd(), "history", str(master), "--json"], dict(os.environ), work
+    )
+    assert first.ok, first.problem
+    versions_before = int(run_json(first)["versions"])  # type: ignore[call-overload]
+    shutil.move(aside, parquet.parent)
+    saved = work / "history-night1"
+    shutil.copytree(master / "history", saved)
+
+    def update_args(run_dir: Path) -> list[str]:
+        out = run_dir / "out"
+        out.mkdir()
+        (out / "pets").symlink_to(master / "pets")
+        shutil.copytree(saved, out / "history")
+        return [*petsync_cmd(), "history", str(out), "--json"]
+
+    growth: list[int] = []
+
+    def check_update(run: Run, run_dir: Path) -> str | None:
+        report = run_json(run)
+        growth.append(int(report["versions"]) - versions_before)  # type: ignore[call-overload]
+        nights = report["nights"]
+        return None if isinstance(nights, list) and len(nights) == 1 else f"folded {nights}"
+
+    read = [sys.executable, "-c", f"import pyarrow.parquet as pq; pq.read_table({str(parquet)!r})"]
+    comparison = run_rounds(
+        [
+            Variant("pyarrow read_table", lambda run_dir: read),
+            Variant("petsync history (one night)", update_args, check_update),
+        ],
+        rounds,
+        dict(os.environ),
+        work,
+    )
+    print_table(summarise(comparison), "pyarrow read_table", count=pets, unit="pet")
+    print(
+        f"\nchanged pets that night: {touched:,} ({touched / pets:.1%}: 80% new content, 10% "
+        f"gone, 10% new); the table grew by {growth[0] if growth else 0:,} rows "
+        f"(from {versions_before:,} versions)"
+    )
+
+
+# -- rebuild -----------------------------------------------------------------------------------
+
+
+def bench_rebuild(work: Path, pets: int, nights: list[int]) -> None:
+    print(f"\n## Rebuild: {pets:,} pets, 1% changed a night, over {nights} nights\n", flush=True)
+    source = work / "rebuild-source"
+    in_child(make_nights, source, pets, max(nights), 0.01)
+    partitions = sorted((source / "pets").iterdir())
+    print("| nights | wall s | s per night | peak RSS MiB | versions |")
+    print("|---:|---:|---:|---:|---:|")
+    for count in sorted(nights):
+        out = work / f"rebuild-{count}"
+        (out / "pets").mkdir(parents=True)
+        for partition in partitions[:count]:
+            (out / "pets" / partition.name).symlink_to(partition)
+        args = [*petsync_cmd(), "history", str(out), "--rebuild", "--json"]
+        run = run_process("rebuild", args, dict(os.environ), work)
+        assert run.ok, run.problem
+        versions = run_json(run)["versions"]
+        print(
+            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.rss_mib:.0f} | "
+            f"{versions:,} |",
+            flush=True,
+        )
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def bench_report(work: Path, nights: int, pets: int) -> None:
+    print(f"\n## Report: {nights} nights of {pets:,} pets\n", flush=True)
+    out = work / "report"
+    in_child(make_nights, out, pets, nights, 0.02)
+    built = run_process("history", [*petsync_cmd(), "history", str(out)], dict(os.environ), work)
+    assert built.ok, built.problem
+    env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
+    page = work / "report.html"
+    args = [*petsync_cmd(), "report", str(out), "-o", str(page)]
+    cold = run_process("report (cold cache)", args, env, work)
+    assert cold.ok, cold.problem
+    warm = [run_process("report", args, env, work) for _ in range(3)]
+    walls = sorted(r.wall for r in warm)
+    size = page.stat().st_size
+    print("| step | wall s | peak RSS MiB |")
+    print("|---|---:|---:|")
+    print(
+        f"| petsync report, first on the machine (bundles Vega's JS) | {cold.wall:.2f} | "
+        f"{cold.rss_mib:.0f} |"
+    )
+    print(
+        f"| petsync report (median of 3, bundle cached) | {walls[1]:.2f} | "
+        f"{max(r.rss_mib for r in warm):.0f} |"
+    )
+    render = browser_render(page, work)
+    if render is not None:
+        print(f"| Chromium: open the page until every chart is drawn | {render:.2f} | - |")
+    print(f"\nHTML: {size / 1e6:.2f} MB ({size:,} bytes), {nights} nights")
+
+
+def browser_render(page: Path, work: Path) -> float | None:
+    sys.path.insert(0, str(REPO))
+    from tests.report.browser import Browser, SinkProxy, find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        print("Chromium not found: render time not measured (apt-get install chromium)")
+        return None
+    proxy = SinkProxy()
+    try:
+        with Browser(chromium, work / "profile", proxy) as browser:
+            browser.open("about:blank", width=1000, height=900)
+            started = time.monotonic()
+            browser.open(page.as_uri(), width=1000, height=900)
+            browser.wait_for("document.body && document.body.dataset.rendered", attempts=2000)
+            return time.monotonic() - started
+    finally:
+        proxy.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pets", type=int, default=1_000_000)
+    parser.add_argument("--changed", type=float, default=0.01)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rebuild-pets", type=int, default=1_000_000)
+    parser.add_argument("--nights", default="5,10,20", help="rebuild sizes, comma-separated")
+    parser.add_argument("--report-nights", type=int, default=365)
+    parser.add_argument("--report-pets", type=int, default=2_000)
+    parser.add_argument("--only", choices=["update", "rebuild", "report"], action="append")
+    args = parser.parse_args()
+    parts = args.only or ["update", "rebuild", "report"]
+    print_header("petsync history and report")
+    with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
+        work = Path(tmp)
+        if "update" in parts:
+            bench_update(work, args.pets, args.changed, args.rounds)
+        if "rebuild" in parts:
+            bench_rebuild(work, args.rebuild_pets, [int(n) for n in args.nights.split(",")])
+        if "report" in parts:
+            bench_report(work, args.report_nights, args.report_pets)
+    print_footer()
+
+
+if __name__ == "__main__":
+    main()

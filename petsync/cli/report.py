@@ -1,0 +1,36 @@
+"""``petsync report``: the history as one HTML page of charts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the page.  [default: DIR/report.html]",
+)
+def report_command(directory: str, output: Path | None) -> None:
+    """Write one self-contained HTML report of the history under DIR.
+
+    Charts of pets per status per night, pets added, changed and removed, status
+    transitions, time from available to sold and each night's data quality, with the
+    numbers in tooltips and tables. The file opens offline: it loads nothing. Run
+    `petsync history DIR` first.
+
+    \b
+    Example:
+      petsync report /srv/petsync -o /var/www/petsync/report.html
+    """
+    from petsync.report.write import write_report  # Altair and pandas: loaded only here
+
+    result = write_report(directory, output)
+    click.echo(
+        f"{result.path}: {len(result.charts)} charts over {result.nights} nights, "
+        f"{result.bytes / 1e6:.1f} MB"
+    )
