@@ -1,5 +1,5 @@
 """--keep never prunes tonight's snapshot, and leaves one dated after tonight (a night whose
-clock ran ahead) alone: in a hive directory and in a Delta table alike."""
+clock ran ahead) alone: in a hive directory, a Delta table and an Iceberg table alike."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def export(out: str, pets: list[Pet], today: dt.date, **options: Any) -> ExportR
     return run_export(config, client=ScriptedClient(pets), today=today)
 
 
-@pytest.mark.parametrize("table_format", ["hive", "delta"])
+@pytest.mark.parametrize("table_format", ["hive", "delta", "iceberg"])
 def test_keep_counts_only_nights_up_to_tonight(tmp_path: Path, table_format: str) -> None:
     out = str(tmp_path / "out")
     for day in (DAY1, FUTURE, DAY2):

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,14 +39,14 @@ from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.collector import Deduplicated, StatusCounts, output_schema
 from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
 from petsync.export.fetch import FetchResult
-from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
+from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
 from petsync.export.tables.night import Night
 
 MANIFEST_KEY = "petsync.manifest"
-QUARANTINE_DIR = "_quarantine"
 DELTA_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
 
 
@@ -137,7 +136,7 @@ def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
     columns of petsync's types), or that is not partitioned by the date; the message names
     each difference."""
     found = pa.schema(table.schema().to_arrow())
-    differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
+    differences = schema_differences([(f.name, plain_type(f.type)) for f in found])
     partitions = list(table.metadata().partition_columns)
     if partitions != [PARTITION_KEY]:
         shown = ", ".join(partitions) if partitions else "nothing"
@@ -179,18 +178,9 @@ def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
     return differences
 
 
-def _plain_type(arrow_type: pa.DataType) -> str:
-    # delta-rs reads strings back as string_view or large_string: the same Delta type.
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    if str(arrow_type) == "string_view":
-        return "string"
-    return str(arrow_type)
-
-
 def check_column_types(table: Any, columns: dict[str, ColumnType], where: str) -> None:
     """Refuse to commit a kept extra field whose column already exists with another type."""
-    found = {f.name: _plain_type(f.type) for f in pa.schema(table.schema().to_arrow())}
+    found = {f.name: plain_type(f.type) for f in pa.schema(table.schema().to_arrow())}
     changed = [
         f"column {name} is {found[name]}, tonight's values are {column}"
         for name, column in columns.items()
@@ -227,7 +217,7 @@ def commit_snapshot(
     for batch in collected.batches():
         counts.add(batch.column(3))
     report = run.report(fetched, collected.counted(counts), drop, extra_fields)
-    _write_quarantine(run, location)
+    write_quarantine(run, location)
     run.lock.confirm()
     uri = table_uri(location)
     try:
@@ -284,30 +274,10 @@ def _dated(
         yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
 
 
-def _write_quarantine(run: Night, location: Location) -> None:
-    """Copy the run's quarantine file beside the table (it has no place in the table)."""
-    from petsync.export.objectstore.filesystem import open_filesystem
-
-    source = run.staged.file(QUARANTINE_NAME)
-    if not source.exists():
-        return
-    target = location.store_child(
-        QUARANTINE_DIR, f"{PARTITION_KEY}={run.date.isoformat()}", QUARANTINE_NAME
-    )
-    filesystem = open_filesystem(location)
-    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
-        shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
-
-
 def _prune(table: Any, keep: int, location: Location, today: dt.date) -> list[Path | str]:
-    # Only dates up to tonight count: one dated after it (a clock that ran ahead) is never
-    # newer than tonight's, so tonight's is never pruned (nor is the later one).
-    dates = sorted(d for d in _partition_dates(table) if d <= today)
-    old = dates[: max(0, len(dates) - keep)]
-    if not old:
-        return []
-    table.delete(f"{PARTITION_KEY} < '{dates[-keep].isoformat()}'")
+    old = nights_to_prune(_partition_dates(table), keep, today)
+    if old:
+        table.delete(f"{PARTITION_KEY} <= '{max(old).isoformat()}'")
     return [f"{table_uri(location)} {PARTITION_KEY}={d.isoformat()}" for d in old]
 
 

@@ -27,7 +27,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import shutil
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,10 +38,11 @@ from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.collector import Deduplicated, StatusCounts
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult
-from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
+from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
 from petsync.export.tables.night import Night
 
 MANIFEST_KEY = "petsync.manifest"
@@ -50,7 +50,6 @@ NAMESPACE = "petsync"
 TABLE = (NAMESPACE, PETS_DIR)
 CATALOG_FILE = "_iceberg_catalog.db"
 CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
-QUARANTINE_DIR = "_quarantine"
 ICEBERG_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
 
 
@@ -149,7 +148,7 @@ def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
     from petsync.export.tables.delta import schema_differences
 
     found = table.schema().as_arrow()
-    differences = schema_differences([(f.name, _plain_type(f.type)) for f in found])
+    differences = schema_differences([(f.name, plain_type(f.type)) for f in found])
     by_date = [
         table.schema().find_field(field.source_id).name
         for field in table.spec().fields
@@ -166,12 +165,6 @@ def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
             "or move the table away."
             + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
         )
-
-
-def _plain_type(arrow_type: pa.DataType) -> str:
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    return str(arrow_type)
 
 
 def _create_table(location: Location) -> Any:
@@ -202,7 +195,7 @@ def commit_snapshot(
     for batch in collected.batches():
         counts.add(batch.column(3))
     report = run.report(fetched, collected.counted(counts), drop, extra_fields)
-    _write_quarantine(run, location)
+    write_quarantine(run, location)
     run.lock.confirm()
     uri = table_uri(location)
     try:
@@ -221,7 +214,7 @@ def commit_snapshot(
         version = int(snapshot.snapshot_id) if snapshot is not None else None
         pruned: list[Path | str] = []
         if config.keep is not None and report.exit_code.value == 0:
-            pruned = _prune(table, config.keep, location)
+            pruned = _prune(table, config.keep, location, run.date)
     except (OSError, CommitFailedException, ValueError) as exc:
         raise PetsyncError(
             f"cannot commit the snapshot to the Iceberg table {uri}: {exc}. Nothing was "
@@ -241,28 +234,10 @@ def _dated(collected: Deduplicated, date: dt.date) -> Any:
         yield pa.RecordBatch.from_arrays([*batch.columns, dates], schema=ICEBERG_SCHEMA)
 
 
-def _write_quarantine(run: Night, location: Location) -> None:
-    """Copy the run's quarantine file beside the table (it has no place in the table)."""
-    from petsync.export.objectstore.filesystem import open_filesystem
-
-    source = run.staged.file(QUARANTINE_NAME)
-    if not source.exists():
-        return
-    target = location.store_child(
-        QUARANTINE_DIR, f"{PARTITION_KEY}={run.date.isoformat()}", QUARANTINE_NAME
-    )
-    filesystem = open_filesystem(location)
-    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
-        shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
-
-
-def _prune(table: Any, keep: int, location: Location) -> list[Path | str]:
-    dates = sorted(_partition_dates(table))
-    old = dates[: max(0, len(dates) - keep)]
-    if not old:
-        return []
-    table.delete(f"{PARTITION_KEY} < '{dates[-keep].isoformat()}'")
+def _prune(table: Any, keep: int, location: Location, today: dt.date) -> list[Path | str]:
+    old = nights_to_prune(_partition_dates(table), keep, today)
+    if old:
+        table.delete(f"{PARTITION_KEY} <= '{max(old).isoformat()}'")
     return [f"{table_uri(location)} {PARTITION_KEY}={d.isoformat()}" for d in old]
 
 

@@ -1,0 +1,55 @@
+"""What every table format does the same way: the quarantine beside the table, which nights
+``--keep`` prunes, and the plain name of a column's type."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+
+import pyarrow as pa
+
+from petsync.export.layout import PARTITION_KEY, QUARANTINE_NAME
+from petsync.export.location import Location
+from petsync.export.tables.night import Night
+
+QUARANTINE_DIR = "_quarantine"
+
+
+def write_quarantine(run: Night, location: Location) -> None:
+    """Copy the run's quarantine file beside the table (it has no place in the table)."""
+    from petsync.export.objectstore.filesystem import open_filesystem
+
+    source = run.staged.file(QUARANTINE_NAME)
+    if not source.exists():
+        return
+    target = location.store_child(
+        QUARANTINE_DIR, f"{PARTITION_KEY}={run.date.isoformat()}", QUARANTINE_NAME
+    )
+    filesystem = open_filesystem(location)
+    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
+        shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
+
+
+def nights_to_prune(dates: set[dt.date], keep: int, today: dt.date) -> list[dt.date]:
+    """The nights ``--keep`` removes: all but the newest ``keep`` dated up to tonight.
+
+    One dated after tonight (a clock that ran ahead) is never newer than tonight's, so
+    tonight's is never pruned, nor is the later one.
+
+    >>> day = dt.date(2026, 11, 25)
+    >>> nights_to_prune({day, day.replace(day=24), day.replace(year=2027)}, 1, day)
+    [datetime.date(2026, 11, 24)]
+    """
+    counted = sorted(d for d in dates if d <= today)
+    return counted[: max(0, len(counted) - keep)]
+
+
+def plain_type(arrow_type: pa.DataType) -> str:
+    """A column's type as the schema guard compares it: every string kind is ``string``
+    (delta-rs reads strings back as string_view or large_string)."""
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if str(arrow_type) == "string_view":
+        return "string"
+    return str(arrow_type)
