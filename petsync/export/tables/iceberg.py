@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.collector import Deduplicated, StatusCounts
+from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME, SnapshotInfo
@@ -44,6 +44,7 @@ from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
 from petsync.export.tables.night import Night
+from petsync.export.tallies import StatusCounts
 
 MANIFEST_KEY = "petsync.manifest"
 NAMESPACE = "petsync"
