@@ -3,7 +3,7 @@
 Every import statement of every module (function-level ones too) is read with ``ast``, so a
 lazy import cannot hide an upward dependency, nor a cycle: inside each part (``client``,
 ``export``...) the modules' imports must run one way. The reference server shares only
-``core`` with the client side.
+``core`` with the client side. No module is over :data:`MAX_LINES` lines.
 """
 
 from __future__ import annotations
@@ -91,6 +91,22 @@ def _top_level_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module.split(".")[0])
     return found
+
+
+# -- no module over MAX_LINES -------------------------------------------------------------------
+
+# Past a few hundred lines a second idea has usually moved in (house style: one idea per
+# module); split along it rather than raise the bound.
+MAX_LINES = 500
+
+
+def test_no_module_is_over_the_line_bound() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in MODULES
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"modules over {MAX_LINES} lines (split each along its ideas): {long}"
 
 
 # -- no import cycles inside a part ------------------------------------------------------------

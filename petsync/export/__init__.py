@@ -2,8 +2,10 @@
 
 ``run`` (run_export: lock, fetch, deduplicate, publish), ``config`` (ExportConfig),
 ``fetch`` (the concurrent listings of one export), ``collector`` and ``dedup`` (rows
-spilled to disk and deduplicated), ``quarantine`` (records that break the interface),
-``extra_fields`` (fields beyond the interface's), ``schema`` (the one Arrow schema),
+spilled to disk and deduplicated; ``scratch``, the spill files, built with ``arrow_arrays``),
+``deduplicated`` (the winners, written out) and ``tallies`` (what was counted), ``quarantine``
+(records that break the interface), ``extra_fields`` (fields beyond the interface's),
+``schema`` (the one Arrow schema),
 ``clock`` (our clock against the API's), ``report`` (ExportReport, the drop check and the
 manifest), ``layout`` (the files of a snapshot and their names), ``snapshot`` (reading:
 find, list, load), ``store``, ``publish`` and ``lock`` (a local directory: staging, atomic

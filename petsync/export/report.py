@@ -22,12 +22,12 @@ from petsync._version import __version__
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError
 from petsync.core.interface import API_VERSION
-from petsync.export.collector import CollectedPets
 from petsync.export.config import CSV_NULL, ExportConfig
 from petsync.export.extra_fields import MANIFEST_KEY as EXTRA_FIELDS_KEY
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult, ListingResult
 from petsync.export.layout import QUARANTINE_NAME, SnapshotInfo, csv_name, data_name
+from petsync.export.tallies import CollectedPets
 
 
 @dataclass(frozen=True)

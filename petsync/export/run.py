@@ -33,8 +33,9 @@ from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
 from petsync.export.clock import check_clock
-from petsync.export.collector import CollectedPets, Deduplicated, PetCollector
+from petsync.export.collector import PetCollector
 from petsync.export.config import EXTRA_FIELDS_OPTION, ExportConfig
+from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import (
     ColumnType,
     ExtraFieldsReport,
@@ -62,6 +63,7 @@ from petsync.export.report import (
 )
 from petsync.export.schema import COLUMNS
 from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
+from petsync.export.tallies import CollectedPets
 
 logger = logging.getLogger(__name__)
 

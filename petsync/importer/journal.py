@@ -13,7 +13,7 @@ change of one row, keyed by its row number::
 Before the first POST, one ``{"baseline": {...}}`` line records the pets that already had
 the file's contents (see :mod:`petsync.importer.baseline`); settling compares against it.
 The journal of an input lives at ``OUT/.petsync/journals/<sha256>.jsonl``: it belongs to the
-file's content, not its name (:func:`petsync.importer.outputs.journal_path`).
+file's content, not its name (:func:`petsync.importer.output_paths.journal_path`).
 
 The last line for a row wins. ``sending`` is written and synced to disk *before* the POST
 leaves: a row whose last state is ``sending`` may or may not have been created (the

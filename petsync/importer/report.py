@@ -14,7 +14,7 @@ from typing import Any
 
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
-from petsync.importer.outputs import write_text_atomic
+from petsync.importer.output_csv import write_text_atomic
 
 
 @dataclass

@@ -37,13 +37,9 @@ from petsync.importer.baseline import take_baseline
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, unfinished_journals
-from petsync.importer.outputs import (
-    Outcome,
-    OutputPaths,
-    WrittenOutputs,
-    check_writable,
-    write_outputs,
-)
+from petsync.importer.output_paths import OutputPaths, check_writable
+from petsync.importer.output_rows import Outcome
+from petsync.importer.outputs import WrittenOutputs, write_outputs
 from petsync.importer.precheck import CheckedInput, check_input
 from petsync.importer.provenance import Ledger, load_ledger, origin_lock, register_fix
 from petsync.importer.report import ImportReport

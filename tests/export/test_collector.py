@@ -6,36 +6,11 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from petsync.client.records import PetColumns
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, PetStatus
-from petsync.export.collector import PetCollector, _string_array, source_of
-
-
-@pytest.mark.parametrize(
-    "values",
-    [
-        ["Rex", "", "a,b", 'say "hi"'],
-        ["é", "😀 Rex", "=1+1", "line\nbreak", "plain"],
-        ["sold", None, "available", None, ""],
-        [None, None],
-        [],
-    ],
-    ids=["ascii", "non-ascii", "nulls-and-empty", "all-null", "empty"],
-)
-def test_string_array_holds_the_values_with_none_as_null(values: list[str | None]) -> None:
-    array = _string_array(values)
-    array.validate(full=True)
-    assert array.type == pa.string()
-    assert array.to_pylist() == values
-    assert array.null_count == values.count(None)
-
-
-def test_string_array_refuses_a_lone_surrogate_like_arrow() -> None:
-    with pytest.raises(UnicodeEncodeError):
-        _string_array(["ok", "\ud800"])
+from petsync.export.collector import PetCollector, source_of
 
 
 def test_collected_rows_keep_exact_int64_and_null_status(tmp_path: Path) -> None:

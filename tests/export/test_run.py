@@ -555,7 +555,7 @@ def test_a_write_failing_after_the_fetch_names_the_directory_and_publishes_nothi
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(out / "pets.parquet"))
 
-    monkeypatch.setattr("petsync.export.collector.Deduplicated.write", disk_full)
+    monkeypatch.setattr("petsync.export.deduplicated.Deduplicated.write", disk_full)
 
     with pytest.raises(PetsyncError) as caught:
         export(out, ScriptedClient(CATALOGUE))

@@ -8,16 +8,10 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import PetsyncError
-from petsync.importer.outputs import (
-    SENDING_REASON,
-    AtomicCsv,
-    Outcome,
-    OutputFiles,
-    OutputPaths,
-    OutputRow,
-    classify,
-    write_text_atomic,
-)
+from petsync.importer.output_csv import AtomicCsv, write_text_atomic
+from petsync.importer.output_paths import OutputPaths
+from petsync.importer.output_rows import SENDING_REASON, Outcome, OutputRow, classify
+from petsync.importer.outputs import OutputFiles
 from petsync.importer.row_states import RowRecord, RowState
 from petsync.importer.validation import FieldError
 

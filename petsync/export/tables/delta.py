@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.collector import Deduplicated, StatusCounts, output_schema
+from petsync.export.deduplicated import Deduplicated, output_schema
 from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
@@ -45,6 +45,7 @@ from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
 from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
 from petsync.export.tables.night import Night
+from petsync.export.tallies import StatusCounts
 
 MANIFEST_KEY = "petsync.manifest"
 DELTA_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))

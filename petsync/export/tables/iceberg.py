@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.collector import Deduplicated, StatusCounts
+from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
@@ -44,6 +44,7 @@ from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
 from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
 from petsync.export.tables.night import Night
+from petsync.export.tallies import StatusCounts
 
 MANIFEST_KEY = "petsync.manifest"
 NAMESPACE = "petsync"

@@ -11,11 +11,11 @@ import datetime as dt
 from pathlib import Path
 from typing import Protocol
 
-from petsync.export.collector import CollectedPets
 from petsync.export.config import ExportConfig
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult
 from petsync.export.report import DropCheck, ExportReport
+from petsync.export.tallies import CollectedPets
 
 
 class StagedFiles(Protocol):

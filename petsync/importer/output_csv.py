@@ -1,0 +1,119 @@
+"""An import's output files on disk: written atomically, read back in a later round.
+
+Files are UTF-8 with a BOM (so Excel picks the right encoding), every cell passed through
+the Excel-safe rule of :mod:`petsync.importer.excel_safe` (undone when an earlier round's
+rows are read back). Each file is written with the one atomic recipe of
+:mod:`petsync.core.files`, so a reader never sees half a file, and every error names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from petsync.core.errors import PetsyncError
+from petsync.core.files import atomic_write_text, atomic_writer
+from petsync.importer.excel_safe import escape_row, unescape_cell
+
+OUTPUT_ENCODING = "utf-8-sig"
+
+
+class AtomicCsv:
+    """A CSV file written under a temporary name and renamed into place by :meth:`commit`.
+
+    The recipe is :func:`petsync.core.files.atomic_writer`'s; this class only keeps it open
+    across the rows of a pass and names the file in every error.
+    """
+
+    def __init__(self, path: Path, header: Sequence[str], *, delimiter: str = ",") -> None:
+        self.path = path
+        self.rows = 0
+        self._file = contextlib.ExitStack()
+        try:
+            handle = self._file.enter_context(
+                atomic_writer(path, encoding=OUTPUT_ENCODING, newline="")
+            )
+        except OSError as exc:
+            raise _cannot_write(path, exc) from exc
+        self._writer = csv.writer(handle, delimiter=delimiter)
+        self._write(header)
+
+    def write(self, cells: Sequence[str]) -> None:
+        self._write(cells)
+        self.rows += 1
+
+    def commit(self) -> None:
+        """Put the file in place (synced, its directory too); on failure the old one stays."""
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise _cannot_write(self.path, exc) from exc
+
+    def abort(self, exc: BaseException | None) -> None:
+        """Drop the temporary file (``exc`` ended the pass, or it is not wanted)."""
+        # Cleanup must not hide the error that stopped the pass (a Ctrl-C above all).
+        error = exc if exc is not None else _Unwanted()
+        with contextlib.suppress(OSError, _Unwanted):
+            self._file.__exit__(type(error), error, error.__traceback__)
+
+    def _write(self, cells: Sequence[str]) -> None:
+        try:
+            self._writer.writerow(escape_row(cells))
+        except OSError as exc:
+            error = _cannot_write(self.path, exc)
+            self.abort(error)
+            raise error from exc
+
+
+class _Unwanted(Exception):
+    """Passed to the atomic writer to drop a temporary file nobody wants (an empty output)."""
+
+
+def earlier_rows(
+    path: Path, header: Sequence[str], replaced: frozenset[int], origin: str = ""
+) -> Iterator[list[str]]:
+    """The rows of an earlier round's ``path`` to keep: those not in ``replaced``.
+
+    A row whose ``petsync_origin`` names another first file than ``origin`` is another
+    file's row of the same number: it is kept (a blank origin matches any).
+
+    Cells go under ``header`` by column name (blank where the old file had no such column),
+    with the Excel-safe prefix undone (the writer puts it back).
+    """
+    try:
+        handle = path.open(encoding=OUTPUT_ENCODING, newline="")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _cannot_write(path, exc) from exc
+    with handle:
+        first = handle.readline()
+        delimiter = max((",", ";", "\t"), key=first.count)
+        handle.seek(0)
+        try:
+            for record in csv.DictReader(handle, delimiter=delimiter):
+                number = (record.get("petsync_row") or "").strip()
+                of = (record.get("petsync_origin") or "").strip()
+                same = not origin or not of or of == origin
+                if same and number.isdigit() and int(number) in replaced:
+                    continue
+                yield [unescape_cell(record.get(column) or "") for column in header]
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise PetsyncError(
+                f"cannot read the earlier {path} to keep its rows ({exc}); move it away and "
+                "re-run the same command"
+            ) from exc
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a small text file (the JSON report) atomically."""
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from exc
+
+
+def _cannot_write(path: Path, exc: OSError) -> PetsyncError:
+    return PetsyncError(f"cannot write {path}: {exc.strerror or exc}")
