@@ -126,7 +126,7 @@ def test_bulk_import_job_runs_against_the_reference_server(
     srv = petstore_server()
     install_jobs(workdir, srv)
     env = {"PETSYNC_PRODUCTION_API_KEY": srv.api_key.reveal()}
-    result = invoke(["run", "jobs/bulk-import.toml"], env)
+    result = invoke(["run", "--json", "jobs/bulk-import.toml"], env)
     assert result.exit_code == 0, result.output
     # Rows go out concurrently, so ids follow arrival order, not row order.
     assert sorted(pet.name for pet in srv.store.all()) == ["Bo", "Mia", "Rex"]
@@ -143,18 +143,18 @@ def test_bulk_import_job_runs_against_the_reference_server(
     assert (samples["petsync_rows_created"], samples["petsync_rows_rejected"]) == (3, 0)
     assert samples["petsync_rows_uncertain"] == 0
     # The next day: an empty inbox is nothing to do; the same bytes again create nothing.
-    empty = invoke(["run", "jobs/bulk-import.toml"], env)
+    empty = invoke(["run", "--json", "jobs/bulk-import.toml"], env)
     assert empty.exit_code == 0  # stdout holds the one JSON document: no file, nothing done
     assert json.loads(empty.stdout) == {"imports": [], "not_imported": [], "exit_code": 0}
     (workdir / "inbox" / "new-animals.csv").write_text(IMPORT_CSV, encoding="utf-8")
-    again = invoke(["run", "jobs/bulk-import.toml"], env)
+    again = invoke(["run", "--json", "jobs/bulk-import.toml"], env)
     assert again.exit_code == 0, again.output
     (same,) = json.loads(again.stdout)["imports"]
     assert (same["created"], same["already_created"]) == (0, 3)  # the same bytes: nothing new
     assert srv.store.count() == 3
     # A new file under the same name is a new import.
     (workdir / "inbox" / "new-animals.csv").write_text("name,categoryId\nKit,4\n")
-    third = invoke(["run", "jobs/bulk-import.toml"], env)
+    third = invoke(["run", "--json", "jobs/bulk-import.toml"], env)
     assert third.exit_code == 0, third.output
     assert srv.store.count() == 4
     assert len(list((workdir / "archive").iterdir())) == 3  # one folder per same-day archive
@@ -524,11 +524,13 @@ def test_import_job_with_a_rejected_row_exits_4_and_records_the_counts(
     (workdir / "inbox" / "new-animals.csv").write_text(
         IMPORT_CSV + "Kit,not-a-number,\n", encoding="utf-8"
     )
-    result = invoke(["run", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()})
+    result = invoke(
+        ["run", "--json", "jobs/bulk-import.toml"], {"PETSYNC_API_KEY": srv.api_key.reveal()}
+    )
     assert result.exit_code == 4, result.output
     assert result.stderr == ""  # the summary says what is left; no error line
     (archived,) = (workdir / "archive").iterdir()  # rejected rows are final: archived too
-    summary = json.loads(result.stdout)  # the job file says json = true; its FILE is a glob
+    summary = json.loads(result.stdout)  # run --json, as cron runs it; FILE is a glob
     (only,) = summary["imports"]
     assert only["files"]["rejects"] == f"archive/{archived.name}/new-animals.rejects.csv"
     assert (only["rejected_local"], summary["exit_code"]) == (1, 4)
