@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from petsync.core.errors import InputError, PetsyncError
+from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.core.files import atomic_write_text, fsync_dir
 from petsync.export.location import Location, parse_location
 from petsync.export.lock import LOCK_NAME as EXPORT_LOCK_NAME
@@ -232,7 +232,10 @@ class HistoryFiles:
             if isinstance(directory, Location)
             else parse_location(directory, what="directory")
         )
-        return cls(location, open_filesystem(location))
+        files = cls(location, open_filesystem(location))
+        if not files.is_local:
+            files.check()
+        return files
 
     @property
     def is_local(self) -> bool:
@@ -258,9 +261,42 @@ class HistoryFiles:
         )
 
     def _store_error(self, exc: OSError, doing: str) -> PetsyncError:
-        from petsync.export.objectstore.filesystem import store_error
+        """A store's error while ``doing``: the bucket, what went wrong and the fix.
 
-        return store_error(self.location, exc, doing=doing, before_fetch=False)
+        A missing bucket, refused credentials or an unreachable store is exit 2, any other
+        failure exit 1; either way ``_history.json`` names the table it named before, unless
+        only the removal of replaced files failed (the next update removes them).
+        """
+        from petsync.export.objectstore.filesystem import classify, store_error
+
+        said = str(store_error(self.location, exc, doing=doing, before_fetch=True))
+        kind = PetsyncError if classify(exc) == "other" else ConfigError
+        return kind(self._reworded(said))
+
+    def _reworded(self, said: str) -> str:
+        """The export's message about the store, said of the history."""
+        what = said.removeprefix(f"cannot use --out {self.location}: ")
+        what = what.removesuffix(" Nothing was fetched.").rstrip(".")
+        return f"the history at {self.shown()}: {what}."
+
+    def _unreadable(self, name: str | None, exc: OSError | ValueError) -> PetsyncError:
+        """A file that cannot be read: the store's error, or a damaged file (rebuild)."""
+        if (
+            isinstance(exc, OSError)
+            and not isinstance(exc, FileNotFoundError)
+            and not self.is_local
+        ):
+            return self._store_error(exc, f"reading {self.shown(name)}")
+        return self._damaged(name, exc)
+
+    def check(self) -> None:
+        """Reach the store: a missing bucket or refused credentials fail here, exit 2."""
+        from petsync.export.objectstore.filesystem import check_reachable
+
+        try:
+            check_reachable(self.location, self.filesystem)
+        except ConfigError as exc:
+            raise ConfigError(self._reworded(str(exc))) from exc
 
     def prepare(self) -> None:
         """Create the folder on a local disk (an object store has no folders to create)."""
@@ -275,7 +311,7 @@ class HistoryFiles:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise self._damaged(STATE_NAME, exc) from exc
+            raise self._unreadable(STATE_NAME, exc) from exc
         try:
             data = json.loads(text)
         except ValueError as exc:
@@ -383,7 +419,7 @@ class HistoryFiles:
         try:
             handle = pq.ParquetFile(self.filesystem.open_input_file(self.path(name)))
         except (OSError, ValueError) as exc:
-            raise self._damaged(name, exc) from exc
+            raise self._unreadable(name, exc) from exc
         with handle:
             for batch in handle.iter_batches(batch_size=PIECE_ROWS):
                 yield pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA)
@@ -399,7 +435,7 @@ class HistoryFiles:
                     pq.read_table(self.path(name), columns=columns, filesystem=self.filesystem)
                 )
             except (OSError, ValueError) as exc:
-                raise self._damaged(name, exc) from exc
+                raise self._unreadable(name, exc) from exc
         schema = (
             HISTORY_SCHEMA
             if columns is None
@@ -416,7 +452,7 @@ class HistoryFiles:
             with self.filesystem.open_input_file(self.path(name)) as handle:
                 return int(pq.read_metadata(handle).num_rows)
         except (OSError, ValueError) as exc:
-            raise self._damaged(name, exc) from exc
+            raise self._unreadable(name, exc) from exc
 
     def names(self) -> list[str]:
         """The files in the folder (none when there is no folder)."""

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from petsync.cli import cli
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import LockedError
+from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.location import parse_location
@@ -151,3 +151,29 @@ def test_history_beside_the_delta_layout_equals_the_one_beside_partitions(tmp_pa
     rebuilt = update_history(delta, rebuild=True)
     assert without_run_ids(rebuilt.nights) == without_run_ids(read_history_state(hive).nights)
     assert load_history(delta).equals(load_history(hive))
+
+
+def test_a_missing_bucket_exits_2_naming_it(s3: S3Bucket) -> None:
+    uri = f"s3://{s3.name}-missing/petsync"
+
+    result = CliRunner().invoke(cli, ["history", uri])
+
+    assert result.exit_code == 2, result.output
+    assert f"bucket '{s3.name}-missing' does not exist" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_load_history_with_refused_credentials_exits_2_without_showing_them(
+    s3: S3Bucket, tmp_path: Path
+) -> None:
+    publish_snapshot(tmp_path, START, [(1, "a", 1, "sold")])
+    upload(tmp_path, s3)
+    update_history(s3.uri())
+    s3.enforce_credentials(True)
+
+    with pytest.raises(PetsyncError) as caught:
+        load_history(s3.uri())
+
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert "refused the credentials" in str(caught.value)
+    assert "testing-secret-0123456789" not in str(caught.value)
