@@ -121,7 +121,9 @@ def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryRe
         )
     with _locked(location) as confirm:
         if location.local is not None:
-            for stray in location.local.glob(f".{HISTORY_DIR}-*-*"):  # older rebuilds' folders
+            # Folders a killed rebuild of an earlier petsync staged beside the history
+            # (``.history-new-*``): no state names them.
+            for stray in location.local.glob(f".{HISTORY_DIR}-*-*"):
                 shutil.rmtree(stray, ignore_errors=True)
         files.prepare()
         snapshots = list_snapshots(location.local if location.local is not None else location.uri)
