@@ -22,14 +22,17 @@ if TYPE_CHECKING:
 def history_command(directory: str, rebuild: bool, as_json: bool) -> None:
     """Update DIR/history, each pet's versions, from the snapshots under DIR.
 
-    DIR is the export's --out. Only snapshots newer than the history's last night are
-    read; a pet missing from an incomplete night (exit 4) is not closed. Read the table
-    with petsync.load_history(DIR), pandas, DuckDB or polars (docs/history.md).
+    DIR is the export's --out: a directory or an object-store URI (s3://BUCKET/PREFIX,
+    gs://, abfs://), beside Parquet partitions or a Delta table. Only snapshots newer than
+    the history's last night are read; a pet missing from an incomplete night (exit 4)
+    is not closed. Read the table with petsync.load_history(DIR), pandas, DuckDB or
+    polars (docs/history.md).
 
     \b
     Example:
       petsync history /srv/petsync
       petsync history /srv/petsync --rebuild
+      petsync history s3://archive/petsync
     """
     from petsync.history.update import update_history  # pandas: loaded only for this command
 

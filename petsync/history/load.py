@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from petsync.core.errors import InputError
-from petsync.history.table import HistoryState, history_dir, read_files, read_state
+from petsync.history.table import HistoryFiles, HistoryState
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -15,17 +15,21 @@ if TYPE_CHECKING:
 
 def read_history_state(directory: Path | str) -> HistoryState:
     """The state of the history under ``directory`` (the export's --out); InputError if none."""
-    target = history_dir(Path(directory))
-    state = read_state(target)
+    return _read_state(HistoryFiles.open(directory))
+
+
+def _read_state(files: HistoryFiles) -> HistoryState:
+    state = files.read_state()
     if state is None:
         raise InputError(
-            f"no history at {target}; `petsync history {directory}` builds it from the snapshots"
+            f"no history at {files.shown()}; `petsync history {files.location.uri}` builds it "
+            "from the snapshots"
         )
     return state
 
 
 def load_history(directory: Path | str, as_of: str | dt.date | None = None) -> pd.DataFrame:
-    """The history under ``directory`` (the export's --out) as a pandas DataFrame.
+    """The history under ``directory`` (the export's --out: a path or a URI) as a DataFrame.
 
     Without ``as_of``: every version, one row each, ordered by ``id`` and ``valid_from``:
     ``id``, ``name``, ``categoryId``, ``status``, ``hash``, ``valid_from``, ``valid_to``
@@ -36,14 +40,16 @@ def load_history(directory: Path | str, as_of: str | dt.date | None = None) -> p
 
     >>> versions = load_history("petsync-demo")                      # doctest: +SKIP
     >>> catalogue = load_history("petsync-demo", as_of="2026-11-22")  # doctest: +SKIP
+    >>> versions = load_history("s3://archive/petsync")              # doctest: +SKIP
     """
     import pandas as pd
     import pyarrow.compute as pc
 
     from petsync.export.schema import status_categories
 
-    state = read_history_state(directory)
-    table = read_files(history_dir(Path(directory)), state.files)
+    files = HistoryFiles.open(directory)
+    state = _read_state(files)
+    table = files.read_files(state.files)
     day: dt.date | None = None
     if as_of is not None:
         day = _as_date(as_of)

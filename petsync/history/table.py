@@ -1,15 +1,17 @@
 """The history table: its schema, the content hash, and its files beside the snapshots.
 
-The table lives in ``DIR/history/`` beside ``DIR/pets/``, as plain Parquet files of one
-schema, so any reader takes the folder as one table::
+The table lives in ``DIR/history/`` beside ``DIR/pets/`` (a local directory or an
+object-store prefix), as plain Parquet files of one schema, so any reader takes the folder
+as one table::
 
     DIR/history/
-      _history.json                 the nights folded in, their counts, the files below
-      open-000012.parquet           the current versions (valid_to null), rewritten each run
-      closed-2026-11-22.parquet     the versions the night of that date closed, written once
+      _history.json                    the nights folded in, their counts, the files below
+      open-000012.parquet              the current versions (valid_to null), rewritten each run
+      closed-2026-11-22-000012.parquet the versions the night of that date closed, written once
 
 A night adds one ``closed-`` file (when it closed anything) and replaces the ``open-``
-file; rows already closed are never rewritten. ``_history.json`` is written last and names
+file; rows already closed are never rewritten. The number is the generation that wrote the
+file: no name is ever written twice. ``_history.json`` is written last and names
 the files that make up the table, so :func:`petsync.history.load.load_history` reads one
 consistent table even while an update runs; a file it does not name (left by a run that
 was killed) is removed by the next update.
@@ -17,20 +19,24 @@ was killed) is removed by the next update.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
-import os
+import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
-from petsync.core.errors import InputError
+from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.core.files import atomic_write_text, fsync_dir
+from petsync.export.location import Location, parse_location
+from petsync.export.lock import LOCK_NAME as EXPORT_LOCK_NAME
 
 HISTORY_DIR = "history"
 STATE_NAME = "_history.json"
@@ -51,7 +57,7 @@ HISTORY_SCHEMA: pa.Schema = pa.schema(
 
 
 def history_dir(directory: Path) -> Path:
-    """Where the history of the snapshots under ``directory`` (the export's --out) lives."""
+    """Where the history of the snapshots under a local ``directory`` (the export's --out) lives."""
     return Path(directory) / HISTORY_DIR
 
 
@@ -187,127 +193,285 @@ class HistoryState:
 EMPTY_STATE = HistoryState(nights=(), open_file=None, closed_files=(), generation=0)
 
 
-def read_state(directory: Path) -> HistoryState | None:
-    """The state of the history in ``directory`` (``DIR/history``), or None if there is none."""
-    path = directory / STATE_NAME
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            f"cannot read {path}: {exc}; rebuild the history with `petsync history "
-            f"{directory.parent} --rebuild`"
-        ) from exc
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        raise InputError(
-            f"{path} is not a petsync history of format {STATE_FORMAT}; rebuild it with "
-            f"`petsync history {directory.parent} --rebuild`"
-        )
-    try:
-        return HistoryState(
-            nights=tuple(Night.from_json(n) for n in data["nights"]),
-            open_file=data["open_file"],
-            closed_files=tuple(data["closed_files"]),
-            generation=int(data["generation"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(
-            f"{path} is damaged ({exc!r}); rebuild it with "
-            f"`petsync history {directory.parent} --rebuild`"
-        ) from exc
-
-
-def write_state(directory: Path, state: HistoryState) -> None:
-    """Write ``_history.json`` atomically: the moment the new table becomes the table."""
-    atomic_write_text(directory / STATE_NAME, json.dumps(state.to_json(), indent=1) + "\n")
-
-
-def write_table(directory: Path, name: str, table: pa.Table) -> None:
-    """Write one file of the table under a hidden name, then rename it into place."""
-    import pyarrow.parquet as pq
-
-    temporary = directory / f".tmp-{secrets.token_hex(6)}-{name}"
-    # Dictionaries only for status: ids and names are (nearly) unique, and building their
-    # dictionaries costs more than it saves.
-    pq.write_table(
-        table.cast(HISTORY_SCHEMA), temporary, compression="zstd", use_dictionary=["status"]
-    )
-    os.replace(temporary, directory / name)
-    fsync_dir(directory)
-
-
 PIECE_ROWS = 65_536  # open versions read and written this many at a time
-
-
-def open_pieces(path: Path) -> Iterator[pa.Table]:
-    """The open file's versions, in id order, a piece at a time."""
-    import pyarrow.parquet as pq
-
-    try:
-        handle = pq.ParquetFile(path)
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            f"cannot read {path}: {exc}; rebuild the history with "
-            f"`petsync history {path.parent.parent} --rebuild`"
-        ) from exc
-    with handle:
-        for batch in handle.iter_batches(batch_size=PIECE_ROWS):
-            yield pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA)
-
-
-class OpenWriter:
-    """Writes an open file piece by piece under a hidden name; renamed into place on close."""
-
-    def __init__(self, directory: Path, name: str) -> None:
-        import pyarrow.parquet as pq
-
-        self._final = directory / name
-        self._temporary = directory / f".tmp-{secrets.token_hex(6)}-{name}"
-        self._writer = pq.ParquetWriter(
-            self._temporary, HISTORY_SCHEMA, compression="zstd", use_dictionary=["status"]
-        )
-
-    def write(self, piece: pa.Table) -> None:
-        if piece.num_rows:
-            self._writer.write_table(piece.cast(HISTORY_SCHEMA), row_group_size=PIECE_ROWS)
-
-    def __enter__(self) -> OpenWriter:
-        return self
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        self._writer.close()
-        if exc is not None:
-            self._temporary.unlink(missing_ok=True)
-            return
-        os.replace(self._temporary, self._final)
-        fsync_dir(self._final.parent)
-
-
-def read_files(directory: Path, names: list[str], columns: list[str] | None = None) -> pa.Table:
-    """The table made of the files ``names`` in ``directory`` (empty when there are none)."""
-    import pyarrow.parquet as pq
-
-    tables = []
-    for name in names:
-        try:
-            tables.append(pq.read_table(directory / name, columns=columns))
-        except (OSError, ValueError) as exc:
-            raise InputError(
-                f"cannot read {directory / name}: {exc}; rebuild the history with "
-                f"`petsync history {directory.parent} --rebuild`"
-            ) from exc
-    schema = (
-        HISTORY_SCHEMA if columns is None else pa.schema([HISTORY_SCHEMA.field(c) for c in columns])
-    )
-    if not tables:
-        return schema.empty_table()
-    return pa.concat_tables([t.cast(schema) for t in tables])
+LOCK_OBJECT_NAME = EXPORT_LOCK_NAME  # on an object store: the lock, in OUT/history
+_GENERATION = re.compile(r"^(?:open|closed-\d{4}-\d{2}-\d{2})-(\d+)\.parquet$")
 
 
 def open_name(generation: int) -> str:
     return f"open-{generation:06d}.parquet"
 
 
-def closed_name(date: dt.date) -> str:
-    return f"closed-{date.isoformat()}.parquet"
+def closed_name(date: dt.date, generation: int) -> str:
+    """The file of the versions the night of ``date`` closed, written by ``generation``.
+
+    The generation makes every name new: a rebuild never writes over a file the current
+    state names, so readers see the old table or the new one, on any store.
+    """
+    return f"closed-{date.isoformat()}-{generation:06d}.parquet"
+
+
+@dataclass(frozen=True)
+class HistoryFiles:
+    """The history's folder, ``OUT/history``, on a local disk or an object store.
+
+    Every file is read and written through the location's ``pyarrow.fs`` file system. A
+    file is written under a name no state names yet (locally: a hidden name, renamed into
+    place), and ``_history.json``, written last in one step, makes the new files the table.
+    """
+
+    location: Location  # the export's --out
+    filesystem: pafs.FileSystem
+
+    @classmethod
+    def open(cls, directory: Path | str | Location) -> HistoryFiles:
+        from petsync.export.objectstore.filesystem import open_filesystem
+
+        location = (
+            directory
+            if isinstance(directory, Location)
+            else parse_location(directory, what="directory")
+        )
+        files = cls(location, open_filesystem(location))
+        if not files.is_local:
+            files.check()
+        return files
+
+    @property
+    def is_local(self) -> bool:
+        return self.location.local is not None
+
+    @property
+    def root(self) -> str:
+        return self.location.store_child(HISTORY_DIR)
+
+    def path(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def shown(self, name: str | None = None) -> str:
+        """The folder (or a file in it) as users see it: a path or a URI."""
+        return self.location.child(HISTORY_DIR, *([name] if name else []))
+
+    def rebuild_hint(self) -> str:
+        return f"`petsync history {self.location.uri} --rebuild`"
+
+    def _damaged(self, name: str | None, exc: BaseException) -> InputError:
+        return InputError(
+            f"cannot read {self.shown(name)}: {exc}; rebuild the history with {self.rebuild_hint()}"
+        )
+
+    def _store_error(self, exc: OSError, doing: str) -> PetsyncError:
+        """A store's error while ``doing``: the bucket, what went wrong and the fix.
+
+        A missing bucket, refused credentials or an unreachable store is exit 2, any other
+        failure exit 1; either way ``_history.json`` names the table it named before, unless
+        only the removal of replaced files failed (the next update removes them).
+        """
+        from petsync.export.objectstore.filesystem import classify, store_error
+
+        said = str(store_error(self.location, exc, doing=doing, before_fetch=True))
+        kind = PetsyncError if classify(exc) == "other" else ConfigError
+        return kind(self._reworded(said))
+
+    def _reworded(self, said: str) -> str:
+        """The export's message about the store, said of the history."""
+        what = said.removeprefix(f"cannot use --out {self.location}: ")
+        what = what.removesuffix(" Nothing was fetched.").rstrip(".")
+        return f"the history at {self.shown()}: {what}."
+
+    def _unreadable(self, name: str | None, exc: OSError | ValueError) -> PetsyncError:
+        """A file that cannot be read: the store's error, or a damaged file (rebuild)."""
+        if (
+            isinstance(exc, OSError)
+            and not isinstance(exc, FileNotFoundError)
+            and not self.is_local
+        ):
+            return self._store_error(exc, f"reading {self.shown(name)}")
+        return self._damaged(name, exc)
+
+    def check(self) -> None:
+        """Reach the store: a missing bucket or refused credentials fail here, exit 2."""
+        from petsync.export.objectstore.filesystem import check_reachable
+
+        try:
+            check_reachable(self.location, self.filesystem)
+        except ConfigError as exc:
+            raise ConfigError(self._reworded(str(exc))) from exc
+
+    def prepare(self) -> None:
+        """Create the folder on a local disk (an object store has no folders to create)."""
+        if self.is_local:
+            self.filesystem.create_dir(self.root, recursive=True)
+
+    def read_state(self) -> HistoryState | None:
+        """The state ``_history.json`` holds, or None if there is none."""
+        try:
+            with self.filesystem.open_input_file(self.path(STATE_NAME)) as handle:
+                text = handle.read().decode("utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise self._unreadable(STATE_NAME, exc) from exc
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise self._damaged(STATE_NAME, exc) from exc
+        if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+            raise InputError(
+                f"{self.shown(STATE_NAME)} is not a petsync history of format {STATE_FORMAT}; "
+                f"rebuild it with {self.rebuild_hint()}"
+            )
+        try:
+            return HistoryState(
+                nights=tuple(Night.from_json(n) for n in data["nights"]),
+                open_file=data["open_file"],
+                closed_files=tuple(data["closed_files"]),
+                generation=int(data["generation"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"{self.shown(STATE_NAME)} is damaged ({exc!r}); rebuild it with "
+                f"{self.rebuild_hint()}"
+            ) from exc
+
+    def write_state(self, state: HistoryState) -> None:
+        """Write ``_history.json`` in one step: the moment the new table becomes the table."""
+        text = json.dumps(state.to_json(), indent=1) + "\n"
+        if self.location.local is not None:
+            atomic_write_text(self.location.local / HISTORY_DIR / STATE_NAME, text)
+            return
+        try:  # one PUT: the object is the old state or the new one, never half
+            with self.filesystem.open_output_stream(self.path(STATE_NAME)) as handle:
+                handle.write(text.encode("utf-8"))
+        except OSError as exc:
+            raise self._store_error(exc, "writing the history's state") from exc
+
+    @contextlib.contextmanager
+    def _output(self, name: str) -> Iterator[str]:
+        """A path to write ``name`` at; it appears under its name once the block ends.
+
+        Locally the file is written under a hidden name and renamed into place. On an object
+        store the upload is the object's only write; an upload cut short leaves a file no
+        state names, which the next update removes.
+        """
+        if not self.is_local:
+            try:
+                yield self.path(name)
+            except OSError as exc:
+                raise self._store_error(exc, f"writing {self.shown(name)}") from exc
+            return
+        temporary = self.path(f".tmp-{secrets.token_hex(6)}-{name}")
+        try:
+            yield temporary
+        except BaseException:
+            if self._exists(temporary):
+                self.filesystem.delete_file(temporary)
+            raise
+        self.filesystem.move(temporary, self.path(name))
+        assert self.location.local is not None
+        fsync_dir(self.location.local / HISTORY_DIR)
+
+    def _exists(self, path: str) -> bool:
+        return bool(self.filesystem.get_file_info(path).type == pafs.FileType.File)
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        """Write one file of the table."""
+        import pyarrow.parquet as pq
+
+        with self._output(name) as path:
+            # Dictionaries only for status: ids and names are (nearly) unique, and building
+            # their dictionaries costs more than it saves.
+            pq.write_table(
+                table.cast(HISTORY_SCHEMA),
+                path,
+                filesystem=self.filesystem,
+                compression="zstd",
+                use_dictionary=["status"],
+            )
+
+    @contextlib.contextmanager
+    def open_writer(self, name: str) -> Iterator[Callable[[pa.Table], None]]:
+        """A sink writing the open file ``name`` piece by piece, in place once the block ends."""
+        import pyarrow.parquet as pq
+
+        with self._output(name) as path:
+            writer = pq.ParquetWriter(
+                path,
+                HISTORY_SCHEMA,
+                filesystem=self.filesystem,
+                compression="zstd",
+                use_dictionary=["status"],
+            )
+
+            def write(piece: pa.Table) -> None:
+                if piece.num_rows:
+                    writer.write_table(piece.cast(HISTORY_SCHEMA), row_group_size=PIECE_ROWS)
+
+            try:
+                yield write
+            finally:
+                writer.close()
+
+    def open_pieces(self, name: str) -> Iterator[pa.Table]:
+        """The open file's versions, in id order, a piece at a time."""
+        import pyarrow.parquet as pq
+
+        try:
+            handle = pq.ParquetFile(self.filesystem.open_input_file(self.path(name)))
+        except (OSError, ValueError) as exc:
+            raise self._unreadable(name, exc) from exc
+        with handle:
+            for batch in handle.iter_batches(batch_size=PIECE_ROWS):
+                yield pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA)
+
+    def read_files(self, names: list[str], columns: list[str] | None = None) -> pa.Table:
+        """The table made of the files ``names`` (empty when there are none)."""
+        import pyarrow.parquet as pq
+
+        tables = []
+        for name in names:
+            try:
+                tables.append(
+                    pq.read_table(self.path(name), columns=columns, filesystem=self.filesystem)
+                )
+            except (OSError, ValueError) as exc:
+                raise self._unreadable(name, exc) from exc
+        schema = (
+            HISTORY_SCHEMA
+            if columns is None
+            else pa.schema([HISTORY_SCHEMA.field(c) for c in columns])
+        )
+        if not tables:
+            return schema.empty_table()
+        return pa.concat_tables([t.cast(schema) for t in tables])
+
+    def rows(self, name: str) -> int:
+        import pyarrow.parquet as pq
+
+        try:
+            with self.filesystem.open_input_file(self.path(name)) as handle:
+                return int(pq.read_metadata(handle).num_rows)
+        except (OSError, ValueError) as exc:
+            raise self._unreadable(name, exc) from exc
+
+    def names(self) -> list[str]:
+        """The files in the folder (none when there is no folder)."""
+        selector = pafs.FileSelector(self.root, allow_not_found=True)
+        try:
+            entries = self.filesystem.get_file_info(selector)
+        except OSError as exc:
+            raise self._store_error(exc, f"listing {self.shown()}") from exc
+        return sorted(e.base_name for e in entries if e.type == pafs.FileType.File)
+
+    def remove(self, name: str) -> None:
+        try:
+            self.filesystem.delete_file(self.path(name))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._store_error(exc, f"removing {self.shown(name)}") from exc
+
+    def last_generation(self) -> int:
+        """The highest generation any file in the folder carries (0 when none does)."""
+        found = [_GENERATION.match(name) for name in self.names()]
+        return max((int(m.group(1)) for m in found if m), default=0)

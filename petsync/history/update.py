@@ -6,6 +6,12 @@ gives the same table, and running it again with nothing new changes nothing. A s
 dated on or before the last night that the history did not take in (one exported late, or
 a night exported again) is refused: the history would need rewriting from that night on,
 which ``--rebuild`` does from the snapshots still kept.
+
+The snapshots and the history may be local or on an object store (``s3://``, ``gs://``,
+``abfs://``): the snapshots are read through :mod:`petsync.export.snapshot`, the history's
+files through ``pyarrow.fs`` (:class:`petsync.history.table.HistoryFiles`). One update at a
+time: locally a lock file beside the snapshots, on an object store a lock object in the
+history's folder created only if absent (:class:`petsync.export.objectstore.lock.ObjectLock`).
 """
 
 from __future__ import annotations
@@ -13,34 +19,30 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
+
 from petsync.core.errors import InputError, LockedError
 from petsync.core.files import try_lock
-from petsync.export.layout import SnapshotInfo
-from petsync.export.location import parse_location
+from petsync.export.layout import PETS_DIR, SnapshotInfo
+from petsync.export.location import Location, parse_location
 from petsync.export.snapshot import list_snapshots, read_table
 from petsync.history.fold import fold_night
 from petsync.history.table import (
-    EMPTY_STATE,
     HISTORY_DIR,
+    LOCK_OBJECT_NAME,
     STATE_NAME,
+    HistoryFiles,
     HistoryState,
     Night,
-    OpenWriter,
     closed_name,
     empty_history,
-    history_dir,
     open_name,
-    open_pieces,
-    read_state,
-    write_state,
-    write_table,
 )
 
 LOCK_NAME = ".history.lock"
@@ -52,9 +54,10 @@ class HistoryReport:
 
     ``nights`` are the nights this run folded in (none when the table was up to date);
     ``versions`` counts the table's rows after the run, ``current`` its open versions.
+    ``path`` is the history's folder: a :class:`Path` locally, else its URI.
     """
 
-    path: Path
+    path: Path | str
     rebuilt: bool
     nights: tuple[Night, ...]
     versions: int
@@ -97,52 +100,75 @@ def is_trusted(info: SnapshotInfo) -> bool:
 def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryReport:
     """Fold the snapshots under ``directory`` (the export's --out) into ``DIR/history``.
 
-    Incremental by default: only snapshots newer than the history's last night are read.
-    ``rebuild`` folds every snapshot kept from scratch into a new table that replaces the
-    old one in one step. Raises :class:`InputError` (exit 2) for a snapshot older than the
-    last night that the history lacks, and :class:`LockedError` (exit 75) while another
-    update runs.
+    ``directory`` is a local path or an object-store URI (``s3://bucket/prefix``), read
+    and written with the store's standard credentials. Incremental by default: only
+    snapshots newer than the history's last night are read. ``rebuild`` folds every
+    snapshot kept from scratch into new files that replace the old table in one step.
+    Raises :class:`InputError` (exit 2) for a snapshot older than the last night that the
+    history lacks, and :class:`LockedError` (exit 75) while another update runs.
 
     >>> report = update_history("/srv/petsync")                   # doctest: +SKIP
+    >>> report = update_history("s3://archive/petsync")           # doctest: +SKIP
     >>> [(n.date, n.added, n.changed, n.removed) for n in report.nights]  # doctest: +SKIP
     """
     location = parse_location(directory, what="directory")
-    if location.local is None:
+    files = HistoryFiles.open(location)
+    pets = files.filesystem.get_file_info(location.store_child(PETS_DIR))
+    if pets.type != pafs.FileType.Directory:
         raise InputError(
-            f"petsync history works on a local directory; {location.uri} is on an object "
-            "store (copy the snapshots to a local directory first)"
+            f"no snapshots under {location.child(PETS_DIR)}; "
+            f"`petsync export --out {location.uri}` writes them"
         )
-    out = location.local
-    if not (out / "pets").is_dir():
-        raise InputError(
-            f"no snapshots under {out / 'pets'}; `petsync export --out {out}` writes them"
-        )
-    with _locked(out):
-        for stray in out.glob(f".{HISTORY_DIR}-*-*"):  # a rebuild that was killed
-            shutil.rmtree(stray, ignore_errors=True)
-        snapshots = list_snapshots(out)
-        target = history_dir(out)
-        state = None if rebuild else read_state(target)
-        if state is None:
-            return _build(out, snapshots)
-        return _update(target, state, snapshots)
+    with _locked(location) as confirm:
+        if location.local is not None:
+            # Folders a killed rebuild of an earlier petsync staged beside the history
+            # (``.history-new-*``): no state names them.
+            for stray in location.local.glob(f".{HISTORY_DIR}-*-*"):
+                shutil.rmtree(stray, ignore_errors=True)
+        files.prepare()
+        snapshots = list_snapshots(location.local if location.local is not None else location.uri)
+        state = None if rebuild else files.read_state()
+        if state is None:  # from scratch: new names, past every file in the folder
+            base = HistoryState(
+                nights=(), open_file=None, closed_files=(), generation=files.last_generation()
+            )
+            todo = snapshots
+        else:
+            _remove_strays(files, state)
+            base, todo = state, _new_nights(state, snapshots, location)
+            if not todo:
+                return _report(files, state, (), rebuilt=False)
+        new_state, nights = _fold(files, base, todo)
+        confirm()  # still ours (an object store's lock may have expired): commit
+        files.write_state(new_state)
+        _remove_strays(files, new_state)
+        return _report(files, new_state, tuple(nights), rebuilt=state is None)
 
 
 @contextlib.contextmanager
-def _locked(out: Path) -> Iterator[None]:
+def _locked(location: Location) -> Iterator[Callable[[], None]]:
+    """Hold the history's lock; yields a check to run right before the state is written."""
+    if location.local is None:
+        from petsync.export.objectstore.lock import ObjectLock
+
+        # The export's lock object, but in the history's folder: its own lock, same rules.
+        with ObjectLock(parse_location(location.child(HISTORY_DIR))) as lock:
+            yield lock.confirm
+        return
+    out = location.local
     fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if not try_lock(fd):
             raise LockedError(
                 f"another history update holds {out / LOCK_NAME}; this one is skipped"
             )
-        yield
+        yield lambda: None
     finally:
         os.close(fd)
 
 
 def _new_nights(
-    state: HistoryState, snapshots: list[SnapshotInfo], target: Path
+    state: HistoryState, snapshots: list[SnapshotInfo], location: Location
 ) -> list[SnapshotInfo]:
     last = state.last_date
     if last is None:
@@ -155,34 +181,34 @@ def _new_nights(
             raise InputError(
                 f"the snapshot of {info.date} is older than the history's last night "
                 f"({last}) and not in it; rebuild the history from the snapshots kept with "
-                f"`petsync history {target.parent} --rebuild`"
+                f"`petsync history {location.uri} --rebuild`"
             )
         if taken[info.date] != info.run_id:
             raise InputError(
                 f"the snapshot of {info.date} was exported again after the history took it "
-                f"in; rebuild the history with `petsync history {target.parent} --rebuild`"
+                f"in; rebuild the history with `petsync history {location.uri} --rebuild`"
             )
     return [info for info in snapshots if info.date > last]
 
 
 def _fold(
-    target: Path, state: HistoryState, snapshots: list[SnapshotInfo]
-) -> tuple[HistoryState, list[Night], int]:
-    """Fold ``snapshots`` into the table in ``target``; return its new state.
+    files: HistoryFiles, state: HistoryState, snapshots: list[SnapshotInfo]
+) -> tuple[HistoryState, list[Night]]:
+    """Fold ``snapshots`` into the table ``state`` names; return its new state.
 
     Each night reads the open file the night before wrote and writes the next one, a piece
     at a time: memory holds one snapshot and one piece, however many nights are folded.
     """
     nights: list[Night] = []
     closed_files = list(state.closed_files)
-    open_file, generation, current = state.open_file, state.generation, 0
+    open_file, generation = state.open_file, state.generation
     for info in snapshots:
         generation += 1
-        with OpenWriter(target, open_name(generation)) as writer:
+        with files.open_writer(open_name(generation)) as write:
             folded = fold_night(
-                open_pieces(target / open_file) if open_file else iter(()),
+                files.open_pieces(open_file) if open_file else iter(()),
                 read_table(info),
-                writer.write,
+                write,
                 date=info.date,
                 trusted=is_trusted(info),
                 run_id=info.run_id,
@@ -191,70 +217,41 @@ def _fold(
                 drop_flagged=drop_flagged(info),
             )
         if open_file and open_file != state.open_file:
-            (target / open_file).unlink()  # a night of this run: no state names it
-        open_file, current = open_name(generation), folded.open_rows
+            files.remove(open_file)  # a night of this run: no state names it
+        open_file = open_name(generation)
         if folded.closed.num_rows:
-            name = closed_name(info.date)
-            write_table(target, name, folded.closed)
+            name = closed_name(info.date, generation)
+            files.write_table(name, folded.closed)
             closed_files.append(name)
         nights.append(folded.night)
     if open_file is None:  # no snapshot at all: an empty table
         generation += 1
         open_file = open_name(generation)
-        write_table(target, open_file, empty_history())
+        files.write_table(open_file, empty_history())
     new_state = HistoryState(
         nights=(*state.nights, *nights),
         open_file=open_file,
         closed_files=tuple(closed_files),
         generation=generation,
     )
-    return new_state, nights, current
+    return new_state, nights
 
 
-def _remove_strays(target: Path, state: HistoryState) -> None:
-    """Remove files a killed run left: any not named by the state."""
-    keep = {STATE_NAME, *state.files}
-    for entry in target.iterdir():
-        if entry.name not in keep and entry.is_file():
-            entry.unlink()
+def _remove_strays(files: HistoryFiles, state: HistoryState) -> None:
+    """Remove files a killed run (or a replaced table) left: any the state does not name."""
+    keep = {STATE_NAME, LOCK_OBJECT_NAME, *state.files}
+    for name in files.names():
+        if name not in keep:
+            files.remove(name)
 
 
-def _update(target: Path, state: HistoryState, snapshots: list[SnapshotInfo]) -> HistoryReport:
-    _remove_strays(target, state)
-    todo = _new_nights(state, snapshots, target)
-    if not todo:
-        versions = sum(_rows(target / name) for name in state.files)
-        current = _rows(target / state.open_file) if state.open_file else 0
-        return HistoryReport(target, False, (), versions, current, state.last_date)
-    new_state, nights, current = _fold(target, state, todo)
-    write_state(target, new_state)
-    _remove_strays(target, new_state)
-    versions = sum(_rows(target / name) for name in new_state.files)
-    return HistoryReport(target, False, tuple(nights), versions, current, new_state.last_date)
-
-
-def _build(out: Path, snapshots: list[SnapshotInfo]) -> HistoryReport:
-    """Fold every snapshot into a new folder, then swap it for ``DIR/history`` in one step."""
-    token = secrets.token_hex(6)
-    staging = out / f".{HISTORY_DIR}-new-{token}"
-    staging.mkdir()
-    try:
-        state, nights, current = _fold(staging, EMPTY_STATE, snapshots)
-        write_state(staging, state)
-        target = history_dir(out)
-        old = out / f".{HISTORY_DIR}-old-{token}"
-        if target.exists():
-            os.rename(target, old)
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-    versions = sum(_rows(target / name) for name in state.files)
-    return HistoryReport(target, True, tuple(nights), versions, current, state.last_date)
-
-
-def _rows(path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return int(pq.read_metadata(path).num_rows)
+def _report(
+    files: HistoryFiles, state: HistoryState, nights: tuple[Night, ...], *, rebuilt: bool
+) -> HistoryReport:
+    """The report of a run: every version ever opened is one row of the table."""
+    versions = sum(n.opened for n in state.nights)
+    current = files.rows(state.open_file) if state.open_file else 0
+    shown: Path | str = (
+        files.location.local / HISTORY_DIR if files.location.local is not None else files.shown()
+    )
+    return HistoryReport(shown, rebuilt, nights, versions, current, state.last_date)

@@ -158,3 +158,32 @@ def test_hash_is_the_documented_blake2b_of_the_json_content(tmp_path: Path) -> N
         documented(["Rex", 1, "sold"]),
         documented(["Mia 🐈", 2, None]),
     ]
+
+
+def test_a_history_whose_files_have_names_without_generation_keeps_updating(
+    tmp_path: Path,
+) -> None:
+    nights = random_nights(7, nights=4, pets=20)
+    for date, rows, complete in nights[:3]:
+        publish_snapshot(tmp_path, date, rows, complete=complete)
+    update_history(tmp_path)
+    folder = history_dir(tmp_path)
+    state = json.loads((folder / "_history.json").read_text())
+    renamed = []
+    for name in state["closed_files"]:  # closed-DATE-GEN.parquet -> closed-DATE.parquet
+        plain = name.rsplit("-", 1)[0] + ".parquet"
+        (folder / name).rename(folder / plain)
+        renamed.append(plain)
+    state["closed_files"] = renamed
+    assert renamed  # the nights closed something: there are files to rename
+    (folder / "_history.json").write_text(json.dumps(state))
+    date, rows, complete = nights[3]
+    publish_snapshot(tmp_path, date, rows, complete=complete)
+
+    update_history(tmp_path)
+    incremental = load_history(tmp_path)
+
+    assert set(renamed) <= {p.name for p in folder.iterdir()}  # still named, still kept
+    update_history(tmp_path, rebuild=True)
+    assert incremental.equals(load_history(tmp_path))
+    assert not set(renamed) & {p.name for p in folder.iterdir()}  # the rebuild replaced them
