@@ -185,6 +185,15 @@ class Browser:
             self._pause()
         raise TimeoutError(f"the page never made {expression!r} true")
 
+    def wait_until(self, condition: Any, *, attempts: int = 200) -> None:
+        """Pump the browser's events until ``condition()`` holds (bounded like :meth:`wait_for`:
+        events arrive with the answers, so each try is a wait on the browser)."""
+        for _ in range(attempts):
+            if condition():
+                return
+            self._pause()
+        raise TimeoutError("the browser never sent what was waited for")
+
     def _pause(self) -> None:
         # Waiting on the browser's own clock: a promise that resolves after 50 ms of its time.
         self.call(

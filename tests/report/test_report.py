@@ -153,12 +153,15 @@ def test_the_request_check_sees_a_page_that_makes_requests(
         '<!DOCTYPE html><img src="http://petsync-test.invalid/pixel.png">'
         "<script>document.body.dataset.done = '1'</script>"
     )
+    pixel = "http://petsync-test.invalid/pixel.png"
     with Browser(chromium, tmp_path / "profile", proxy) as browser:
         browser.open(page.as_uri(), width=400, height=300)
         browser.wait_for("document.body && document.body.dataset.done")
+        # The request's event may come after the script ran: wait for it, bounded.
+        browser.wait_until(lambda: pixel in browser.requested_urls())
         requested = browser.requested_urls()
 
-    assert "http://petsync-test.invalid/pixel.png" in requested
+    assert pixel in requested
     assert proxy.wait_for_line("petsync-test.invalid")  # it reached the proxy on loopback
 
 
