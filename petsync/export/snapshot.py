@@ -219,7 +219,7 @@ def latest_snapshot(
     future (after today's UTC date, with :data:`~petsync.core.interface.CLOCK_TOLERANCE`
     of slack): a snapshot a run with a wrong clock dated ahead is never "the latest".
     """
-    before = _horizon() if before is None else before
+    before = future_horizon() if before is None else before
     snapshots = [
         s
         for s in list_snapshots(directory)
@@ -228,8 +228,9 @@ def latest_snapshot(
     return snapshots[-1] if snapshots else None
 
 
-def _horizon() -> dt.date:
-    """The first date a snapshot counts as dated in the future (a clock that ran ahead)."""
+def future_horizon() -> dt.date:
+    """The first date a snapshot counts as dated in the future (a clock that ran ahead):
+    such a night is never "the latest", nor folded into the history."""
     slack = dt.timedelta(seconds=CLOCK_TOLERANCE)
     return (dt.datetime.now(dt.UTC) + slack).date() + dt.timedelta(days=1)
 
@@ -381,7 +382,7 @@ def load_snapshot(
             )
         info = snapshot_at_version(store.location, version)
     elif date is None:
-        horizon = _horizon()  # never "the latest": a night dated ahead by a wrong clock
+        horizon = future_horizon()  # never "the latest": a night dated ahead by a wrong clock
         found = [
             s for s in list_snapshots(directory) if (flagged or s.trusted) and s.date < horizon
         ]

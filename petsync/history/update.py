@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from petsync.core.errors import InputError, LockedError
 from petsync.core.files import try_lock
 from petsync.export.layout import PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
-from petsync.export.snapshot import list_snapshots, read_table
+from petsync.export.snapshot import future_horizon, list_snapshots, read_table
 from petsync.history.fold import fold_night
 from petsync.history.table import (
     HISTORY_DIR,
@@ -46,6 +47,8 @@ from petsync.history.table import (
 )
 
 LOCK_NAME = ".history.lock"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,9 @@ def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryRe
             for stray in location.local.glob(f".{HISTORY_DIR}-*-*"):
                 shutil.rmtree(stray, ignore_errors=True)
         files.prepare()
-        snapshots = list_snapshots(location.local if location.local is not None else location.uri)
+        snapshots = _up_to_now(
+            list_snapshots(location.local if location.local is not None else location.uri)
+        )
         state = None if rebuild else files.read_state()
         if state is None:  # from scratch: new names, past every file in the folder
             base = HistoryState(
@@ -165,6 +170,20 @@ def _locked(location: Location) -> Iterator[Callable[[], None]]:
         yield lambda: None
     finally:
         os.close(fd)
+
+
+def _up_to_now(snapshots: list[SnapshotInfo]) -> list[SnapshotInfo]:
+    """The snapshots not dated ahead. A night a wrong clock dated in the future would be the
+    history's last night and make every real night after it "older": it waits, named in a
+    warning, until its date comes (or someone deletes it)."""
+    horizon = future_horizon()
+    ahead = [info.date.isoformat() for info in snapshots if info.date >= horizon]
+    if ahead:
+        logger.warning(
+            "history.snapshots_dated_ahead",
+            extra={"fields": {"dates": ahead, "reason": "dated after today: not folded in"}},
+        )
+    return [info for info in snapshots if info.date < horizon]
 
 
 def _new_nights(

@@ -187,3 +187,18 @@ def test_a_history_whose_files_have_names_without_generation_keeps_updating(
     update_history(tmp_path, rebuild=True)
     assert incremental.equals(load_history(tmp_path))
     assert not set(renamed) & {p.name for p in folder.iterdir()}  # the rebuild replaced them
+
+
+def test_a_night_dated_ahead_waits_and_never_blocks_the_real_nights(tmp_path: Path) -> None:
+    # A snapshot a wrong clock dated far ahead: folding it would make every real night after
+    # it "older than the history's last night" and refused.
+    ahead = dt.date(2100, 1, 1)
+    publish_snapshot(tmp_path, START, [(1, "a", 1, "sold")])
+    publish_snapshot(tmp_path, ahead, [(1, "a", 1, "sold")])
+    assert update_history(tmp_path).last_date == START
+
+    publish_snapshot(tmp_path, START + dt.timedelta(days=1), [(1, "b", 1, "sold")])
+    report = update_history(tmp_path)
+
+    assert report.last_date == START + dt.timedelta(days=1)
+    assert sorted(load_history(tmp_path)["name"]) == ["a", "b"]
