@@ -31,8 +31,9 @@ class RepeatedRows:
     """The rows of one sheet that repeat an earlier row, by their row number (``line``).
 
     :meth:`see` each row in order, then :meth:`finish`; then :meth:`first_of` answers for
-    any row. Rows seen wait in memory a few thousand at a time and go to the table in
-    batches (one statement per batch costs a fraction of one per row). Thread-safe. The
+    any row. Rows seen wait in memory a few thousand at a time and are appended to the
+    table in batches (one statement per batch costs a fraction of one per row);
+    :meth:`finish` finds the repeats in one query, which sorts on disk. Thread-safe. The
     working folder is made afresh in the system's temporary directory and removed by
     :meth:`close` (or when the object is collected).
 
@@ -50,56 +51,56 @@ class RepeatedRows:
         self._db = working_db(
             self._dir,
             """
-            CREATE TABLE seen (digest BLOB PRIMARY KEY, line INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE seen (digest BLOB NOT NULL, line INTEGER NOT NULL);
             CREATE TABLE repeats (line INTEGER PRIMARY KEY, first INTEGER NOT NULL);
             BEGIN;
             """,
         )
         self._remove = weakref.finalize(self, shutil.rmtree, self._dir, True)
         self._lock = threading.Lock()
-        self._pending: dict[bytes, int] = {}  # digest -> line, not yet in the table
-        self._found: list[tuple[int, int]] = []  # (line, first), not yet in the table
+        self._pending: list[tuple[bytes, int]] = []  # (digest, line), not yet in the table
         self.count = 0
         self.listed: list[tuple[int, int]] = []  # (row, the row it repeats), the first few
 
-    def see(self, line: int, cells: Sequence[str]) -> None:
-        """Note row ``line`` (rows come in order)."""
-        digest = _digest(cells)
+    def see(self, line: int, cells: Sequence[str], columns: Sequence[int] | None = None) -> None:
+        """Note row ``line`` (rows come in order): its ``cells``, or those at ``columns``
+        (blank where the row is short)."""
+        if columns is not None:
+            cells = [cells[i] if i < len(cells) else "" for i in columns]
+        entry = (_digest(cells), line)
         with self._lock:
-            first = self._pending.get(digest)
-            if first is not None:
-                self._found.append((line, first))
-            else:
-                self._pending[digest] = line
+            self._pending.append(entry)
             if len(self._pending) >= _BATCH:
                 self._flush()
 
     def finish(self) -> None:
-        """Every row was seen: settle the last batch (``count`` and ``listed`` are final)."""
+        """Every row was seen: find the repeats (``count`` and ``listed`` are final)."""
         with self._lock:
             self._flush()
+            # Each row whose digest an earlier row has, with the first row of that digest.
+            self._db.execute(
+                """
+                INSERT INTO repeats
+                SELECT line, first FROM (
+                    SELECT line, min(line) OVER (PARTITION BY digest) AS first FROM seen
+                ) WHERE line != first
+                """
+            )
+            self._db.execute("DROP TABLE seen")
+            self.count = int(self._db.execute("SELECT count(*) FROM repeats").fetchone()[0])
+            self.listed = [
+                (int(line), int(first))
+                for line, first in self._db.execute(
+                    "SELECT line, first FROM repeats ORDER BY line LIMIT ?", (LISTED_REPEATS,)
+                )
+            ]
             self._db.execute("COMMIT")
             self._db.execute("BEGIN")
-            self.listed.sort()
 
     def _flush(self) -> None:
-        # Called with the lock held. Digests already in the table repeat an earlier batch.
-        digests = list(self._pending)
-        for start in range(0, len(digests), _QUERY):
-            chunk = digests[start : start + _QUERY]
-            marks = ",".join("?" * len(chunk))
-            for digest, first in self._db.execute(
-                f"SELECT digest, line FROM seen WHERE digest IN ({marks})", chunk
-            ):
-                self._found.append((self._pending.pop(digest), int(first)))
-        self._db.executemany("INSERT INTO seen VALUES (?, ?)", self._pending.items())
-        self._db.executemany("INSERT OR REPLACE INTO repeats VALUES (?, ?)", self._found)
-        self.count += len(self._found)
-        room = LISTED_REPEATS - len(self.listed)
-        if room > 0:
-            self.listed.extend(sorted(self._found)[:room])
+        # Called with the lock held.
+        self._db.executemany("INSERT INTO seen VALUES (?, ?)", self._pending)
         self._pending.clear()
-        self._found.clear()
 
     def first_of(self, line: int) -> int | None:
         """The earlier row that row ``line`` repeats, or None (a first copy, or not seen)."""
@@ -116,7 +117,6 @@ class RepeatedRows:
 
 
 _BATCH = 8_192
-_QUERY = 500  # digests per lookup (SQLite allows 999 parameters a statement)
 
 
 def _digest(cells: Sequence[str]) -> bytes:
