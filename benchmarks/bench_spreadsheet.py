@@ -2,11 +2,13 @@
 
 "Before" is petsync at another git revision (default: the commit before the calamine
 reader), unpacked into a temporary folder with ``git archive`` and run with this same
-interpreter; "after" is the working tree. Each round runs both, in alternating order::
+interpreter; "after" is the working tree. ``--also REVISION`` adds another revision between
+the two (say, the main branch beside a change). Each round runs each, in alternating order::
 
     python benchmarks/bench_spreadsheet.py                      # 20,000 rows, 3 rounds
     python benchmarks/bench_spreadsheet.py --rows 100000 --before f75bca3 --rounds 5
-    python benchmarks/bench_spreadsheet.py --format csv --rows 200000 --before 17433f0
+    python benchmarks/bench_spreadsheet.py --format csv --rows 200000 --before 17433f0 \
+        --also main
 
 The workbook is made with openpyxl (a test dependency), the CSV with the csv module: name,
 categoryId, status and a notes column, one row in fifty invalid, so the reject file is
@@ -61,12 +63,12 @@ def make_csv(path: Path, rows: int, repeat_every: int = 0) -> None:
 
 
 def unpack(revision: str, into: Path) -> Path:
-    archive = into / "before.tar"
+    archive = into / f"{revision}.tar"
     with archive.open("wb") as handle:
         subprocess.run(["git", "archive", revision], cwd=REPO, stdout=handle, check=True)
     with tarfile.open(archive) as tar:
-        tar.extractall(into / "before", filter="data")
-    return into / "before"
+        tar.extractall(into / revision, filter="data")
+    return into / revision
 
 
 def dry_run(tree: Path, workbook: Path) -> list[str]:
@@ -84,6 +86,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", default=DEFAULT_BEFORE, help="git revision of 'before'")
+    parser.add_argument("--also", action="append", default=[], help="another git revision")
     parser.add_argument("--format", choices=("xlsx", "csv"), default="xlsx")
     parser.add_argument(
         "--repeat-every", type=int, default=0, help="every Nth row repeats an earlier one"
@@ -91,14 +94,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        before_tree = unpack(args.before, folder)
+        trees = {"before": unpack(args.before, folder)}
+        trees.update((revision, unpack(revision, folder)) for revision in args.also)
+        trees["after"] = REPO
         workbook = folder / f"pets.{args.format}"
         make = make_workbook if args.format == "xlsx" else make_csv
         make(workbook, args.rows, args.repeat_every)
-        runs: dict[str, list[Run]] = {"before": [], "after": []}
-        trees = {"before": before_tree, "after": REPO}
+        runs: dict[str, list[Run]] = {name: [] for name in trees}
         for round_number in range(args.rounds):
-            order = ["before", "after"] if round_number % 2 == 0 else ["after", "before"]
+            order = list(trees) if round_number % 2 == 0 else list(reversed(trees))
             for name in order:
                 # A dry run with invalid rows exits 4: the measure is the time, not the code.
                 runs[name].append(
@@ -110,14 +114,16 @@ def main() -> None:
             f"median of {args.rounds}"
         )
         print(f"machine: {os.cpu_count()} cores; before = {args.before}, after = working tree")
-        print("| run | wall | CPU | peak RSS | exit |")
-        print("|---|---|---|---|---|")
+        print("| run | wall | CPU | peak RSS | exit | wall / before's |")
+        print("|---|---|---|---|---|---|")
+        base = statistics.median(m.wall for m in runs["before"])
         for name, measured in runs.items():
             wall = statistics.median(m.wall for m in measured)
             cpu = statistics.median(m.cpu for m in measured)
             rss = statistics.median(m.rss_mib for m in measured)
             print(
-                f"| {name} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {measured[0].exit_code} |"
+                f"| {name} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {measured[0].exit_code} "
+                f"| {wall / base:.2f}x |"
             )
 
 
