@@ -114,16 +114,17 @@ def main() -> None:
             f"median of {args.rounds}"
         )
         print(f"machine: {os.cpu_count()} cores; before = {args.before}, after = working tree")
-        print("| run | wall | CPU | peak RSS | exit | wall / before's |")
+        print("| run | wall | CPU | peak RSS | exit | wall, CPU / before's |")
         print("|---|---|---|---|---|---|")
         base = statistics.median(m.wall for m in runs["before"])
+        base_cpu = statistics.median(m.cpu for m in runs["before"])
         for name, measured in runs.items():
             wall = statistics.median(m.wall for m in measured)
             cpu = statistics.median(m.cpu for m in measured)
             rss = statistics.median(m.rss_mib for m in measured)
             print(
                 f"| {name} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {measured[0].exit_code} "
-                f"| {wall / base:.2f}x |"
+                f"| {wall / base:.2f}x, {cpu / base_cpu:.2f}x |"
             )
 
 
