@@ -1,25 +1,32 @@
-"""A 20,000-row .xlsx dry run, before and after: whole processes, alternating, medians.
+"""A 20,000-row .xlsx (or .csv) dry run, before and after: whole processes, alternating, medians.
 
 "Before" is petsync at another git revision (default: the commit before the calamine
 reader), unpacked into a temporary folder with ``git archive`` and run with this same
-interpreter; "after" is the working tree. Each round runs both, in alternating order::
+interpreter; "after" is the working tree. ``--also REVISION`` adds another revision between
+the two (say, the main branch beside a change). Each round runs each, in alternating order::
 
     python benchmarks/bench_spreadsheet.py                      # 20,000 rows, 3 rounds
     python benchmarks/bench_spreadsheet.py --rows 100000 --before f75bca3 --rounds 5
+    python benchmarks/bench_spreadsheet.py --format csv --rows 200000 --before 17433f0 \
+        --also main
 
-The workbook is made with openpyxl (a test dependency): name, categoryId, status and a
-notes column, one row in fifty invalid, so the reject file is written too.
+The workbook is made with openpyxl (a test dependency), the CSV with the csv module: name,
+categoryId, status and a notes column, one row in fifty invalid, so the reject file is
+written too. ``--repeat-every N`` makes every Nth row a copy of the row 1,000 above it
+(repeated rows are reported and sent once).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,26 +36,39 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BEFORE = "f75bca3"  # the last commit that read .xlsx with openpyxl
 
 
-def make_workbook(path: Path, rows: int) -> None:
+def sheet_rows(rows: int, repeat_every: int) -> Iterator[list[object]]:
+    statuses = ("available", "pending", "sold", None)
+    for n in range(rows):
+        i = n - 1_000 if repeat_every and n >= 1_000 and n % repeat_every == 0 else n
+        category: object = "x" if i % 50 == 0 else i % 97
+        yield [f"Pet {i}", category, statuses[i % 4], f"row {i} of the bench"]
+
+
+def make_workbook(path: Path, rows: int, repeat_every: int = 0) -> None:
     import openpyxl
 
     workbook = openpyxl.Workbook(write_only=True)
     sheet = workbook.create_sheet("Pets")
     sheet.append(["name", "categoryId", "status", "notes"])
-    statuses = ("available", "pending", "sold", None)
-    for i in range(rows):
-        category: object = "x" if i % 50 == 0 else i % 97
-        sheet.append([f"Pet {i}", category, statuses[i % 4], f"row {i} of the bench"])
+    for row in sheet_rows(rows, repeat_every):
+        sheet.append(row)
     workbook.save(path)
 
 
+def make_csv(path: Path, rows: int, repeat_every: int = 0) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["name", "categoryId", "status", "notes"])
+        writer.writerows(sheet_rows(rows, repeat_every))
+
+
 def unpack(revision: str, into: Path) -> Path:
-    archive = into / "before.tar"
+    archive = into / f"{revision}.tar"
     with archive.open("wb") as handle:
         subprocess.run(["git", "archive", revision], cwd=REPO, stdout=handle, check=True)
     with tarfile.open(archive) as tar:
-        tar.extractall(into / "before", filter="data")
-    return into / "before"
+        tar.extractall(into / revision, filter="data")
+    return into / revision
 
 
 def dry_run(tree: Path, workbook: Path) -> list[str]:
@@ -66,31 +86,45 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", default=DEFAULT_BEFORE, help="git revision of 'before'")
+    parser.add_argument("--also", action="append", default=[], help="another git revision")
+    parser.add_argument("--format", choices=("xlsx", "csv"), default="xlsx")
+    parser.add_argument(
+        "--repeat-every", type=int, default=0, help="every Nth row repeats an earlier one"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        before_tree = unpack(args.before, folder)
-        workbook = folder / "pets.xlsx"
-        make_workbook(workbook, args.rows)
-        runs: dict[str, list[Run]] = {"before": [], "after": []}
-        trees = {"before": before_tree, "after": REPO}
+        trees = {"before": unpack(args.before, folder)}
+        trees.update((revision, unpack(revision, folder)) for revision in args.also)
+        trees["after"] = REPO
+        workbook = folder / f"pets.{args.format}"
+        make = make_workbook if args.format == "xlsx" else make_csv
+        make(workbook, args.rows, args.repeat_every)
+        runs: dict[str, list[Run]] = {name: [] for name in trees}
         for round_number in range(args.rounds):
-            order = ["before", "after"] if round_number % 2 == 0 else ["after", "before"]
+            order = list(trees) if round_number % 2 == 0 else list(reversed(trees))
             for name in order:
                 # A dry run with invalid rows exits 4: the measure is the time, not the code.
                 runs[name].append(
                     run_process(name, dry_run(trees[name], workbook), dict(os.environ), folder)
                 )
-        print(f"{args.rows:,}-row .xlsx, petsync import --dry-run, median of {args.rounds}")
+        repeats = f", every {args.repeat_every}th row repeated" if args.repeat_every else ""
+        print(
+            f"{args.rows:,}-row .{args.format}{repeats}, petsync import --dry-run, "
+            f"median of {args.rounds}"
+        )
         print(f"machine: {os.cpu_count()} cores; before = {args.before}, after = working tree")
-        print("| run | wall | CPU | peak RSS | exit |")
-        print("|---|---|---|---|---|")
+        print("| run | wall | CPU | peak RSS | exit | wall, CPU / before's |")
+        print("|---|---|---|---|---|---|")
+        base = statistics.median(m.wall for m in runs["before"])
+        base_cpu = statistics.median(m.cpu for m in runs["before"])
         for name, measured in runs.items():
             wall = statistics.median(m.wall for m in measured)
             cpu = statistics.median(m.cpu for m in measured)
             rss = statistics.median(m.rss_mib for m in measured)
             print(
-                f"| {name} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {measured[0].exit_code} |"
+                f"| {name} | {wall:.2f} s | {cpu:.2f} s | {rss:.0f} MiB | {measured[0].exit_code} "
+                f"| {wall / base:.2f}x, {cpu / base_cpu:.2f}x |"
             )
 
 

@@ -176,8 +176,10 @@ def write_outputs(
 ) -> WrittenOutputs:
     """The write pass: rebuild the output files from the input and ``journal``.
 
-    Without a journal (a dry run) every row is validated and only the reject file is
-    written; a row the ledger knows as created, or maybe created, is no reject then either.
+    Without a journal (a dry run) only the reject file is written; a row the ledger knows
+    as created, or maybe created, is no reject then either. A row that passed the check
+    pass is not checked again (:meth:`~petsync.importer.precheck.CheckedInput.passed`):
+    the check counted its normalisations.
     ``ledger`` holds the rows of the same origin created (or maybe created)
     through other files: they are written as such (:class:`~petsync.importer.provenance.
     KnownRows`). Raises :class:`~petsync.core.errors.InputError` if the input changed since
@@ -187,7 +189,7 @@ def write_outputs(
     known: KnownRows | None = None
     if journal is not None or ledger is not None:
         known = KnownRows(journal.states if journal is not None else None, ledger)
-    normalisations: Counter[str] = Counter()
+    normalisations: Counter[str] = Counter(checked.normalisations if dry_run else {})
     with (
         checked.reopen() as sheet,
         OutputFiles(
@@ -208,12 +210,13 @@ def write_outputs(
             repeat_of = None
             # A row in the journal was valid when it was sent: no need to check it again.
             if record is None:
-                result = checked.validate(sheet_row)
-                errors = result.errors
-                if not errors:
+                if checked.passed(sheet_row):  # valid: the check pass said so
                     repeat_of = checked.repeats_row(sheet_row)
-                if dry_run:
-                    normalisations.update(n.value for n in result.normalisations)
+                else:
+                    errors = checked.validate(sheet_row).errors
+            elif dry_run and checked.passed(sheet_row):
+                # Known from another file's journal: not counted, as it is not checked.
+                normalisations.subtract(n.value for n in checked.validate(sheet_row).normalisations)
             number = checked.original_number(sheet_row)
             if record is not None and record.via is not None and record.pet is not None:
                 carried = checked.carried_as_sent(sheet_row, record.pet)
@@ -221,4 +224,5 @@ def write_outputs(
                 carried = checked.carried(sheet_row)
             row = OutputRow(number, carried, errors, record, checked.output_origin, repeat_of)
             outputs.write(row)
-    return WrittenOutputs(outputs.counts, dict(sorted(normalisations.items())), outputs.written())
+    counted = {name: count for name, count in sorted(normalisations.items()) if count > 0}
+    return WrittenOutputs(outputs.counts, counted, outputs.written())

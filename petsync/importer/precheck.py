@@ -8,6 +8,7 @@ created. What the pass learnt (the file's sha256, its columns, how it was decode
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -81,6 +82,12 @@ class CheckedInput:
     # The numbers of the rows that fail their check: a dry run asks the journals of other
     # files whether a fix created them since.
     invalid_rows: frozenset[int] = frozenset()
+    # The rows (by ``line``) whose cells failed their check: the write pass checks these
+    # again for their errors, and takes every other row without problems as valid.
+    failed_lines: frozenset[int] = frozenset()
+    # The normalisations of the rows the write pass takes as valid, counted by the check
+    # pass (a dry run reports them; the write pass does not check those rows again).
+    normalisations: Mapping[str, int] = field(default_factory=dict)
     repeats: RepeatedRows | None = None  # rows repeating an earlier row, sent once
     allow_duplicates: bool = False
 
@@ -159,6 +166,12 @@ class CheckedInput:
             return None
         return self.repeats.first_of(row.line)
 
+    def passed(self, row: SheetRow) -> bool:
+        """True if ``row`` passed the check pass and nothing rejects it as a whole: its
+        :meth:`validate` would find no error (the file's bytes are the same, see
+        :meth:`reopen`), so a later pass need not check it again."""
+        return row.line not in self.failed_lines and not self.problems_of(row)
+
     def validate(self, row: SheetRow) -> Validated:
         """Check ``row``: its problems as a whole, then its cells."""
         return validate_row(row.cells, self.columns, self.width, row.cut, self.problems_of(row))
@@ -185,8 +198,8 @@ class CheckedInput:
 
     def carried(self, row: SheetRow) -> list[str]:
         """The cells of ``row`` under :attr:`carried_header`, blank where the row is short."""
-        cells = row.cells
-        return [cells[i] if i < len(cells) else "" for i in self.columns.carried if i < self.width]
+        cells, width = row.cells, self.width
+        return [cells[i] if i < len(cells) else "" for i in self.columns.carried if i < width]
 
     @contextmanager
     def reopen(self) -> Iterator[Spreadsheet]:
@@ -236,6 +249,9 @@ def check_input(config: ImportConfig) -> CheckedInput:
             rows = valid = 0
             originals: set[int] = set()
             invalid: set[int] = set()  # rows failing their check (few: the reject file's)
+            failed: set[int] = set()  # the same rows by line (every one of them)
+            normalised: Counter[str] = Counter()  # of the valid rows
+            normalised_by_identity: Counter[str] = Counter()  # of those not refused
             problems: dict[int, tuple[FieldError, ...]] = {}
             identity_problems: dict[int, tuple[FieldError, ...]] = {}
             valid_by_identity = 0
@@ -256,14 +272,18 @@ def check_input(config: ImportConfig) -> CheckedInput:
                         identity_problems[row.line] = refused
                 result = validate_row(row.cells, columns, len(sheet.header), row.cut, found)
                 if result.pet is None:
+                    failed.add(row.line)
                     if not refused and row.number > 0:
                         invalid.add(row.number)
                     continue
                 valid += 1
+                if result.normalisations:
+                    normalised.update(n.value for n in result.normalisations)
                 if not refused:  # a refused row is no copy of anything: it is rejected
                     valid_by_identity += 1
-                    cells = row.cells
-                    repeats.see(row.line, [cells[i] if i < len(cells) else "" for i in carried])
+                    if result.normalisations:
+                        normalised_by_identity.update(n.value for n in result.normalisations)
+                    repeats.see(row.line, row.cells, carried)
             repeats.finish()
             if not config.allow_duplicates:  # repeats are not sent: they are not to do
                 valid -= repeats.count
@@ -274,6 +294,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
                 identity = None
             if identity is not None:
                 valid = valid_by_identity
+                normalised = normalised_by_identity
                 for line, why in identity_problems.items():
                     problems[line] = problems.get(line, ()) + why
             return CheckedInput(
@@ -297,6 +318,8 @@ def check_input(config: ImportConfig) -> CheckedInput:
                 identity_column=row_column if identity is not None else None,
                 problems=problems,
                 invalid_rows=frozenset(invalid),
+                failed_lines=frozenset(failed),
+                normalisations=dict(normalised),
                 repeats=repeats,
                 allow_duplicates=config.allow_duplicates,
             )

@@ -90,6 +90,8 @@ _MAX_DIGITS = 40
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 # Extra cells named in an extra_cells message, at most.
 _EXTRA_SHOWN = 3
+# A status by its value: a dict lookup costs a fraction of the enum's call, on every row.
+_STATUSES = {status.value: status for status in PetStatus}
 
 
 def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
@@ -177,8 +179,8 @@ def validate_row(
     status: PetStatus | None = None
     if status_text:
         folded = status_text.casefold()
-        if folded in STATUS_VALUES:
-            status = PetStatus(folded)
+        status = _STATUSES.get(folded)
+        if status is not None:
             trimmed |= status_text != raw_status
             if folded != status_text:
                 normalised.append(Normalisation.STATUS_CASE_FOLDED)

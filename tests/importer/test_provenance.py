@@ -110,8 +110,19 @@ def test_a_fed_back_rows_number_is_its_first_files_row_or_none(cell: str, number
     assert identity_number(["Rex", cell], 1, 5) == number
 
 
-def test_repeats_across_batches_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("filter_mask", "kept"),
+    [((1 << 25) - 1, 65_536), (7, 65_536), (7, 1)],
+    ids=["filter", "filter-flags-every-row", "too-many-flagged"],
+)
+def test_repeats_across_batches_are_found(
+    monkeypatch: pytest.MonkeyPatch, filter_mask: int, kept: int
+) -> None:
+    # Digests the filter flags by chance (a filter of 8 bits flags nearly every row) are
+    # compared exactly, as is every digest once too many are flagged.
     monkeypatch.setattr("petsync.importer.duplicates._BATCH", 3)
+    monkeypatch.setattr("petsync.importer.duplicates._FILTER_MASK", filter_mask)
+    monkeypatch.setattr("petsync.importer.duplicates._FLAGGED_KEPT", kept)
     repeats = RepeatedRows()
     try:
         rows = [["Rex", "1"], ["Tom", "2"], ["Mia", "3"], ["Bo", "4"], ["Rex", "1"], ["Tom", "2 "]]

@@ -139,6 +139,51 @@ def test_messy_csv_imports_the_valid_rows_and_rejects_the_others(
     assert not (tmp_path / "pets.uncertain.csv").exists()  # nothing uncertain, no file
 
 
+def test_a_dry_run_counts_what_a_real_run_counts(tmp_path: Path) -> None:
+    # The write pass takes the rows the check pass found valid as valid (it does not check
+    # them again): the rejects and normalisations stay those of every row checked.
+    path = tmp_path / "pets.csv"
+    path.write_bytes(MESSY.encode("utf-8-sig"))
+    report = run_import(ImportConfig(path, dry_run=True), None)
+    assert (report.rows_read, report.rejected_local) == (11, 7)
+    assert report.normalisations == {
+        "integral_decimal": 1,
+        "status_case_folded": 2,
+        "trimmed": 2,
+    }
+    rejects = read_csv(tmp_path / "pets.rejects.csv")
+    assert [
+        (r["petsync_row"], r["petsync_error_code"], r["petsync_error_field"]) for r in rejects
+    ] == LOCAL_REJECTS
+
+
+def test_a_dry_run_leaves_out_the_normalisations_of_rows_created_elsewhere(
+    tmp_path: Path,
+) -> None:
+    # A row another file's journal knows as created is not checked, so not counted: the
+    # check pass's count of it is taken back (row 2, "Rex;12.0;Available").
+    from petsync.importer.outputs import OutputPaths, write_outputs
+    from petsync.importer.precheck import check_input
+    from petsync.importer.provenance import Ledger
+    from petsync.importer.row_states import RowRecord, RowState
+
+    path = tmp_path / "pets.csv"
+    path.write_bytes(MESSY.encode("utf-8"))
+    checked = check_input(ImportConfig(path, dry_run=True))
+    try:
+        assert checked.normalisations == {
+            "integral_decimal": 1,
+            "status_case_folded": 2,
+            "trimmed": 2,
+        }
+        paths = OutputPaths.for_input(path, None, sha256=checked.sha256)
+        ledger = Ledger({2: RowRecord(2, RowState.CREATED, id=5, via="fix.csv")})
+        written = write_outputs(checked, paths, None, ledger)
+    finally:
+        checked.close()
+    assert written.normalisations == {"status_case_folded": 1, "trimmed": 2}
+
+
 def test_fixed_reject_file_reimports_cleanly(tmp_path: Path, petstore_server: StartServer) -> None:
     srv = petstore_server()
     path = tmp_path / "pets.csv"
