@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.importer.sheets.isolated_read import read_in_child
+from petsync.importer.sheets.isolated_read import CHILD_MEMORY_LIMIT, read_in_child
 from petsync.importer.sheets.workbook import open_workbook
 from tests.cli.test_import_bounds import run
+from tests.docs.markdown import DOCS, table_rows
 from tests.importer.xlsb_builder import write_xlsb
 
 HEADER = [(0, 0, "name"), (0, 1, "categoryId")]
@@ -101,3 +102,9 @@ def test_a_far_cell_xlsb_in_a_glob_is_that_files_failure_and_the_glob_goes_on(
     ) in result.stdout
     assert sorted(p.name for p in srv.store.all()) == ["Bo", "Rex"]
     assert result.stdout.splitlines()[-1].startswith("3 files (1 not imported): created 2")
+
+
+def test_the_limits_table_states_the_childs_memory_limit() -> None:
+    rows = {row[0]: row for row in table_rows((DOCS / "limits.md").read_text(encoding="utf-8"))}
+    stated = rows["memory of the workbook reader"][2].split(" ")[0]
+    assert int(stated.replace(",", "")) == CHILD_MEMORY_LIMIT

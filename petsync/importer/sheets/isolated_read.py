@@ -139,9 +139,12 @@ def _limit_memory(limit: int) -> None:
     except ImportError:  # no RLIMIT_AS here (Windows): the child still isolates an abort
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
+    for lower in (soft, hard):  # a tighter limit already set (ulimit -v) is kept
+        if lower != resource.RLIM_INFINITY:
+            limit = min(limit, lower)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    # An abort here is expected (a far cell): no core file of the child's memory.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
 
 
 if __name__ == "__main__":
