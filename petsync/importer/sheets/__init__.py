@@ -1,6 +1,7 @@
 """The spreadsheet readers: one :class:`~petsync.importer.sheets.sheet.Spreadsheet` model,
 read from CSV (:mod:`.csv_sheet`) or a workbook (:mod:`.workbook`, measured first by
-:mod:`.sheet_range`, exact cells by :mod:`.xlsx_cells`); :func:`.opening.open_spreadsheet`
+:mod:`.sheet_range`, exact cells by :mod:`.xlsx_cells`, its values by :mod:`.sheet_values`, in
+a child process for .xls and .xlsb by :mod:`.isolated_read`); :func:`.opening.open_spreadsheet`
 chooses the reader by the file's suffix. The modules import one way: opening -> readers ->
 sheet.
 """

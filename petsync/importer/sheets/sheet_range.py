@@ -106,7 +106,7 @@ def _measure(path: Path, archive: zipfile.ZipFile, sheet: str) -> UsedRange | No
             used = _scan_refs(_chunks(archive, info, budget))
             if used is None:
                 used = _scan(_chunks(archive, info, _Budget(path)))
-            _check(path, sheet, used)
+            check_used_range(path, sheet, used)
         else:
             for _ in _chunks(archive, info, budget):
                 pass
@@ -239,7 +239,8 @@ def _column_number(letters: bytes) -> int:
     return number
 
 
-def _check(path: Path, sheet: str, used: UsedRange) -> None:
+def check_used_range(path: Path, sheet: str, used: UsedRange) -> None:
+    """Refuse (:class:`InputError`) a used range past the limits, naming it and the fix."""
     cells = used.rows * used.columns
     if used.columns <= SHEET_COLUMN_LIMIT and cells <= SHEET_CELL_LIMIT:
         return

@@ -4,6 +4,8 @@ python-calamine parses the whole sheet in Rust, about ten times faster than open
 reads the old ``.xls``, ``.xlsb`` and OpenDocument ``.ods`` too. It gives each cell's cached
 value, never its formula. The sheet is read once when the workbook is opened; the import's
 later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed once per run.
+An ``.xls`` or ``.xlsb`` is read in a child process whose memory is limited
+(:mod:`.isolated_read`), so a sheet that makes calamine abort costs that file only.
 
 Values become text by :func:`render_cell`: text as it is; whole numbers without a decimal
 point (``12``; ``12.0`` gives ``12``) below 2**53 in magnitude, where doubles stop being
@@ -33,9 +35,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from petsync.core.errors import InputError
+from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
 from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells, file_sha256
-from petsync.importer.sheets.sheet_range import check_sheet_range
+from petsync.importer.sheets.sheet_values import read_sheet_values
 from petsync.importer.sheets.xlsx_cells import ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
@@ -44,37 +46,11 @@ _MAX_EXACT_FLOAT = 2**53
 def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
     """Open a workbook, choose the sheet (the first worksheet by default), read it whole."""
     sha256 = file_sha256(path)
-    # calamine raises several kinds of exceptions for damaged files (zip, XML, its own
-    # errors): this is the one place they become an InputError.
-    try:
-        from python_calamine import CalamineWorkbook
-
-        workbook = CalamineWorkbook.from_path(str(path))
-        names = list(workbook.sheet_names)
-        worksheets = [
-            meta.name for meta in workbook.sheets_metadata if "WorkSheet" in str(meta.typ)
-        ]
-        if sheet_name is None:
-            if not worksheets:
-                raise InputError(f"{path}: the workbook has no worksheet")
-            chosen = worksheets[0]
-        elif sheet_name in names:
-            chosen = sheet_name
-        else:
-            shown = ", ".join(repr(n) for n in names)
-            raise InputError(f"{path}: no sheet named {sheet_name!r}; sheets found: {shown}")
-        # calamine holds the sheet as a grid from A1 to its last value: measured first, so a
-        # far cell is refused here instead of aborting the process (sheet_range).
-        check_sheet_range(path, chosen)
-        # Padded from A1, so list positions are the row and column numbers a person sees.
-        values = workbook.get_sheet_by_name(chosen).to_python(skip_empty_area=False)
-    except InputError:
-        raise
-    except Exception as exc:
-        raise InputError(
-            f"{path}: cannot open the workbook ({type(exc).__name__}: {exc}); check it opens "
-            "in Excel or LibreOffice and is saved as .xlsx, .xls, .xlsb or .ods"
-        ) from exc
+    if path.suffix.lower() in ISOLATED_SUFFIXES:
+        # Not measurable beforehand: read in a child process (isolated_read).
+        chosen, values = read_in_child(path, sheet_name)
+    else:
+        chosen, values = read_sheet_values(path, sheet_name)
     exact = read_exact_cells(path, chosen)
     records = list(_records(values, exact))
     sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)

@@ -1,0 +1,59 @@
+"""One sheet of a workbook read by calamine: the sheet chosen by name, its cell values.
+
+The one place calamine's exceptions for damaged files (zip, XML, its own errors) become an
+:class:`InputError`. An .xlsx or .xlsm sheet is measured first (:mod:`.sheet_range`); this
+runs in a child process for .xls and .xlsb (:mod:`.isolated_read`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from petsync.core.errors import InputError
+from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, check_used_range
+
+
+def read_sheet_values(
+    path: Path, sheet_name: str | None, *, check_grid: bool = False
+) -> tuple[str, list[list[Any]]]:
+    """The chosen sheet's name (the first worksheet by default) and its rows of values.
+
+    ``check_grid``: refuse a grid past the limits once calamine holds it (the formats
+    read in a child process, not measured beforehand).
+    """
+    # calamine raises several kinds of exceptions for damaged files (zip, XML, its own
+    # errors): this is the one place they become an InputError.
+    try:
+        from python_calamine import CalamineWorkbook
+
+        workbook = CalamineWorkbook.from_path(str(path))
+        names = list(workbook.sheet_names)
+        worksheets = [
+            meta.name for meta in workbook.sheets_metadata if "WorkSheet" in str(meta.typ)
+        ]
+        if sheet_name is None:
+            if not worksheets:
+                raise InputError(f"{path}: the workbook has no worksheet")
+            chosen = worksheets[0]
+        elif sheet_name in names:
+            chosen = sheet_name
+        else:
+            shown = ", ".join(repr(n) for n in names)
+            raise InputError(f"{path}: no sheet named {sheet_name!r}; sheets found: {shown}")
+        # calamine holds the sheet as a grid from A1 to its last value: measured first, so a
+        # far cell is refused here instead of aborting the process (sheet_range).
+        check_sheet_range(path, chosen)
+        grid = workbook.get_sheet_by_name(chosen)
+        if check_grid and grid.end is not None:
+            check_used_range(path, chosen, UsedRange(grid.end[0] + 1, grid.end[1] + 1))
+        # Padded from A1, so list positions are the row and column numbers a person sees.
+        values = grid.to_python(skip_empty_area=False)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(
+            f"{path}: cannot open the workbook ({type(exc).__name__}: {exc}); check it opens "
+            "in Excel or LibreOffice and is saved as .xlsx, .xls, .xlsb or .ods"
+        ) from exc
+    return chosen, values
