@@ -70,6 +70,9 @@ ROW_CELL_LIMIT = 1_024
 SHEET_COLUMN_LIMIT = ROW_CELL_LIMIT
 SHEET_CELL_LIMIT = 16_777_216
 WORKBOOK_XML_LIMIT = 536_870_912
+# An .xls or .xlsb is read in a child process with this address space: a sheet at the cell
+# limit peaks near 700 MiB when sparse; this leaves room for one full of values.
+CHILD_MEMORY_LIMIT = 4 << 30
 # A next link (Link header) or cursor a listing follows, in characters.
 LINK_LENGTH_LIMIT = 8_192
 # How far the local clock may be from the servers' Date headers, in seconds.

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.importer.sheets.isolated_read import CHILD_MEMORY_LIMIT, read_in_child
+from petsync.core.interface import CHILD_MEMORY_LIMIT
+from petsync.importer.sheets.isolated_read import read_in_child
 from petsync.importer.sheets.workbook import open_workbook
 from tests.cli.test_import_bounds import run
 from tests.docs.markdown import DOCS, table_rows

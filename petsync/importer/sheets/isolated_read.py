@@ -29,12 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError
+from petsync.core.interface import CHILD_MEMORY_LIMIT
 from petsync.importer.sheets.sheet_values import read_sheet_values
 
 ISOLATED_SUFFIXES = frozenset({".xls", ".xlsb"})
-# The child's address space. A sheet at the cell limit (16,777,216 cells, all an .xls can
-# hold) peaks near 700 MiB when sparse; this leaves room for one full of values.
-CHILD_MEMORY_LIMIT = 4 << 30
 _REASON_LIMIT = 400
 _MODULE = "petsync.importer.sheets.isolated_read"
 
