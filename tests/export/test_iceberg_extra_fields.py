@@ -218,3 +218,26 @@ def test_the_export_command_keeps_extra_fields_in_an_iceberg_table(
     assert result.exit_code == 0, result.stderr
     assert [n for n, _, _ in columns_of(table_of(out))][5:] == ["tag"]
     assert (load_snapshot(out)["tag"] == "calm").all()
+
+
+def test_polars_and_duckdb_read_the_grown_table(
+    server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+    import polars as pl
+
+    monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")
+    iceberg(server, tmp_path, 0)
+    sends(server, lambda i: {"weightKg": 2.5})
+    iceberg(server, tmp_path, 1)
+    table = table_of(tmp_path)
+
+    frame = pl.scan_iceberg(table).group_by("snapshot_date").agg(pl.col("weightKg").sum())
+    sums = dict(frame.sort("snapshot_date").collect().iter_rows())
+    assert sums == {NIGHTS[0]: 0.0, NIGHTS[1]: 2.5 * PETS}
+    connection = duckdb.connect()
+    connection.register("nights", table.scan().to_arrow())
+    rows = connection.sql(
+        "SELECT snapshot_date, count(weightKg) FROM nights GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert rows == [(NIGHTS[0], 0), (NIGHTS[1], PETS)]
