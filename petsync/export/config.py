@@ -99,12 +99,6 @@ class ExportConfig:
                 f"{self.table_format.capitalize()} table (--table-format {self.table_format}) "
                 "holds Parquet only: leave --format out, or give --format parquet"
             )
-        if self.extra_fields == "keep" and self.table_format == "iceberg":
-            raise ConfigError(
-                f"{EXTRA_FIELDS_OPTION} keep adds columns, and the Iceberg table's schema "
-                "evolution is not built yet: use --table-format hive or delta to keep extra "
-                f"fields, or {EXTRA_FIELDS_OPTION} drop (they are still listed in the manifest)"
-            )
         if self.keep is not None and self.keep < 1:
             raise ConfigError(f"keep must be at least 1, got {self.keep}")
         if not 0.0 <= self.max_drop <= 1.0:

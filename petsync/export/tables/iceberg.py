@@ -19,6 +19,12 @@ shared.
 
 The schema is enforced before the first API request (:func:`check_table`) and again before
 the commit: a table whose columns, types or partitioning differ is refused, never cast.
+
+With ``--extra-fields keep`` the schema evolves by adding columns only: a field the API
+starts sending becomes a new optional column after the others (``union_by_name`` in the
+transaction that replaces the night, so both land in one commit; null in the dates before
+it), while a kept field whose values no longer fit its column's type, like any change of a
+known column's type, is refused before the commit (:func:`check_column_types`, exit 2).
 """
 
 from __future__ import annotations
@@ -28,20 +34,25 @@ import datetime as dt
 import json
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.deduplicated import Deduplicated
-from petsync.export.extra_fields import ExtraFieldsReport
+from petsync.export.deduplicated import Deduplicated, output_schema
+from petsync.export.extra_fields import (
+    ARROW_TYPES,
+    ColumnType,
+    ExtraFieldsReport,
+    previous_fields,
+)
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
-from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.schema import PET_SCHEMA, conform, extra_columns
 from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
@@ -168,6 +179,35 @@ def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
         )
 
 
+def check_column_types(table: Any, columns: dict[str, ColumnType], where: str) -> None:
+    """Refuse to commit a kept extra field whose column exists with another type, or under a
+    name that differs only in case (readers that ignore case could not tell them apart)."""
+    found = {f.name: plain_type(f.type) for f in table.schema().as_arrow()}
+    by_case = {name.lower(): name for name in found}
+    changed: list[str] = []
+    for name, column in columns.items():
+        if name in found:
+            if found[name] != str(ARROW_TYPES[column]):
+                changed.append(f"column {name} is {found[name]}, tonight's values are {column}")
+        elif name.lower() in by_case:
+            other = by_case[name.lower()]
+            changed.append(f"column {other} exists, tonight's field {name} differs only in case")
+    if changed:
+        raise ConfigError(
+            f"the Iceberg table at {where} cannot take tonight's extra fields: "
+            + "; ".join(changed)
+            + ". petsync adds columns but never changes a column's type: export with "
+            "--extra-fields drop, or to another --out. Nothing was committed."
+        )
+
+
+def kept_columns(extra_fields: ExtraFieldsReport | None) -> dict[str, ColumnType]:
+    """The night's kept extra fields and their column types, in the report's (name) order."""
+    if extra_fields is None or extra_fields.mode != "keep":
+        return {}
+    return {f.name: f.column for f in extra_fields.fields if f.column is not None}
+
+
 def _create_table(location: Location) -> Any:
     catalog = open_catalog(location)
     catalog.create_namespace_if_not_exists(NAMESPACE)
@@ -187,30 +227,42 @@ def commit_snapshot(
     drop: DropCheck,
     extra_fields: ExtraFieldsReport | None = None,
 ) -> ExportReport:
-    """Commit the night's pets as one atomic replacement of its date's partition."""
+    """Commit the night's pets as one atomic replacement of its date's partition, adding a
+    column for each new kept extra field in the same transaction."""
     from pyiceberg.exceptions import CommitFailedException
 
     config = run.config
     location = config.location
+    uri = table_uri(location)
+    columns = kept_columns(extra_fields)
+    existing = open_table(location)
+    if existing is not None:
+        check_schema(existing, uri)
+        check_column_types(existing, columns, uri)
     counts = StatusCounts()
     for batch in collected.batches():
         counts.add(batch.column(3))
     report = run.report(fetched, collected.counted(counts), drop, extra_fields)
     write_quarantine(run, location)
     run.lock.confirm()
-    uri = table_uri(location)
     try:
-        table = open_table(location) or _create_table(location)
-        check_schema(table, uri)
-        night = pa.Table.from_batches(list(_dated(collected, run.date)), schema=ICEBERG_SCHEMA)
+        table = existing or _create_table(location)
+        schema = _dated_schema(columns)
+        night = pa.Table.from_batches(list(_dated(collected, run.date, columns)), schema=schema)
         with warnings.catch_warnings():
             # A first night deletes nothing; pyiceberg says so as a warning.
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
-            table.overwrite(
-                night,
-                overwrite_filter=_on(run.date),
-                snapshot_properties={MANIFEST_KEY: report.manifest_text()},
-            )
+            with table.transaction() as transaction:
+                if columns:
+                    # New kept fields become optional columns after the others; a kept
+                    # column the night lacks stays, null for its pets.
+                    with transaction.update_schema() as update:
+                        update.union_by_name(schema)
+                transaction.overwrite(
+                    night,
+                    overwrite_filter=_on(run.date),
+                    snapshot_properties={MANIFEST_KEY: report.manifest_text()},
+                )
         snapshot = table.current_snapshot()  # the night's append, before any prune
         version = int(snapshot.snapshot_id) if snapshot is not None else None
         pruned: list[Path | str] = []
@@ -229,10 +281,24 @@ def _on(date: dt.date) -> str:
     return f"{PARTITION_KEY} = '{date.isoformat()}'"
 
 
-def _dated(collected: Deduplicated, date: dt.date) -> Any:
-    for batch in collected.batches():
+def _dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
+    """The night's schema: the snapshot's columns, the date, then the kept extra fields."""
+    schema = ICEBERG_SCHEMA
+    extra = output_schema(columns)
+    for index in range(len(PET_SCHEMA), len(extra)):
+        schema = schema.append(extra.field(index))
+    return schema
+
+
+def _dated(
+    collected: Deduplicated, date: dt.date, columns: dict[str, ColumnType]
+) -> Iterator[pa.RecordBatch]:
+    schema = _dated_schema(columns)
+    known = len(PET_SCHEMA)
+    for batch in collected.batches(columns):
         dates = pa.array([date] * batch.num_rows, pa.date32())
-        yield pa.RecordBatch.from_arrays([*batch.columns, dates], schema=ICEBERG_SCHEMA)
+        arrays = batch.columns
+        yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
 
 
 def _prune(table: Any, keep: int, location: Location, today: dt.date) -> list[Path | str]:
@@ -284,7 +350,8 @@ def _manifest_of(snapshot: Any) -> dict[str, Any] | None:
 
 
 def read_iceberg(info: SnapshotInfo) -> pa.Table:
-    """The pets of one snapshot of the table, as of the Iceberg snapshot that committed it."""
+    """The pets of one snapshot of the table, as of the Iceberg snapshot that committed it,
+    with the extra-field columns that night kept (as its Parquet snapshot would hold them)."""
     location = _out_of(str(info.path))
     table = open_table(location)
     if table is None:
@@ -294,7 +361,10 @@ def read_iceberg(info: SnapshotInfo) -> pa.Table:
         row_filter=_on(info.date),
         snapshot_id=version if isinstance(version, int) else None,
     ).to_arrow()
-    return conform(data.drop_columns([PARTITION_KEY])).sort_by("id")
+    # The table's schema holds every column kept so far; the night has those it kept.
+    kept = {n for n, e in previous_fields(info.manifest).items() if e.get("column") is not None}
+    gone = [n for n in extra_columns(data.schema) if n != PARTITION_KEY and n not in kept]
+    return conform(data.drop_columns([PARTITION_KEY, *gone])).sort_by("id")
 
 
 def _out_of(table_path: str) -> Location:
