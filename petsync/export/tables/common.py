@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+from typing import Any
 
 import pyarrow as pa
 
+from petsync.export.extra_fields import previous_fields
 from petsync.export.layout import PARTITION_KEY, QUARANTINE_NAME
 from petsync.export.location import Location
+from petsync.export.schema import extra_columns
 from petsync.export.tables.night import Night
 
 QUARANTINE_DIR = "_quarantine"
@@ -43,6 +46,15 @@ def nights_to_prune(dates: set[dt.date], keep: int, today: dt.date) -> list[dt.d
     """
     counted = sorted(d for d in dates if d <= today)
     return counted[: max(0, len(counted) - keep)]
+
+
+def night_columns(data: pa.Table, manifest: dict[str, Any]) -> pa.Table:
+    """A night read from a table, without the partition column and with only the extra-field
+    columns that night kept (as its Parquet snapshot would hold them): the table's schema
+    holds every column kept so far, so a field gone tonight would still look present."""
+    kept = {n for n, e in previous_fields(manifest).items() if e.get("column") is not None}
+    gone = [n for n in extra_columns(data.schema) if n != PARTITION_KEY and n not in kept]
+    return data.drop_columns([PARTITION_KEY, *gone])
 
 
 def plain_type(arrow_type: pa.DataType) -> str:

@@ -43,7 +43,12 @@ from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import PET_SCHEMA, conform
-from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
+from petsync.export.tables.common import (
+    night_columns,
+    nights_to_prune,
+    plain_type,
+    write_quarantine,
+)
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
 
@@ -348,4 +353,4 @@ def read_delta(info: SnapshotInfo) -> pa.Table:
     if table is None:
         raise InputError(f"no Delta table at {info.path}")
     data = table.to_pyarrow_table(filters=[(PARTITION_KEY, "=", info.date)])
-    return conform(data.drop_columns([PARTITION_KEY])).sort_by("id")
+    return conform(night_columns(data, info.manifest)).sort_by("id")

@@ -46,14 +46,18 @@ from petsync.export.extra_fields import (
     ARROW_TYPES,
     ColumnType,
     ExtraFieldsReport,
-    previous_fields,
 )
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
-from petsync.export.schema import PET_SCHEMA, conform, extra_columns
-from petsync.export.tables.common import nights_to_prune, plain_type, write_quarantine
+from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.tables.common import (
+    night_columns,
+    nights_to_prune,
+    plain_type,
+    write_quarantine,
+)
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
 
@@ -361,10 +365,7 @@ def read_iceberg(info: SnapshotInfo) -> pa.Table:
         row_filter=_on(info.date),
         snapshot_id=version if isinstance(version, int) else None,
     ).to_arrow()
-    # The table's schema holds every column kept so far; the night has those it kept.
-    kept = {n for n, e in previous_fields(info.manifest).items() if e.get("column") is not None}
-    gone = [n for n in extra_columns(data.schema) if n != PARTITION_KEY and n not in kept]
-    return conform(data.drop_columns([PARTITION_KEY, *gone])).sort_by("id")
+    return conform(night_columns(data, info.manifest)).sort_by("id")
 
 
 def _out_of(table_path: str) -> Location:
