@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from petsync.export.extra_fields import previous_fields
+from petsync.export.deduplicated import Deduplicated, output_schema
+from petsync.export.extra_fields import ColumnType, previous_fields
 from petsync.export.layout import PARTITION_KEY, QUARANTINE_NAME
 from petsync.export.location import Location
-from petsync.export.schema import extra_columns
+from petsync.export.schema import PET_SCHEMA, extra_columns
 from petsync.export.tables.night import Night
 
 QUARANTINE_DIR = "_quarantine"
@@ -32,6 +35,42 @@ def write_quarantine(run: Night, location: Location) -> None:
     filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
     with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
         shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
+
+
+# A night in a table: the snapshot's columns, then its date (the partition column).
+DATED_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
+
+
+def dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
+    """A night's schema: the snapshot's columns, the date, then the kept extra fields."""
+    schema = DATED_SCHEMA
+    extra = output_schema(columns)
+    for index in range(len(PET_SCHEMA), len(extra)):
+        schema = schema.append(extra.field(index))
+    return schema
+
+
+def dated_batches(
+    collected: Deduplicated, date: dt.date, columns: dict[str, ColumnType]
+) -> Iterator[pa.RecordBatch]:
+    """The night's rows with its date after the snapshot's columns, in :func:`dated_schema`."""
+    schema = dated_schema(columns)
+    known = len(PET_SCHEMA)
+    for batch in collected.batches(columns):
+        dates = pa.array([date] * batch.num_rows, pa.date32())
+        arrays = batch.columns
+        yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
+
+
+def prune_table(
+    table: Any, dates: set[dt.date], keep: int, today: dt.date, uri: str
+) -> list[Path | str]:
+    """Delete the nights :func:`nights_to_prune` names from a table (Delta's and pyiceberg's
+    ``delete`` both take the predicate as text); return what went, for the report."""
+    old = nights_to_prune(dates, keep, today)
+    if old:
+        table.delete(f"{PARTITION_KEY} <= '{max(old).isoformat()}'")
+    return [f"{uri} {PARTITION_KEY}={d.isoformat()}" for d in old]
 
 
 def nights_to_prune(dates: set[dt.date], keep: int, today: dt.date) -> list[dt.date]:

@@ -29,31 +29,32 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.deduplicated import Deduplicated, output_schema
+from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
-from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.schema import conform
 from petsync.export.tables.common import (
+    DATED_SCHEMA,
+    dated_batches,
+    dated_schema,
     night_columns,
-    nights_to_prune,
     plain_type,
+    prune_table,
     write_quarantine,
 )
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
 
 MANIFEST_KEY = "petsync.manifest"
-DELTA_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
 
 
 def table_uri(location: Location) -> str:
@@ -164,7 +165,7 @@ def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
     ...                     ("status", "string"), ("snapshot_date", "date32[day]"), ("x", "int8")])
     ['column id is int32, petsync writes int64', 'an extra column x (int8)']
     """
-    expected = [(f.name, str(f.type)) for f in DELTA_SCHEMA]
+    expected = [(f.name, str(f.type)) for f in DATED_SCHEMA]
     wanted, found = dict(expected), dict(actual)
     # Kept extra fields (--extra-fields keep) follow the snapshot's columns, in its types.
     evolved = {str(t) for t in ARROW_TYPES.values()}
@@ -230,7 +231,7 @@ def commit_snapshot(
         deltalake.write_deltalake(
             uri,
             pa.RecordBatchReader.from_batches(
-                _dated_schema(columns), _dated(collected, run.date, columns)
+                dated_schema(columns), dated_batches(collected, run.date, columns)
             ),
             partition_by=[PARTITION_KEY],
             mode="overwrite",
@@ -246,7 +247,9 @@ def commit_snapshot(
         assert table is not None
         pruned: list[Path | str] = []
         if config.keep is not None and report.exit_code.value == 0:
-            pruned = _prune(table, config.keep, location, run.date)
+            pruned = prune_table(
+                table, _partition_dates(table), config.keep, run.date, table_uri(location)
+            )
         version = int(table.version())
     except (OSError, deltalake.exceptions.DeltaError) as exc:
         raise PetsyncError(
@@ -257,34 +260,7 @@ def commit_snapshot(
 
 
 def _has_extra_columns(table: Any | None) -> bool:
-    return table is not None and len(pa.schema(table.schema().to_arrow())) > len(DELTA_SCHEMA)
-
-
-def _dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
-    """The table's schema: the snapshot's columns, the date, then the kept extra fields."""
-    schema = DELTA_SCHEMA
-    extra = output_schema(columns)
-    for index in range(len(PET_SCHEMA), len(extra)):
-        schema = schema.append(extra.field(index))
-    return schema
-
-
-def _dated(
-    collected: Deduplicated, date: dt.date, columns: dict[str, ColumnType]
-) -> Iterator[pa.RecordBatch]:
-    schema = _dated_schema(columns)
-    known = len(PET_SCHEMA)
-    for batch in collected.batches(columns):
-        dates = pa.array([date] * batch.num_rows, pa.date32())
-        arrays = batch.columns
-        yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
-
-
-def _prune(table: Any, keep: int, location: Location, today: dt.date) -> list[Path | str]:
-    old = nights_to_prune(_partition_dates(table), keep, today)
-    if old:
-        table.delete(f"{PARTITION_KEY} <= '{max(old).isoformat()}'")
-    return [f"{table_uri(location)} {PARTITION_KEY}={d.isoformat()}" for d in old]
+    return table is not None and len(pa.schema(table.schema().to_arrow())) > len(DATED_SCHEMA)
 
 
 def _partition_dates(table: Any) -> set[dt.date]:

@@ -34,14 +34,14 @@ import datetime as dt
 import json
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.export.deduplicated import Deduplicated, output_schema
+from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import (
     ARROW_TYPES,
     ColumnType,
@@ -51,11 +51,14 @@ from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
-from petsync.export.schema import PET_SCHEMA, conform
+from petsync.export.schema import conform
 from petsync.export.tables.common import (
+    DATED_SCHEMA,
+    dated_batches,
+    dated_schema,
     night_columns,
-    nights_to_prune,
     plain_type,
+    prune_table,
     write_quarantine,
 )
 from petsync.export.tables.night import Night
@@ -66,7 +69,6 @@ NAMESPACE = "petsync"
 TABLE = (NAMESPACE, PETS_DIR)
 CATALOG_FILE = "_iceberg_catalog.db"
 CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
-ICEBERG_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
 
 
 def table_uri(location: Location) -> str:
@@ -216,7 +218,7 @@ def _create_table(location: Location) -> Any:
     catalog = open_catalog(location)
     catalog.create_namespace_if_not_exists(NAMESPACE)
     table = catalog.create_table_if_not_exists(
-        TABLE, schema=ICEBERG_SCHEMA, location=_files_uri(location)
+        TABLE, schema=DATED_SCHEMA, location=_files_uri(location)
     )
     if not table.spec().fields:
         with table.update_spec() as spec:
@@ -251,8 +253,10 @@ def commit_snapshot(
     run.lock.confirm()
     try:
         table = existing or _create_table(location)
-        schema = _dated_schema(columns)
-        night = pa.Table.from_batches(list(_dated(collected, run.date, columns)), schema=schema)
+        schema = dated_schema(columns)
+        night = pa.Table.from_batches(
+            list(dated_batches(collected, run.date, columns)), schema=schema
+        )
         with warnings.catch_warnings():
             # A first night deletes nothing; pyiceberg says so as a warning.
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
@@ -271,7 +275,9 @@ def commit_snapshot(
         version = int(snapshot.snapshot_id) if snapshot is not None else None
         pruned: list[Path | str] = []
         if config.keep is not None and report.exit_code.value == 0:
-            pruned = _prune(table, config.keep, location, run.date)
+            pruned = prune_table(
+                table, _partition_dates(table), config.keep, run.date, table_uri(location)
+            )
     except (OSError, CommitFailedException, ValueError) as exc:
         raise PetsyncError(
             f"cannot commit the snapshot to the Iceberg table {uri}: {exc}. Nothing was "
@@ -283,33 +289,6 @@ def commit_snapshot(
 def _on(date: dt.date) -> str:
     """The row filter of one night (pyiceberg parses it)."""
     return f"{PARTITION_KEY} = '{date.isoformat()}'"
-
-
-def _dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
-    """The night's schema: the snapshot's columns, the date, then the kept extra fields."""
-    schema = ICEBERG_SCHEMA
-    extra = output_schema(columns)
-    for index in range(len(PET_SCHEMA), len(extra)):
-        schema = schema.append(extra.field(index))
-    return schema
-
-
-def _dated(
-    collected: Deduplicated, date: dt.date, columns: dict[str, ColumnType]
-) -> Iterator[pa.RecordBatch]:
-    schema = _dated_schema(columns)
-    known = len(PET_SCHEMA)
-    for batch in collected.batches(columns):
-        dates = pa.array([date] * batch.num_rows, pa.date32())
-        arrays = batch.columns
-        yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
-
-
-def _prune(table: Any, keep: int, location: Location, today: dt.date) -> list[Path | str]:
-    old = nights_to_prune(_partition_dates(table), keep, today)
-    if old:
-        table.delete(f"{PARTITION_KEY} <= '{max(old).isoformat()}'")
-    return [f"{table_uri(location)} {PARTITION_KEY}={d.isoformat()}" for d in old]
 
 
 def _partition_dates(table: Any, snapshot_id: int | None = None) -> set[dt.date]:
