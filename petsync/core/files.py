@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Literal
 
-from petsync.core.errors import ConfigError
+from petsync.core.errors import ConfigError, InputError, LockedError
 
 # Errors of fsync on a directory that mean "this file system cannot", not "it failed".
 _NO_DIRECTORY_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EISDIR})
@@ -220,6 +220,22 @@ def try_lock(fd: int) -> bool:
     except BlockingIOError:
         return False
     return True
+
+
+def open_locked(path: Path, busy: str) -> int:
+    """Open (or create) ``path`` for appending and take its lock; the open descriptor.
+
+    Raises :class:`~petsync.core.errors.InputError` naming the file when it cannot be opened,
+    and :class:`~petsync.core.errors.LockedError` with ``busy`` when another holds it.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        raise InputError(f"cannot open journal {path}: {exc.strerror or exc}") from exc
+    if not try_lock(fd):
+        os.close(fd)
+        raise LockedError(busy)
+    return fd
 
 
 def unlock(fd: int) -> None:

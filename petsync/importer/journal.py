@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from petsync.core.errors import InputError, LockedError, PetsyncError
-from petsync.core.files import fsync_dir, try_lock
+from petsync.core.errors import InputError, PetsyncError
+from petsync.core.files import fsync_dir, open_locked
 from petsync.importer.baseline import Baseline
 from petsync.importer.row_states import RowRecord, RowState, RowStates
 
@@ -82,16 +82,12 @@ class Journal:
     @classmethod
     def open(cls, path: Path, *, source: Path, sha256: str, settings: Mapping[str, Any]) -> Journal:
         """Open (or create) the journal of ``source``; refuse one made for other content."""
+        fd = open_locked(
+            path,
+            f"another petsync import is using journal {path}; wait for it to finish "
+            "(two runs on one file could send a row twice)",
+        )
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        except OSError as exc:
-            raise InputError(f"cannot open journal {path}: {exc.strerror or exc}") from exc
-        try:
-            if not try_lock(fd):
-                raise LockedError(
-                    f"another petsync import is using journal {path}; wait for it to finish "
-                    "(two runs on one file could send a row twice)"
-                )
             size = os.fstat(fd).st_size
             if _blank(fd, size):
                 header = {

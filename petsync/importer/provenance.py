@@ -30,8 +30,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from petsync.core.errors import InputError, LockedError
-from petsync.core.files import fsync_dir, try_lock
+from petsync.core.errors import InputError
+from petsync.core.files import fsync_dir, open_locked
 from petsync.importer.row_states import RowRecord, RowState, RowStates
 from petsync.importer.sheets.sheet import SheetRow
 from petsync.importer.validation import ErrorCode, FieldError
@@ -196,16 +196,12 @@ def origin_lock(directory: Path, origin: str) -> Iterator[None]:
     another file (:class:`LockedError` if an import holds it). The journal is created
     empty if missing: the first file's import fills it in when it runs."""
     path = directory / f"{origin}.jsonl"
+    fd = open_locked(
+        path,
+        f"another petsync import is importing rows of the same first file (journal {path}); "
+        "wait for it to finish (two imports of one row could create it twice)",
+    )
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-    except OSError as exc:
-        raise InputError(f"cannot open {path}: {exc.strerror or exc}") from exc
-    try:
-        if not try_lock(fd):
-            raise LockedError(
-                f"another petsync import is importing rows of the same first file (journal "
-                f"{path}); wait for it to finish (two imports of one row could create it twice)"
-            )
         yield
     finally:
         os.close(fd)
