@@ -20,7 +20,8 @@ from petsync.export.location import parse_location
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import FlaggedSnapshotWarning, list_snapshots, load_snapshot
-from petsync.export.tables.delta import MANIFEST_KEY, storage_options
+from petsync.export.tables.common import MANIFEST_KEY
+from petsync.export.tables.delta import storage_options
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient
 

@@ -28,7 +28,8 @@ from petsync.export.location import parse_location
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import FlaggedSnapshotWarning, list_snapshots, load_snapshot
-from petsync.export.tables.iceberg import CATALOG_FILE, MANIFEST_KEY, open_catalog
+from petsync.export.tables.common import MANIFEST_KEY
+from petsync.export.tables.iceberg import CATALOG_FILE, open_catalog
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient
 

@@ -11,14 +11,24 @@ from typing import Any
 
 import pyarrow as pa
 
+from petsync.core.errors import ConfigError
 from petsync.export.deduplicated import Deduplicated, output_schema
-from petsync.export.extra_fields import ColumnType, previous_fields
-from petsync.export.layout import PARTITION_KEY, QUARANTINE_NAME
+from petsync.export.extra_fields import ARROW_TYPES, ColumnType, previous_fields
+from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME
 from petsync.export.location import Location
 from petsync.export.schema import PET_SCHEMA, extra_columns
 from petsync.export.tables.night import Night
 
 QUARANTINE_DIR = "_quarantine"
+# The key of a commit's (or snapshot's) properties that holds the night's manifest.
+MANIFEST_KEY = "petsync.manifest"
+
+
+def table_uri(location: Location) -> str:
+    """Where the table lives: ``OUT/pets`` (an absolute path for a local directory)."""
+    if location.local is not None:
+        return str(location.local.absolute() / PETS_DIR)
+    return location.child(PETS_DIR)
 
 
 def write_quarantine(run: Night, location: Location) -> None:
@@ -94,6 +104,73 @@ def night_columns(data: pa.Table, manifest: dict[str, Any]) -> pa.Table:
     kept = {n for n, e in previous_fields(manifest).items() if e.get("column") is not None}
     gone = [n for n in extra_columns(data.schema) if n != PARTITION_KEY and n not in kept]
     return data.drop_columns([PARTITION_KEY, *gone])
+
+
+def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
+    """How columns (name, type) differ from petsync's table schema, one phrase each.
+
+    >>> schema_differences([("id", "int32"), ("name", "string"), ("categoryId", "int64"),
+    ...                     ("status", "string"), ("snapshot_date", "date32[day]"), ("x", "int8")])
+    ['column id is int32, petsync writes int64', 'an extra column x (int8)']
+    """
+    expected = [(f.name, str(f.type)) for f in DATED_SCHEMA]
+    wanted, found = dict(expected), dict(actual)
+    # Kept extra fields (--extra-fields keep) follow the snapshot's columns, in its types.
+    evolved = {str(t) for t in ARROW_TYPES.values()}
+    actual = [(n, k) for n, k in actual if n in wanted or k not in evolved]
+    differences: list[str] = []
+    for name, kind in expected:
+        if name not in found:
+            differences.append(f"no column {name} (petsync writes {kind})")
+        elif found[name] != kind:
+            differences.append(f"column {name} is {found[name]}, petsync writes {kind}")
+    differences += [
+        f"an extra column {name} ({kind})" for name, kind in actual if name not in wanted
+    ]
+    if not differences and [n for n, _ in actual] != [n for n, _ in expected]:
+        shown = ", ".join(n for n, _ in actual)
+        differences.append(f"its columns are in another order ({shown})")
+    return differences
+
+
+def refuse_schema(kind: str, where: str, differences: list[str], *, before_fetch: bool) -> None:
+    """Refuse a table (``kind``: Delta, Iceberg) that is not petsync's, naming each difference."""
+    if differences:
+        raise ConfigError(
+            f"the {kind} table at {where} is not a petsync snapshot table: "
+            + "; ".join(differences)
+            + ". petsync never changes or casts a table's schema: export to another --out, "
+            "or move the table away."
+            + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
+        )
+
+
+def type_clashes(
+    found: dict[str, str], columns: dict[str, ColumnType], *, by_case: bool
+) -> list[str]:
+    """Tonight's kept columns that exist with another type (or, ``by_case``, under a name that
+    differs only in case: readers that ignore case could not tell them apart)."""
+    lowered = {name.lower(): name for name in found}
+    changed: list[str] = []
+    for name, column in columns.items():
+        if name in found:
+            if found[name] != str(ARROW_TYPES[column]):
+                changed.append(f"column {name} is {found[name]}, tonight's values are {column}")
+        elif by_case and name.lower() in lowered:
+            other = lowered[name.lower()]
+            changed.append(f"column {other} exists, tonight's field {name} differs only in case")
+    return changed
+
+
+def refuse_column_types(kind: str, where: str, changed: list[str]) -> None:
+    """Refuse to commit when :func:`type_clashes` found any: a column's type never changes."""
+    if changed:
+        raise ConfigError(
+            f"the {kind} table at {where} cannot take tonight's extra fields: "
+            + "; ".join(changed)
+            + ". petsync adds columns but never changes a column's type: export with "
+            "--extra-fields drop, or to another --out. Nothing was committed."
+        )
 
 
 def plain_type(arrow_type: pa.DataType) -> str:

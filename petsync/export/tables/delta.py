@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.deduplicated import Deduplicated
-from petsync.export.extra_fields import ARROW_TYPES, ColumnType, ExtraFieldsReport
+from petsync.export.extra_fields import ColumnType, ExtraFieldsReport
 from petsync.export.fetch import FetchResult
 from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
@@ -44,24 +44,21 @@ from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import conform
 from petsync.export.tables.common import (
     DATED_SCHEMA,
+    MANIFEST_KEY,
     dated_batches,
     dated_schema,
     night_columns,
     plain_type,
     prune_table,
+    refuse_column_types,
+    refuse_schema,
+    schema_differences,
+    table_uri,
+    type_clashes,
     write_quarantine,
 )
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
-
-MANIFEST_KEY = "petsync.manifest"
-
-
-def table_uri(location: Location) -> str:
-    """Where the table lives: ``OUT/pets`` (an absolute path for a local directory)."""
-    if location.local is not None:
-        return str(location.local.absolute() / PETS_DIR)
-    return location.child(PETS_DIR)
 
 
 def storage_options(location: Location) -> dict[str, str]:
@@ -148,58 +145,13 @@ def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
     if partitions != [PARTITION_KEY]:
         shown = ", ".join(partitions) if partitions else "nothing"
         differences.append(f"it is partitioned by {shown}, petsync's by {PARTITION_KEY}")
-    if differences:
-        raise ConfigError(
-            f"the Delta table at {where} is not a petsync snapshot table: "
-            + "; ".join(differences)
-            + ". petsync never changes or casts a table's schema: export to another --out, "
-            "or move the table away."
-            + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
-        )
-
-
-def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
-    """How columns (name, type) differ from petsync's table schema, one phrase each.
-
-    >>> schema_differences([("id", "int32"), ("name", "string"), ("categoryId", "int64"),
-    ...                     ("status", "string"), ("snapshot_date", "date32[day]"), ("x", "int8")])
-    ['column id is int32, petsync writes int64', 'an extra column x (int8)']
-    """
-    expected = [(f.name, str(f.type)) for f in DATED_SCHEMA]
-    wanted, found = dict(expected), dict(actual)
-    # Kept extra fields (--extra-fields keep) follow the snapshot's columns, in its types.
-    evolved = {str(t) for t in ARROW_TYPES.values()}
-    actual = [(n, k) for n, k in actual if n in wanted or k not in evolved]
-    differences: list[str] = []
-    for name, kind in expected:
-        if name not in found:
-            differences.append(f"no column {name} (petsync writes {kind})")
-        elif found[name] != kind:
-            differences.append(f"column {name} is {found[name]}, petsync writes {kind}")
-    differences += [
-        f"an extra column {name} ({kind})" for name, kind in actual if name not in wanted
-    ]
-    if not differences and [n for n, _ in actual] != [n for n, _ in expected]:
-        shown = ", ".join(n for n, _ in actual)
-        differences.append(f"its columns are in another order ({shown})")
-    return differences
+    refuse_schema("Delta", where, differences, before_fetch=before_fetch)
 
 
 def check_column_types(table: Any, columns: dict[str, ColumnType], where: str) -> None:
     """Refuse to commit a kept extra field whose column already exists with another type."""
     found = {f.name: plain_type(f.type) for f in pa.schema(table.schema().to_arrow())}
-    changed = [
-        f"column {name} is {found[name]}, tonight's values are {column}"
-        for name, column in columns.items()
-        if name in found and found[name] != str(ARROW_TYPES[column])
-    ]
-    if changed:
-        raise ConfigError(
-            f"the Delta table at {where} cannot take tonight's extra fields: "
-            + "; ".join(changed)
-            + ". petsync adds columns but never changes a column's type: export with "
-            "--extra-fields drop, or to another --out. Nothing was committed."
-        )
+    refuse_column_types("Delta", where, type_clashes(found, columns, by_case=False))
 
 
 def commit_snapshot(

@@ -43,7 +43,6 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import (
-    ARROW_TYPES,
     ColumnType,
     ExtraFieldsReport,
 )
@@ -54,28 +53,26 @@ from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import conform
 from petsync.export.tables.common import (
     DATED_SCHEMA,
+    MANIFEST_KEY,
     dated_batches,
     dated_schema,
     night_columns,
     plain_type,
     prune_table,
+    refuse_column_types,
+    refuse_schema,
+    schema_differences,
+    table_uri,
+    type_clashes,
     write_quarantine,
 )
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
 
-MANIFEST_KEY = "petsync.manifest"
 NAMESPACE = "petsync"
 TABLE = (NAMESPACE, PETS_DIR)
 CATALOG_FILE = "_iceberg_catalog.db"
 CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
-
-
-def table_uri(location: Location) -> str:
-    """Where the table lives: ``OUT/pets`` (an absolute path for a local directory)."""
-    if location.local is not None:
-        return str(location.local.absolute() / PETS_DIR)
-    return location.child(PETS_DIR)
 
 
 def _files_uri(location: Location) -> str:
@@ -163,8 +160,6 @@ def check_table(location: Location) -> None:
 
 def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
     """Refuse a table whose schema or partitioning is not petsync's; name each difference."""
-    from petsync.export.tables.delta import schema_differences
-
     found = table.schema().as_arrow()
     differences = schema_differences([(f.name, plain_type(f.type)) for f in found])
     by_date = [
@@ -175,36 +170,14 @@ def check_schema(table: Any, where: str, *, before_fetch: bool = False) -> None:
     if by_date != [PARTITION_KEY] or len(table.spec().fields) != 1:
         shown = ", ".join(str(f) for f in table.spec().fields) or "nothing"
         differences.append(f"it is partitioned by {shown}, petsync's by {PARTITION_KEY}")
-    if differences:
-        raise ConfigError(
-            f"the Iceberg table at {where} is not a petsync snapshot table: "
-            + "; ".join(differences)
-            + ". petsync never changes or casts a table's schema: export to another --out, "
-            "or move the table away."
-            + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
-        )
+    refuse_schema("Iceberg", where, differences, before_fetch=before_fetch)
 
 
 def check_column_types(table: Any, columns: dict[str, ColumnType], where: str) -> None:
     """Refuse to commit a kept extra field whose column exists with another type, or under a
     name that differs only in case (readers that ignore case could not tell them apart)."""
     found = {f.name: plain_type(f.type) for f in table.schema().as_arrow()}
-    by_case = {name.lower(): name for name in found}
-    changed: list[str] = []
-    for name, column in columns.items():
-        if name in found:
-            if found[name] != str(ARROW_TYPES[column]):
-                changed.append(f"column {name} is {found[name]}, tonight's values are {column}")
-        elif name.lower() in by_case:
-            other = by_case[name.lower()]
-            changed.append(f"column {other} exists, tonight's field {name} differs only in case")
-    if changed:
-        raise ConfigError(
-            f"the Iceberg table at {where} cannot take tonight's extra fields: "
-            + "; ".join(changed)
-            + ". petsync adds columns but never changes a column's type: export with "
-            "--extra-fields drop, or to another --out. Nothing was committed."
-        )
+    refuse_column_types("Iceberg", where, type_clashes(found, columns, by_case=True))
 
 
 def kept_columns(extra_fields: ExtraFieldsReport | None) -> dict[str, ColumnType]:
