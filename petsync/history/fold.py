@@ -123,7 +123,13 @@ def fold_night(
         # Those pets are tonight's open versions: the unchanged keep their hash and first night.
         keep = present & equal
         out = _open_versions(
-            snapshot, done, upto, day, pos[keep] - done, piece.filter(bool_array(keep))
+            snapshot,
+            done,
+            upto,
+            day,
+            pos[keep] - done,
+            to_numpy(piece.column("valid_from"))[keep],
+            to_numpy(piece.column("hash"))[keep],
         )
         if not trusted and absent.any():  # an untrusted night keeps the pets it lacks
             out = _in_id_order(out, piece.filter(bool_array(absent)))
@@ -132,7 +138,7 @@ def fold_night(
         sink(out)
     for start in range(done, len(ids), PIECE_ROWS):  # pets past the last open one
         tail = _open_versions(
-            snapshot, start, min(start + PIECE_ROWS, len(ids)), day, _NO_ROWS, None
+            snapshot, start, min(start + PIECE_ROWS, len(ids)), day, _NO_ROWS, _NO_ROWS, _NO_ROWS
         )
         open_rows += tail.num_rows
         sink(tail)
@@ -180,7 +186,7 @@ def _days(date: dt.date) -> int:
 
 
 _EPOCH = dt.date(1970, 1, 1)
-_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_ROWS = np.zeros(0, dtype=np.int64)  # no kept versions
 
 
 def _open_versions(
@@ -189,20 +195,20 @@ def _open_versions(
     stop: int,
     day: int,
     kept_at: np.ndarray,
-    kept: pa.Table | None,
+    kept_from: np.ndarray,
+    kept_hash: np.ndarray,
 ) -> pa.Table:
     """The open versions of the snapshot's rows [start, stop): its content as it is, with
-    the hash and first night of the unchanged versions ``kept`` (at ``kept_at``, relative to
+    the first night and hash of the unchanged versions (at ``kept_at``, relative to
     ``start``) and new ones for every other row."""
     rows = snapshot.slice(start, stop - start)
     count = rows.num_rows
     valid_from = np.full(count, day, dtype=np.int32)
     hashes = np.zeros(count, dtype=np.int64)
     fresh = np.ones(count, dtype=bool)
-    if kept is not None and len(kept_at):
-        fresh[kept_at] = False
-        valid_from[kept_at] = to_numpy(kept.column("valid_from").cast(pa.int32()))
-        hashes[kept_at] = to_numpy(kept.column("hash"))
+    fresh[kept_at] = False
+    valid_from[kept_at] = kept_from
+    hashes[kept_at] = kept_hash
     if fresh.any():
         new = np.nonzero(fresh)[0]
         hashes[new] = to_numpy(content_hash(rows.take(int64_array(new))))
@@ -240,8 +246,12 @@ def _same_content(
     same = np.ones(count, dtype=bool)
     if not count:
         return same
-    new_rows = rows if bool(matched.all()) else rows.filter(bool_array(matched))
-    versions = piece if bool(present.all()) else piece.filter(bool_array(present))
+    new_rows = rows.select(CONTENT_COLUMNS)
+    if not matched.all():
+        new_rows = new_rows.filter(bool_array(matched))
+    versions = piece.select(CONTENT_COLUMNS)
+    if not present.all():
+        versions = versions.filter(bool_array(present))
     for column in CONTENT_COLUMNS:
         new, old = new_rows.column(column), versions.column(column)
         equal = true_mask(pc.equal(new, old))  # null where either is null
