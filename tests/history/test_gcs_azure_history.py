@@ -284,3 +284,24 @@ def test_the_abfs_spelling_of_the_container_keeps_the_same_history(
     assert report.path == f"{abfs}/history" and report.versions == 1
     assert update_history(azure.uri()).nights == ()  # az:// sees the same table
     assert load_history(abfs).equals(load_history(azure.uri()))
+
+
+def test_petsync_report_of_a_store_without_output_exits_2_asking_for_one(
+    emulated: EmulatedBucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish_snapshot(tmp_path / "night", START, [(1, "Rex", 1, "available")])
+    upload(tmp_path / "night", emulated)
+    update_history(emulated.uri())
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+
+    result = CliRunner().invoke(cli, ["report", emulated.uri()])
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"Error: cannot write the report beside the history at {emulated.uri()}: the report "
+        "is one local file; pass --output (-o) with a local path, for example "
+        "-o report.html"
+    )
+    assert list(here.iterdir()) == []  # nothing written here either
