@@ -13,6 +13,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pytest
 from click.testing import CliRunner
@@ -71,6 +72,9 @@ def test_incremental_updates_on_the_store_equal_a_local_rebuild(
     assert load_history(emulated.uri()).equals(load_history(whole))
     assert read_history_state(emulated.uri()).nights == read_history_state(whole).nights
     assert load_transitions(emulated.uri()).equals(load_transitions(whole))
+    # A reader without petsync takes the folder as one table (GCS: no folder marker needed).
+    folder = ds.dataset(f"{emulated.name}/petsync/history", filesystem=emulated.filesystem())
+    assert folder.count_rows() == len(load_history(whole))
     assert report.path == f"{emulated.uri()}/history"
     assert update_history(emulated.uri()).nights == ()  # nothing new: nothing changes
     # The table's files and its state; no stray file, no lock left behind.
