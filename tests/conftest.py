@@ -24,6 +24,10 @@ from petsync.server.runner import RunningServer, start_server
 if TYPE_CHECKING:
     from tests.client.loopback import Harness
 
+# Buckets on the GCS and Azure emulators (gcs, azure, emulated): one pair of emulator
+# processes per session for the export's and the history's tests.
+pytest_plugins = ["tests.export.emulators"]
+
 
 # Hypothesis (under schemathesis) keeps caches in ./.hypothesis: keep the checkout clean.
 os.environ.setdefault(

@@ -13,7 +13,8 @@ import click
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the page.  [default: DIR/report.html]",
+    help="Where to write the page, a local file; needed when DIR is a store URI.  "
+    "[default: DIR/report.html]",
 )
 def report_command(directory: str, output: Path | None) -> None:
     """Write one self-contained HTML report of the history under DIR.

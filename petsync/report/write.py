@@ -29,15 +29,22 @@ def write_report(
     """Write the report of the history under ``directory`` to ``output`` (``DIR/report.html``).
 
     The history must exist (``petsync history DIR`` builds it). The page opens offline
-    in any browser: everything it shows is in the file.
+    in any browser: everything it shows is in the file. ``directory`` may be an object-store
+    URI; the page is then written only where ``output`` (a local path) says.
 
     >>> write_report("/srv/petsync").path                   # doctest: +SKIP
     PosixPath('/srv/petsync/report.html')
     """
+    from petsync.history.table import HistoryFiles
     from petsync.report.charts import charts
     from petsync.report.data import report_data
     from petsync.report.page import render_page, vega_bundle
 
+    if output is None and not HistoryFiles.open(directory).is_local:
+        raise InputError(
+            f"cannot write the report beside the history at {directory}: the report is one "
+            "local file; pass --output (-o) with a local path, for example -o report.html"
+        )
     data = report_data(directory)
     made = charts(data)
     span = f"{data.first} to {data.last}" if data.nights else "no night yet"

@@ -7,7 +7,10 @@
   on an ephemeral loopback port read from what it prints.
 
 Both are started once per session and waited for by what they print (bounded), never by
-sleeping; a test gets a fresh bucket or container.
+sleeping; a test gets a fresh bucket or container. This module is a pytest plugin of every
+test (``pytest_plugins`` in tests/conftest.py): its fixtures (``gcs``, ``azure``, and
+``emulated``, each test once on each) serve the export's and the history's tests alike, from
+one pair of emulator processes per session.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import select
 import shutil
 import socket
@@ -25,7 +29,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.fs as pafs
 import pytest
+
+from petsync.export.objectstore.credentials import AZURITE_ACCOUNT, AZURITE_KEY
 
 AZURITE_VERSION = "3.35.0"
 START_SECONDS = 100.0  # a cold start on a loaded 2-core machine (under the 120 s test timeout)
@@ -187,3 +194,106 @@ def run_azurite() -> Iterator[Emulator]:
         yield Emulator(url, process)
     finally:
         _end(process)
+
+
+# -- The fixtures: a fresh bucket or container on a session's emulator --------------------
+
+# Every variable through which a GCS or Azure client could find credentials or an endpoint.
+STORE_VARIABLE_PREFIXES = ("GOOGLE_", "STORAGE_EMULATOR_HOST", "CLOUDSDK_", "AZURE_", "GCE_")
+
+
+@dataclass
+class EmulatedBucket:
+    """A fresh bucket (GCS) or container (Azure) on a session's emulator."""
+
+    kind: str  # "gcs" or "azure"
+    name: str
+    endpoint: str
+    environment: dict[str, str]
+
+    def uri(self, prefix: str = "petsync") -> str:
+        scheme = "gs" if self.kind == "gcs" else "az"
+        return f"{scheme}://{self.name}/{prefix}" if prefix else f"{scheme}://{self.name}"
+
+    def filesystem(self) -> pafs.FileSystem:
+        from petsync.export.location import parse_location
+        from petsync.export.objectstore.filesystem import open_filesystem
+
+        return open_filesystem(parse_location(self.uri()), self.environment)
+
+    def object_keys(self, prefix: str = "") -> list[str]:
+        """The names of the objects that start with ``prefix`` (no folder markers)."""
+        selector = pafs.FileSelector(self.name, allow_not_found=True, recursive=True)
+        start = len(self.name) + 1
+        return sorted(
+            info.path[start:]
+            for info in self.filesystem().get_file_info(selector)
+            if info.type == pafs.FileType.File and info.path[start:].startswith(prefix)
+        )
+
+
+def clear_store_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GCS or Azure setting of the machine reaches a test (nor, through them, the cloud)."""
+    for name in list(os.environ):
+        if name.startswith(STORE_VARIABLE_PREFIXES):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[Emulator]:
+    with run_fake_gcs() as emulator:
+        yield emulator
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Emulator]:
+    with run_azurite() as emulator:
+        yield emulator
+
+
+def gcs_bucket(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
+    clear_store_environment(monkeypatch)
+    environment = {"STORAGE_EMULATOR_HOST": emulator.url}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    bucket = EmulatedBucket("gcs", f"petsync-{secrets.token_hex(6)}", emulator.url, environment)
+    # Creating a bucket names a project (running exports never create one).
+    host = emulator.url.split("://", 1)[1]
+    pafs.GcsFileSystem(
+        anonymous=True, scheme="http", endpoint_override=host, project_id="petsync-tests"
+    ).create_dir(bucket.name)
+    return bucket
+
+
+def azure_container(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
+    clear_store_environment(monkeypatch)
+    connection = (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};"
+        f"AccountKey={AZURITE_KEY};BlobEndpoint={emulator.url}/{AZURITE_ACCOUNT};"
+    )
+    environment = {"AZURE_STORAGE_CONNECTION_STRING": connection}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    bucket = EmulatedBucket("azure", f"petsync-{secrets.token_hex(6)}", emulator.url, environment)
+    bucket.filesystem().create_dir(bucket.name)
+    return bucket
+
+
+@pytest.fixture
+def gcs(gcs_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
+    """A new bucket on fake-gcs-server, ``STORAGE_EMULATOR_HOST`` pointing at it."""
+    return gcs_bucket(gcs_emulator, monkeypatch)
+
+
+@pytest.fixture
+def azure(azurite: Emulator, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
+    """A new container on Azurite, ``AZURE_STORAGE_CONNECTION_STRING`` naming it."""
+    return azure_container(azurite, monkeypatch)
+
+
+@pytest.fixture(params=["gcs", "azure"])
+def emulated(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
+    """Each test once on GCS (fake-gcs-server) and once on Azure (Azurite)."""
+    if request.param == "gcs":
+        return gcs_bucket(request.getfixturevalue("gcs_emulator"), monkeypatch)
+    return azure_container(request.getfixturevalue("azurite"), monkeypatch)
