@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 
@@ -12,11 +10,11 @@ import click
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     help="Where to write the page, a local file; needed when DIR is a store URI.  "
     "[default: DIR/report.html]",
 )
-def report_command(directory: str, output: Path | None) -> None:
+def report_command(directory: str, output: str | None) -> None:
     """Write one self-contained HTML report of the history under DIR.
 
     Charts of pets per status per night, pets added, changed and removed, status

@@ -309,3 +309,19 @@ def test_petsync_report_of_a_store_without_output_exits_2_asking_for_one(
         "-o report.html"
     )
     assert list(here.iterdir()) == []  # nothing written here either
+
+
+def test_petsync_report_to_a_store_uri_exits_2_naming_it_unmangled(
+    emulated: EmulatedBucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish_snapshot(tmp_path / "night", START, [(1, "Rex", 1, "available")])
+    upload(tmp_path / "night", emulated)
+    update_history(emulated.uri())
+    monkeypatch.chdir(tmp_path)
+    target = emulated.uri("petsync/report.html")
+
+    result = CliRunner().invoke(cli, ["report", emulated.uri(), "-o", target])
+
+    assert result.exit_code == 2, result.output
+    assert f"cannot write the report to {target}: the report is one local file" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["night"]  # no gs:/... folder made
