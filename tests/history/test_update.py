@@ -208,3 +208,26 @@ def test_a_night_dated_ahead_waits_and_never_blocks_the_real_nights(tmp_path: Pa
 
     assert report.last_date == START + dt.timedelta(days=1)
     assert sorted(load_history(tmp_path)["name"]) == ["a", "b"]
+
+
+def test_an_update_loads_neither_pandas_nor_the_table_writers(tmp_path: Path) -> None:
+    """pandas (pulled in by pyarrow's to_numpy(), pa.scalar() and pq.read_table()),
+    deltalake and httpx cost an update a third of a second it does not need."""
+    import subprocess
+    import sys
+
+    nights = random_nights(5, nights=4, pets=40)
+    assert not all(complete for _, _, complete in nights)  # an untrusted night too
+    for date, rows, complete in nights:  # not in id order, as an export writes them
+        publish_snapshot(tmp_path, date, rows[::-1], complete=complete)
+    script = (
+        "import sys\n"
+        "from petsync.history.update import update_history\n"
+        f"report = update_history({str(tmp_path)!r})\n"
+        "print(len(report.nights), sorted(m for m in ('pandas', 'deltalake', 'httpx', "
+        "'pyiceberg') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["4", "[]"]
