@@ -41,6 +41,7 @@ from petsync.history.table import (
     PIECE_ROWS,
     Night,
     content_hash,
+    empty_history,
 )
 
 NO_STATUS = "(none)"  # how a null status is counted in a night's by_status and transitions
@@ -163,7 +164,7 @@ def fold_night(
         kept=kept_absent,
         status_changes=dict(sorted(changes.items())),
     )
-    closed_table = pa.concat_tables(closed) if closed else HISTORY_SCHEMA.empty_table()
+    closed_table = pa.concat_tables(closed) if closed else empty_history()
     return FoldedNight(closed=closed_table, night=night, open_rows=open_rows)
 
 

@@ -97,7 +97,8 @@ def content_hash(table: pa.Table) -> pa.Array:
 
 
 def empty_history() -> pa.Table:
-    return HISTORY_SCHEMA.empty_table()
+    """A table of no versions (``Schema.empty_table()`` would import pandas)."""
+    return pa.Table.from_batches([], schema=HISTORY_SCHEMA)
 
 
 @dataclass(frozen=True)
