@@ -93,8 +93,10 @@ def pets_per_status(data: ReportData) -> Spec:
 
 
 def changes(data: ReportData) -> Spec:
+    """Nightly churn from the second night on: on the first, every pet is added, and its
+    one point would flatten every other night's to the axis."""
     return {
-        "data": {"values": _values(data.churn)},
+        "data": {"values": _values(_after_first_night(data.churn))},
         "width": WIDTH,
         "height": HEIGHT,
         "mark": {"type": "line", "point": True},
@@ -105,6 +107,13 @@ def changes(data: ReportData) -> Spec:
             "tooltip": [NIGHT_TIP, _tip("change", "nominal"), _tip("pets")],
         },
     }
+
+
+def _after_first_night(churn: pd.DataFrame) -> pd.DataFrame:
+    if churn.night.nunique() < 2:
+        return churn
+    later: pd.DataFrame = churn[churn.night != churn.night.min()]
+    return later
 
 
 def status_transitions(data: ReportData) -> Spec:
@@ -222,7 +231,8 @@ def charts(data: ReportData) -> list[Chart]:
             "changes",
             "Added, changed and removed each night",
             "Added: pets new or back; changed: a new version of a pet (status, name or "
-            "category); removed: pets a complete night lacked.",
+            "category); removed: pets a complete night lacked. From the second night: the "
+            "first, when every pet is added, is in the table.",
             changes(data),
             data.churn.pivot_table(
                 index="night", columns="change", values="pets", fill_value=0

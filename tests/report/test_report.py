@@ -181,3 +181,17 @@ def test_every_chart_spec_is_valid_vega_lite(history_out: Path) -> None:
     for chart in charts(report_data(history_out)):
         errors = [e.message for e in validator.iter_errors(chart.spec)]
         assert errors == [], chart.id
+
+
+def test_the_churn_chart_starts_on_the_second_night_and_its_table_on_the_first(
+    history_out: Path,
+) -> None:
+    from petsync.report.charts import charts
+
+    data = report_data(history_out)
+    chart = next(c for c in charts(data) if c.id == "changes")
+    first, second = sorted(data.churn.night.unique())[:2]
+
+    charted = {row["night"] for row in chart.spec["data"]["values"]}
+    assert first not in charted and second in charted
+    assert chart.table.night.tolist()[0] == first
