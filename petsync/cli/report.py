@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -26,9 +28,16 @@ def report_command(directory: str, output: str | None) -> None:
     Example:
       petsync report /srv/petsync -o /var/www/petsync/report.html
     """
+    from petsync.export.location import is_uri
     from petsync.report.write import write_report  # Altair and pandas: loaded only here
 
-    result = write_report(directory, output)
+    if output is not None and is_uri(output):  # a Path would read gs://b/x as gs:/b/x
+        raise click.BadParameter(
+            f"{output} is not a local path: the report is one local file; write it "
+            "here (-o report.html) and copy it from there",
+            param_hint="'--output'",
+        )
+    result = write_report(directory, Path(output) if output is not None else None)
     click.echo(
         f"{result.path}: {len(result.charts)} charts over {result.nights} nights, "
         f"{result.bytes / 1e6:.1f} MB"

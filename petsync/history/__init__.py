@@ -4,7 +4,8 @@ One row per version of a pet: its content (``name``, ``categoryId``, ``status``)
 ``hash`` of that content, ``valid_from`` (the snapshot date the version was first seen) and
 ``valid_to`` (the snapshot date it was first seen changed or gone; null while current).
 
-- :mod:`petsync.history.table`: the table's schema, the content hash, the files on disk.
+- :mod:`petsync.history.table`: the table's schema, its nights, the files on disk.
+- :mod:`petsync.history.content_hash`: the hash of a version's content.
 - :mod:`petsync.history.fold`: one night applied to the open versions (the rules).
 - :mod:`petsync.history.update`: :func:`update_history`, incremental or from scratch.
 - :mod:`petsync.history.load`: :func:`load_history` (``as_of``) and :func:`transitions`.

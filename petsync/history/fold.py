@@ -35,12 +35,12 @@ from petsync.export.arrow_arrays import (
     to_numpy,
     true_mask,
 )
+from petsync.history.content_hash import content_hash
 from petsync.history.table import (
     CONTENT_COLUMNS,
     HISTORY_SCHEMA,
     PIECE_ROWS,
     Night,
-    content_hash,
     empty_history,
 )
 

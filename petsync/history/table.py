@@ -1,4 +1,4 @@
-"""The history table: its schema, the content hash, and its files beside the snapshots.
+"""The history table: its schema, its nights and its files beside the snapshots.
 
 The table lives in ``DIR/history/`` beside ``DIR/pets/`` (a local directory or an
 object-store prefix), as plain Parquet files of one schema, so any reader takes the folder
@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import re
 import secrets
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -61,39 +59,6 @@ HISTORY_SCHEMA: pa.Schema = pa.schema(
 def history_dir(directory: Path) -> Path:
     """Where the history of the snapshots under a local ``directory`` (the export's --out) lives."""
     return Path(directory) / HISTORY_DIR
-
-
-def content_hash(table: pa.Table) -> pa.Array:
-    """A 64-bit hash of each row's ``name``, ``categoryId`` and ``status`` (null included).
-
-    The first 8 bytes of BLAKE2b over the row's content as a compact JSON array
-    (``["Rex",1,"sold"]``, ``null`` for no status), read as a signed big-endian int64: the
-    same content gives the same value in every run, on every machine and in any language.
-    Versions are told apart by comparing their content itself; the hash is a convenience
-    for readers (equal content, equal hash).
-    """
-    import numpy as np
-
-    from petsync.export.arrow_arrays import int64_array
-
-    # The JSON built by hand, as json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-    # writes it (encode_basestring is its escaping): a quarter of the time.
-    statuses = {
-        value: "null" if value is None else encode_basestring(value)
-        for value in set(table.column("status").to_pylist())
-    }
-    rows = (
-        f"[{encode_basestring(name)},{category},{statuses[status]}]".encode()
-        for name, category, status in zip(
-            table.column("name").to_pylist(),
-            table.column("categoryId").to_pylist(),
-            table.column("status").to_pylist(),
-            strict=True,
-        )
-    )
-    blake2b = hashlib.blake2b
-    digests = b"".join(blake2b(row, digest_size=8).digest() for row in rows)
-    return int64_array(np.frombuffer(digests, dtype=">i8").astype(np.int64))
 
 
 def empty_history() -> pa.Table:

@@ -24,7 +24,7 @@ class ReportResult:
 
 
 def write_report(
-    directory: Path | str, output: Path | str | None = None, *, cache_dir: Path | None = None
+    directory: Path | str, output: Path | None = None, *, cache_dir: Path | None = None
 ) -> ReportResult:
     """Write the report of the history under ``directory`` to ``output`` (``DIR/report.html``).
 
@@ -35,17 +35,11 @@ def write_report(
     >>> write_report("/srv/petsync").path                   # doctest: +SKIP
     PosixPath('/srv/petsync/report.html')
     """
-    from petsync.export.location import is_uri
     from petsync.history.table import HistoryFiles
     from petsync.report.charts import charts
     from petsync.report.data import report_data
     from petsync.report.page import render_page, vega_bundle
 
-    if output is not None and is_uri(output):
-        raise InputError(
-            f"cannot write the report to {output}: the report is one local file; pass a "
-            "local path to --output (-o), for example -o report.html, and copy it from there"
-        )
     if output is None and not HistoryFiles.open(directory).is_local:
         raise InputError(
             f"cannot write the report beside the history at {directory}: the report is one "

@@ -323,5 +323,5 @@ def test_petsync_report_to_a_store_uri_exits_2_naming_it_unmangled(
     result = CliRunner().invoke(cli, ["report", emulated.uri(), "-o", target])
 
     assert result.exit_code == 2, result.output
-    assert f"cannot write the report to {target}: the report is one local file" in result.stderr
+    assert f"{target} is not a local path: the report is one local file" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["night"]  # no gs:/... folder made
