@@ -15,15 +15,14 @@ from click.testing import CliRunner
 from petsync.cli import cli
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import ExitCode, LockedError, PetsyncError
+from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.location import parse_location
 from petsync.export.objectstore.filesystem import open_filesystem
-from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.run import run_export
 from petsync.history.load import load_history, read_history_state
-from petsync.history.table import HISTORY_DIR, Night
+from petsync.history.table import Night
 from petsync.history.update import update_history
 from tests.conftest import S3Bucket
 from tests.export.published import publish_snapshot
@@ -39,62 +38,6 @@ def upload(local: Path, bucket: S3Bucket, prefix: str = "petsync") -> None:
         source_filesystem=pafs.LocalFileSystem(),
         destination_filesystem=open_filesystem(parse_location(bucket.uri(prefix))),
     )
-
-
-def test_incremental_updates_on_s3_equal_a_local_rebuild(s3: S3Bucket, tmp_path: Path) -> None:
-    whole = tmp_path / "whole"
-    for n, (date, rows, complete) in enumerate(random_nights(5, nights=6, pets=30)):
-        night = tmp_path / f"night{n}"
-        publish_snapshot(night, date, rows, complete=complete)
-        publish_snapshot(whole, date, rows, complete=complete)
-        upload(night, s3)
-        if n % 2:  # sometimes one night at a time, sometimes two
-            update_history(s3.uri())
-    report = update_history(s3.uri())
-    update_history(whole, rebuild=True)
-
-    assert load_history(s3.uri()).equals(load_history(whole))
-    assert read_history_state(s3.uri()).nights == read_history_state(whole).nights
-    assert report.path == f"{s3.uri()}/history"
-    assert update_history(s3.uri()).nights == ()  # nothing new: nothing changes
-    # The table's files and its state; no stray file, no lock left behind.
-    keys = s3.object_keys("petsync/history/")
-    state = read_history_state(s3.uri())
-    assert keys == sorted(f"petsync/history/{name}" for name in ["_history.json", *state.files])
-
-
-def test_a_rebuild_on_s3_replaces_the_table_and_as_of_reads_it(
-    s3: S3Bucket, tmp_path: Path
-) -> None:
-    publish_snapshot(tmp_path, START, [(1, "a", 1, "available"), (2, "b", 1, None)])
-    publish_snapshot(tmp_path, START + dt.timedelta(days=1), [(1, "a", 1, "sold")])
-    upload(tmp_path, s3)
-    update_history(s3.uri())
-    before = set(s3.object_keys("petsync/history/"))
-
-    report = update_history(s3.uri(), rebuild=True)
-
-    after = set(s3.object_keys("petsync/history/"))
-    assert report.rebuilt and report.versions == 3 and report.current == 1
-    assert before & after == {"petsync/history/_history.json"}  # every file new
-    on_day1 = load_history(s3.uri(), as_of=START)
-    assert on_day1["id"].tolist() == [1, 2] and on_day1["status"].isna().tolist() == [False, True]
-    assert load_history(s3.uri(), as_of=START + dt.timedelta(days=1))["id"].tolist() == [1]
-
-
-def test_a_second_update_on_s3_is_refused_while_the_lock_is_held(
-    s3: S3Bucket, tmp_path: Path
-) -> None:
-    publish_snapshot(tmp_path, START, [(1, "a", 1, "sold")])
-    upload(tmp_path, s3)
-    lock = "petsync/history/.petsync.lock"
-    with ObjectLock(parse_location(f"{s3.uri()}/{HISTORY_DIR}")):
-        with pytest.raises(LockedError, match=f"it holds the lock s3://{s3.name}/{lock}"):
-            update_history(s3.uri())
-        assert s3.object_keys("petsync/history/") == [lock]  # nothing written while refused
-
-    assert update_history(s3.uri()).versions == 1  # the lock released: it runs
-    assert lock not in s3.object_keys("petsync/")  # and released again
 
 
 def test_petsync_history_on_s3_through_the_cli(s3: S3Bucket, tmp_path: Path) -> None:

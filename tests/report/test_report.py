@@ -195,3 +195,16 @@ def test_the_churn_chart_starts_on_the_second_night_and_its_table_on_the_first(
     charted = {row["night"] for row in chart.spec["data"]["values"]}
     assert first not in charted and second in charted
     assert chart.table.night.tolist()[0] == first
+
+
+def test_report_to_a_store_uri_exits_2_naming_it_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    target = "gs://bucket/petsync/report.html"
+
+    result = CliRunner().invoke(cli, ["report", str(tmp_path), "-o", target])
+
+    assert result.exit_code == 2, result.output
+    assert f"{target} is not a local path: the report is one local file" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no gs:/... folder made, nothing read or written
