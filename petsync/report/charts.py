@@ -221,7 +221,8 @@ def charts(data: ReportData) -> list[Chart]:
         Chart(
             "pets-per-status",
             "Pets per status per night",
-            "Each night's snapshot, counted by status; (none) is a pet without status.",
+            "Each night's snapshot, counted by status; (none) is a pet without status. An "
+            "incomplete night (see the last chart) counts only what its listings returned.",
             pets_per_status(data),
             data.pets_per_status.pivot_table(
                 index="night", columns="status", values="pets", fill_value=0
