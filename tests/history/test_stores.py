@@ -81,19 +81,22 @@ def without_run_ids(nights: tuple[Night, ...]) -> list[Night]:
     return [dataclasses.replace(night, run_id=None) for night in nights]
 
 
-def test_history_beside_the_delta_layout_equals_the_one_beside_partitions(tmp_path: Path) -> None:
-    delta, hive = str(tmp_path / "delta"), str(tmp_path / "hive")
+@pytest.mark.parametrize("table_format", ["delta", "iceberg"])
+def test_history_beside_a_table_format_equals_the_one_beside_partitions(
+    tmp_path: Path, table_format: str
+) -> None:
+    table, hive = str(tmp_path / table_format), str(tmp_path / "hive")
     for date, pets in catalogues():
-        export(delta, pets, date, table_format="delta")
+        export(table, pets, date, table_format=table_format)
         export(hive, pets, date)
-        update_history(delta)  # one night at a time
+        update_history(table)  # one night at a time
     update_history(hive)
 
-    assert load_history(delta).equals(load_history(hive))
-    assert [n.date for n in read_history_state(delta).nights] == [d for d, _ in catalogues()]
-    rebuilt = update_history(delta, rebuild=True)
+    assert load_history(table).equals(load_history(hive))
+    assert [n.date for n in read_history_state(table).nights] == [d for d, _ in catalogues()]
+    rebuilt = update_history(table, rebuild=True)
     assert without_run_ids(rebuilt.nights) == without_run_ids(read_history_state(hive).nights)
-    assert load_history(delta).equals(load_history(hive))
+    assert load_history(table).equals(load_history(hive))
 
 
 def test_a_missing_bucket_exits_2_naming_it(s3: S3Bucket) -> None:
