@@ -113,12 +113,16 @@ class CurlTransport(httpx.BaseTransport):
         handle = self._handle()
         curl, answer = handle.curl, handle.answer
         answer.clear()  # anything a failed transfer left
-        curl.setopt(pycurl.URL, str(request.url))
+        url = str(request.url)
+        if url != handle.url:  # an import's POSTs all go to one URL
+            curl.setopt(pycurl.URL, url)
+            handle.url = url
         raw = request.headers.raw
         method = request.method
         if method != "GET":
             content = request.read()
-            curl.setopt(pycurl.CUSTOMREQUEST, method)
+            if method != "POST":  # POST is what pycurl.POST sends
+                curl.setopt(pycurl.CUSTOMREQUEST, method)
             curl.setopt(pycurl.POST, 1)
             curl.setopt(pycurl.POSTFIELDSIZE_LARGE, len(content))
             # A body libcurl can read but not rewind: when a kept-alive connection dies
@@ -132,14 +136,16 @@ class CurlTransport(httpx.BaseTransport):
             sent = [name + b": " + value for name, value in raw if name.lower() not in _SKIPPED]
             if method != "GET":
                 sent.append(b"Expect:")  # no 100-continue round trip for a small body
-            curl.setopt(pycurl.HTTPHEADER, sent)
+            if sent != handle.header_lines:  # nor do an import's POSTs differ
+                curl.setopt(pycurl.HTTPHEADER, sent)
+                handle.header_lines = sent
         handle.sent_headers = raw if method == "GET" else None
         try:
             curl.perform()
         except pycurl.error as exc:
             raise self._translated(curl, exc, request, answer) from None
         finally:
-            if method != "GET":
+            if method not in ("GET", "POST"):
                 curl.setopt(pycurl.CUSTOMREQUEST, None)
         headers, body = answer.take()
         return httpx.Response(
@@ -269,12 +275,14 @@ class _Answer:
 class _Handle:
     """One thread's libcurl handle, its answer collector, and the headers it was last given."""
 
-    __slots__ = ("answer", "curl", "sent_headers")
+    __slots__ = ("answer", "curl", "header_lines", "sent_headers", "url")
 
     def __init__(self, curl: pycurl.Curl) -> None:
         self.curl = curl
         self.answer = _Answer()
         self.sent_headers: list[tuple[bytes, bytes]] | None = None  # None: not after a GET
+        self.header_lines: list[bytes] | None = None  # as last given to libcurl
+        self.url: str | None = None  # as last given to libcurl
         curl.setopt(pycurl.HEADERFUNCTION, self.answer.lines.append)
         curl.setopt(pycurl.WRITEFUNCTION, self.answer.body.append)
 
