@@ -31,13 +31,14 @@ import io
 import math
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import certifi
 import httpx
 import pycurl
 
+from petsync.client.body import HeldBody
 from petsync.client.proxy import ProxyRoute
 
 
@@ -148,9 +149,8 @@ class CurlTransport(httpx.BaseTransport):
             if method not in ("GET", "POST"):
                 curl.setopt(pycurl.CUSTOMREQUEST, None)
         headers, body = answer.take()
-        return httpx.Response(
-            curl.getinfo(pycurl.RESPONSE_CODE), headers=headers, stream=_Body(body), request=request
-        )
+        status = curl.getinfo(pycurl.RESPONSE_CODE)
+        return httpx.Response(status, headers=headers, stream=HeldBody(body), request=request)
 
     def _handle(self) -> _Handle:
         """This thread's libcurl handle (its connection kept alive between requests)."""
@@ -285,13 +285,3 @@ class _Handle:
         self.url: str | None = None  # as last given to libcurl
         curl.setopt(pycurl.HEADERFUNCTION, self.answer.lines.append)
         curl.setopt(pycurl.WRITEFUNCTION, self.answer.body.append)
-
-
-class _Body(httpx.SyncByteStream):
-    """The body's pieces as libcurl delivered them, undecoded."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        self._pieces = pieces
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._pieces
