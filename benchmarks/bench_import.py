@@ -14,6 +14,9 @@ side, the order reversed every other round, medians:
   is the difference between the two.
 * ``import --baseline`` (only with ``--with-baseline``): the opt-in listing of the
   catalogue before the first POST, on the large catalogue.
+* ``import @REV`` (only with ``--before REV``, CPU-bound scenario, as many as given): the
+  same import by petsync at git revision REV (unpacked with ``git archive``, run with this
+  interpreter), on the large catalogue: before and after side by side, in one run.
 
 Each run is checked: its stand-in must have received exactly one POST per row.
 
@@ -25,6 +28,7 @@ the import's concurrency is what matters.
     python benchmarks/bench_import.py                    # 5,000 rows, then 2,000 at 20 ms
     python benchmarks/bench_import.py --quick            # a small smoke run
     python benchmarks/bench_import.py --rows 5000 --rounds 3 --no-latency --with-baseline
+    python benchmarks/bench_import.py --rows 5000 --rounds 3 --no-latency --before 0a57f7f
 """
 
 from __future__ import annotations
@@ -32,13 +36,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import subprocess
 import sys
+import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from harness import (
     BENCHMARKS,
+    REPO,
     Comparison,
     Run,
     StandIn,
@@ -93,12 +100,35 @@ def check_posts(rows: int) -> Callable[[Run, Path], str | None]:
     return check
 
 
-def import_args(source: Path, *options: str) -> Callable[[Path], list[str]]:
+def import_args(
+    source: Path, *options: str, tree: Path | None = None
+) -> Callable[[Path], list[str]]:
+    """``petsync import SOURCE`` into a fresh folder; petsync from ``tree`` when given."""
+
     def args(run_dir: Path) -> list[str]:
         out = ["--out-dir", str(run_dir / "out")]
-        return [sys.executable, "-m", "petsync", "import", str(source), *out, *options]
+        if tree is None:
+            program = [sys.executable, "-m", "petsync"]
+        else:  # first on the path, ahead of the working directory and the installed petsync
+            path = f"import sys; sys.path.insert(0, {str(tree)!r}); "
+            code = path + "from petsync.cli.main import main; main()"
+            program = [sys.executable, "-c", code]
+        return [*program, "import", str(source), *out, *options]
 
     return args
+
+
+def unpack(revision: str, tree: Path) -> Path:
+    """petsync at ``revision`` in the new folder ``tree``, its bytecode compiled (as installed)."""
+    archive = tree.with_suffix(".tar")
+    with archive.open("wb") as handle:
+        subprocess.run(["git", "archive", revision], cwd=REPO, stdout=handle, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    archive.unlink()
+    package = tree / "petsync"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+    return tree
 
 
 def loop_variant(source: Path, rows: int) -> Variant:
@@ -133,6 +163,7 @@ def scenario(
     *,
     latency_ms: float = 0.0,
     with_baseline: bool = False,
+    before: tuple[tuple[str, Path], ...] = (),
 ) -> dict[str, Summary]:
     print(f"\n## {title}: {rows:,} rows into {catalogue:,} pets, {rounds} round(s)\n")
     source = workdir / f"rows-{rows}.csv"
@@ -149,6 +180,9 @@ def scenario(
         if with_baseline:
             listing = import_args(source, "--baseline")
             pairs.append((Variant(IMPORT_BASELINE, listing, check_posts(rows)), large))
+        for revision, tree in before:
+            old = import_args(source, tree=tree)
+            pairs.append((Variant(f"import @{revision}", old, check_posts(rows)), large))
         summaries = side_by_side(pairs, rounds, workdir)
     print_table(summaries, LOOP, count=rows, unit="row")
     if not latency_ms:
@@ -218,6 +252,14 @@ def main() -> None:
         help="also time `import --baseline` in the CPU-bound scenario (it lists the catalogue)",
     )
     parser.add_argument(
+        "--before",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also time the import of petsync at git revision REV (CPU-bound scenario; "
+        "may be given more than once)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="small sizes for a smoke run (not for publishing)"
     )
     parser.add_argument(
@@ -240,6 +282,8 @@ def main() -> None:
             print_footer()
             return
         if not options.no_cpu:
+            trees = (unpack(rev, workdir / f"before-{i}") for i, rev in enumerate(options.before))
+            before = tuple(zip(options.before, trees, strict=True))
             cpu = scenario(
                 "CPU-bound",
                 options.rows,
@@ -247,6 +291,7 @@ def main() -> None:
                 options.rounds,
                 workdir,
                 with_baseline=options.with_baseline,
+                before=before,
             )
             target(cpu, 0.5, options.catalogue)
         if not options.no_latency:

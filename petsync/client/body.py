@@ -39,20 +39,52 @@ def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> 
 
     A response built in memory with its content (``httpx.Response(200, json=...)`` from a
     mock transport) was read and decoded by httpx already; its content is only measured.
+    A body the wire received whole (:class:`HeldBody`) is taken as its pieces, without
+    httpx's streaming steps (the same bytes: httpx's raw stream decodes nothing).
     """
     if response.is_stream_consumed:
         content = response.content
         if len(content) > limit:
             raise too_large(f"{method} {shown} answered a body larger than", limit)
         return content
-    headers = response.headers
-    return read_stream(
-        response.iter_raw(),
-        headers.get("Content-Encoding"),
-        headers.get("Content-Length"),
-        limit,
-        method,
-        shown,
+    stream = response.stream
+    raw: Iterable[bytes]
+    if isinstance(stream, HeldBody):
+        response.is_stream_consumed = True
+        raw = stream.pieces
+    else:
+        raw = response.iter_raw()
+    coding, length = _framing(response.headers)
+    return read_stream(raw, coding, length, limit, method, shown)
+
+
+class HeldBody(httpx.SyncByteStream):
+    """A response body received whole, in the pieces it came in, undecoded."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.pieces
+
+
+def _framing(headers: httpx.Headers) -> tuple[str | None, str | None]:
+    """``Content-Encoding`` and ``Content-Length`` as ``headers.get`` gives them (repeated
+    fields joined by ", "), in one pass over the headers."""
+    coding: list[bytes] = []
+    length: list[bytes] = []
+    for name, value in headers.raw:
+        lowered = name.lower()
+        if lowered == b"content-encoding":
+            coding.append(value)
+        elif lowered == b"content-length":
+            length.append(value)
+    encoding = headers.encoding
+    return (
+        b", ".join(coding).decode(encoding) if coding else None,
+        b", ".join(length).decode(encoding) if length else None,
     )
 
 

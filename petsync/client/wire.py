@@ -31,13 +31,14 @@ import io
 import math
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import certifi
 import httpx
 import pycurl
 
+from petsync.client.body import HeldBody
 from petsync.client.proxy import ProxyRoute
 
 
@@ -113,12 +114,16 @@ class CurlTransport(httpx.BaseTransport):
         handle = self._handle()
         curl, answer = handle.curl, handle.answer
         answer.clear()  # anything a failed transfer left
-        curl.setopt(pycurl.URL, str(request.url))
+        url = str(request.url)
+        if url != handle.url:  # an import's POSTs all go to one URL
+            curl.setopt(pycurl.URL, url)
+            handle.url = url
         raw = request.headers.raw
         method = request.method
         if method != "GET":
             content = request.read()
-            curl.setopt(pycurl.CUSTOMREQUEST, method)
+            if method != "POST":  # POST is what pycurl.POST sends
+                curl.setopt(pycurl.CUSTOMREQUEST, method)
             curl.setopt(pycurl.POST, 1)
             curl.setopt(pycurl.POSTFIELDSIZE_LARGE, len(content))
             # A body libcurl can read but not rewind: when a kept-alive connection dies
@@ -132,19 +137,20 @@ class CurlTransport(httpx.BaseTransport):
             sent = [name + b": " + value for name, value in raw if name.lower() not in _SKIPPED]
             if method != "GET":
                 sent.append(b"Expect:")  # no 100-continue round trip for a small body
-            curl.setopt(pycurl.HTTPHEADER, sent)
+            if sent != handle.header_lines:  # nor do an import's POSTs differ
+                curl.setopt(pycurl.HTTPHEADER, sent)
+                handle.header_lines = sent
         handle.sent_headers = raw if method == "GET" else None
         try:
             curl.perform()
         except pycurl.error as exc:
             raise self._translated(curl, exc, request, answer) from None
         finally:
-            if method != "GET":
+            if method not in ("GET", "POST"):
                 curl.setopt(pycurl.CUSTOMREQUEST, None)
         headers, body = answer.take()
-        return httpx.Response(
-            curl.getinfo(pycurl.RESPONSE_CODE), headers=headers, stream=_Body(body), request=request
-        )
+        status = curl.getinfo(pycurl.RESPONSE_CODE)
+        return httpx.Response(status, headers=headers, stream=HeldBody(body), request=request)
 
     def _handle(self) -> _Handle:
         """This thread's libcurl handle (its connection kept alive between requests)."""
@@ -269,21 +275,13 @@ class _Answer:
 class _Handle:
     """One thread's libcurl handle, its answer collector, and the headers it was last given."""
 
-    __slots__ = ("answer", "curl", "sent_headers")
+    __slots__ = ("answer", "curl", "header_lines", "sent_headers", "url")
 
     def __init__(self, curl: pycurl.Curl) -> None:
         self.curl = curl
         self.answer = _Answer()
         self.sent_headers: list[tuple[bytes, bytes]] | None = None  # None: not after a GET
+        self.header_lines: list[bytes] | None = None  # as last given to libcurl
+        self.url: str | None = None  # as last given to libcurl
         curl.setopt(pycurl.HEADERFUNCTION, self.answer.lines.append)
         curl.setopt(pycurl.WRITEFUNCTION, self.answer.body.append)
-
-
-class _Body(httpx.SyncByteStream):
-    """The body's pieces as libcurl delivered them, undecoded."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        self._pieces = pieces
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self._pieces

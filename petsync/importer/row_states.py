@@ -122,11 +122,14 @@ class RowStates:
         # statement per batch costs a fraction of one per record. Bounded by _FLUSH_AT.
         self._recent: dict[int, RowRecord] = {}
         self._stored = 0  # records ever written to the table (0: nothing to look up there)
+        # The highest row number in the table: a row past it is not there (the send pass
+        # asks after each new row before journaling it, so it never has to look).
+        self._highest = -(2**63)
 
     def get(self, row: int) -> RowRecord | None:
         with self._lock:
             recent = self._recent.get(row)
-            if recent is not None or not self._stored:
+            if recent is not None or not self._stored or row > self._highest:
                 return recent
             found = self._db.execute(
                 "SELECT row, state, id, record FROM rows WHERE row = ?", (row,)
@@ -156,6 +159,7 @@ class RowStates:
             return
         values = [(r.row, r.state.value, r.id, _details(r)) for r in self._recent.values()]
         self._db.executemany("INSERT OR REPLACE INTO rows VALUES (?, ?, ?, ?)", values)
+        self._highest = max(self._highest, max(self._recent))
         self._recent.clear()
         self._stored += len(values)
         self._uncommitted += len(values)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 import httpx
 import pytest
 
-from petsync.client.body import PIECE, inflate, nested_deeper_than, read_body
+from petsync.client.body import PIECE, HeldBody, inflate, nested_deeper_than, read_body
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
 from petsync.core.apikey import ApiKey
@@ -238,6 +238,25 @@ def test_a_body_near_the_limit_is_held_once_not_twice(encoding: str | None) -> N
         tracemalloc.stop()
     assert len(body) == size
     assert peak < size * 1.3  # joining the pieces would hold the body twice
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["held-by-the-wire", "streamed"])
+def test_a_body_is_read_the_same_held_whole_or_streamed(held: bool) -> None:
+    # The wire's bodies are taken as their pieces; any other stream through httpx's: the
+    # same bytes, the same framing headers (repeated fields joined, names in any case).
+    pieces = [gzip.compress(PAGE)[:10], gzip.compress(PAGE)[10:]]
+    headers = [("content-encoding", "identity"), ("Content-Encoding", "gzip")]
+    stream = HeldBody(pieces) if held else Streamed(pieces)
+    response = httpx.Response(200, headers=headers, stream=stream)
+    assert read_body(response, 1000, "GET", "u") == PAGE
+    assert response.is_stream_consumed
+    repeated = httpx.Response(
+        200,
+        headers=[("Content-Length", "5"), ("content-length", "5")],
+        stream=HeldBody([b"x" * 5000]) if held else Streamed([b"x" * 5000]),
+    )
+    with pytest.raises(ProtocolError, match="answered a body larger than"):
+        read_body(repeated, 1000, "GET", "u")  # "5, 5" is no number: read, then refused
 
 
 def test_one_network_chunk_inflates_a_piece_at_a_time() -> None:

@@ -398,6 +398,35 @@ def test_post_is_retried_when_surely_not_sent_or_refused(
     assert route.calls.last.request.content == b'{"name":"Rex","categoryId":3,"status":"available"}'
 
 
+def test_create_pet_sends_what_httpx_json_would(fake_clock: FakeClock) -> None:
+    # createPet puts on the headers httpx's json= adds itself (the body encoded once): a
+    # transport must get the request httpx would build, header for header, byte for byte,
+    # its content readable without read() (as a transport written for httpx expects).
+    seen: list[httpx.Request] = []
+
+    class Capture(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(request)
+            return httpx.Response(201, json=CREATED)
+
+    config = ClientConfig(base_url=BASE, api_key=ApiKey(KEY))
+    name = 'Zoë "Boo", 猫'
+    with PetstoreClient(config, transport=Capture(), sleep=fake_clock.sleep) as client:
+        client.create_pet(NewPet(name, INT64_MAX, PetStatus.SOLD))
+    (sent,) = seen
+    headers = {
+        "User-Agent": USER_AGENT,
+        "Accept": "application/json",
+        "Accept-Encoding": "gzip, deflate",
+        "Authorization": f"Bearer {KEY}",
+    }
+    pet = {"name": name, "categoryId": INT64_MAX, "status": "sold"}
+    expected = httpx.Request("POST", PETS, headers=headers, json=pet)
+    assert sent.content == expected.content
+    assert sent.headers.raw == expected.headers.raw
+    assert (sent.method, sent.url) == ("POST", httpx.URL(PETS))
+
+
 def test_post_429_sleeps_at_least_retry_after(api: respx.MockRouter, fake_clock: FakeClock) -> None:
     api.post(PETS).mock(
         side_effect=[

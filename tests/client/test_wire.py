@@ -241,6 +241,32 @@ def test_a_listing_after_a_post_on_the_same_connection_is_a_get(live: Harness) -
     assert b"Content-Length" not in server.requests[1]
 
 
+def test_posts_around_a_listing_on_one_connection_each_carry_their_own_body(
+    live: Harness,
+) -> None:
+    # The handle keeps the URL and header lines it was last given: a listing between two
+    # POSTs must change them and the next POST change them back.
+    created = response(b'{"id": 7, "name": "Rex", "categoryId": 3}', status="201 Created")
+    server = live.serve(kept_alive(created, response(ONE), created))
+    client = _client(live, server)
+    client.create_pet(NewPet("Rex", 3))
+    assert _ids(client) == [1]
+    client.create_pet(NewPet("Rexander the Great", 12, PetStatus.PENDING))
+    assert server.connections == 1
+    post, get, again = server.requests
+    assert get.startswith(b"GET /v1/pets?limit=2 HTTP/1.1\r\n")
+    for request, pet in (
+        (post, {"name": "Rex", "categoryId": 3}),
+        (again, {"name": "Rexander the Great", "categoryId": 12, "status": "pending"}),
+    ):
+        head, _, body = request.partition(b"\r\n\r\n")
+        assert head.startswith(b"POST /v1/pets HTTP/1.1\r\n")
+        assert b"\r\nAuthorization: Bearer " + KEY.encode() + b"\r\n" in head + b"\r\n"
+        assert b"\r\nContent-Type: application/json\r\n" in head + b"\r\n"
+        assert b"\r\nContent-Length: %d\r\n" % len(body) in head + b"\r\n"
+        assert json.loads(body) == pet
+
+
 def test_a_post_on_a_kept_alive_connection_dropped_after_it_was_read_is_not_re_sent(
     live: Harness,
 ) -> None:

@@ -43,6 +43,29 @@ def test_row_states_answer_like_a_dict_across_flushes(tmp_path: Path) -> None:
     assert not (tmp_path / "rows").exists()
 
 
+def test_row_states_in_send_order_find_every_stored_row_and_none_past_them(
+    tmp_path: Path,
+) -> None:
+    # The send pass asks after each new row (higher than any journaled) before recording it:
+    # those answers come without a look in the table; rows in it are still found.
+    states = RowStates(tmp_path / "rows")
+    last = 2 * row_states._FLUSH_AT + 5  # two flushes to the table, and a tail in memory
+    try:
+        for row in range(2, last + 1):
+            assert states.get(row) is None
+            states.update([RowRecord(row, RowState.SENDING)])
+            states.update([RowRecord(row, RowState.CREATED, id=row * 10)])
+        states.update([RowRecord(3, RowState.UNCERTAIN, message="timed out")])
+        highest_in_table = 2 + 2 * row_states._FLUSH_AT - 1
+        for row in (2, 3, highest_in_table, highest_in_table + 1, last):
+            found = states.get(row)
+            assert found is not None and found.row == row
+        assert states.get(3) == RowRecord(3, RowState.UNCERTAIN, message="timed out")
+        assert states.get(last + 1) is None and states.get(10**9) is None
+    finally:
+        states.close()
+
+
 def test_row_states_start_afresh_over_what_a_killed_run_left(tmp_path: Path) -> None:
     left = tmp_path / "rows"
     left.mkdir()
