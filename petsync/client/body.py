@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import httpx
 
@@ -29,8 +29,17 @@ MAX_JSON_DEPTH = 100  # a page is an array of flat objects: depth 2
 ACCEPTED_ENCODINGS = "gzip, deflate"  # what petsync asks for, and all it decodes
 _WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
 
+# A URL as shown to people (redacted), or how to make it: only a message needs it, so a
+# page that goes well never pays for redacting its URL.
+Shown = str | Callable[[], str]
 
-def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> bytes | bytearray:
+
+def shown_of(shown: Shown) -> str:
+    """The text of ``shown``, made now if it was deferred."""
+    return shown if isinstance(shown, str) else shown()
+
+
+def read_body(response: httpx.Response, limit: int, method: str, shown: Shown) -> bytes | bytearray:
     """The decoded body of a streamed response, at most ``limit`` bytes.
 
     Raises :class:`ProtocolError` naming the URL and the limit as soon as the body (or its
@@ -45,7 +54,7 @@ def read_body(response: httpx.Response, limit: int, method: str, shown: str) -> 
     if response.is_stream_consumed:
         content = response.content
         if len(content) > limit:
-            raise too_large(f"{method} {shown} answered a body larger than", limit)
+            raise too_large(f"{method} {shown_of(shown)} answered a body larger than", limit)
         return content
     stream = response.stream
     raw: Iterable[bytes]
@@ -94,7 +103,7 @@ def read_stream(
     content_length: str | None,
     limit: int,
     method: str,
-    shown: str,
+    shown: Shown,
 ) -> bytes | bytearray:
     """The decoded body from its raw pieces and headers, at most ``limit`` bytes.
 
@@ -106,18 +115,19 @@ def read_stream(
         declared = content_length or ""
         if declared.isdigit() and int(declared) > limit:
             raise too_large(
-                f"{method} {shown} announced a body of {int(declared)} bytes, more than",
+                f"{method} {shown_of(shown)} announced a body of {int(declared)} bytes, more than",
                 limit,
                 started=False,
             )
-        return _collected(raw, limit, f"{method} {shown}")
+        return _collected(raw, limit, method, shown)
+    request = f"{method} {shown_of(shown)}"
     stream: Iterable[bytes] = raw
     for coding in reversed(codings):  # the last coding applied is the first undone
-        stream = inflate(stream, coding, limit, f"{method} {shown}")
-    return _collected(stream, limit, f"{method} {shown}")
+        stream = inflate(stream, coding, limit, request)
+    return _collected(stream, limit, method, shown)
 
 
-def _collected(pieces: Iterable[bytes], limit: int, request: str) -> bytes | bytearray:
+def _collected(pieces: Iterable[bytes], limit: int, method: str, shown: Shown) -> bytes | bytearray:
     """The pieces as one buffer, failing past ``limit``; within the limit plus a piece.
 
     A body that came in one piece (the usual page) is returned as it is, uncopied; more
@@ -130,7 +140,7 @@ def _collected(pieces: Iterable[bytes], limit: int, request: str) -> bytes | byt
     for piece in pieces:
         size += len(piece)
         if size > limit:
-            raise too_large(f"{request} answered a body larger than", limit)
+            raise too_large(f"{method} {shown_of(shown)} answered a body larger than", limit)
         if first is None:
             first = piece
         elif buffer is None:
@@ -143,14 +153,15 @@ def _collected(pieces: Iterable[bytes], limit: int, request: str) -> bytes | byt
     return first if first is not None else b""
 
 
-def _codings(header: str | None, method: str, shown: str) -> list[str]:
+def _codings(header: str | None, method: str, shown: Shown) -> list[str]:
     if header is None:
         return []
     codings = [c.strip().lower() for c in header.split(",") if c.strip().lower() != "identity"]
     for coding in codings:
         if coding not in _WBITS:
             raise ProtocolError(
-                f"{method} {shown} answered with Content-Encoding {shown_text(coding, 40)!r}, "
+                f"{method} {shown_of(shown)} answered with Content-Encoding "
+                f"{shown_text(coding, 40)!r}, "
                 f"which petsync did not ask for (it accepts {ACCEPTED_ENCODINGS}); report it to "
                 "the API owner"
             )

@@ -29,7 +29,7 @@ import httpx
 
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
-from petsync.client.body import ACCEPTED_ENCODINGS, parse_json, read_body
+from petsync.client.body import ACCEPTED_ENCODINGS, Shown, parse_json, read_body, shown_of
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, PageReader, Tally
@@ -149,6 +149,10 @@ class PetstoreClient:
         self._auth = BearerAuth(config.api_key) if config.api_key is not None else None
         self._headers = self._request_headers()
         self._raw_headers = self._headers.raw
+        # A GET's headers as httpx would put them on (Host first), for the API's own host:
+        # every page of a listing is a GET there.
+        self._netloc = self._pets_target.netloc
+        self._get_headers = httpx.Headers([(b"Host", self._netloc), *self._raw_headers])
         self._extensions = {"timeout": config.timeout.as_dict()}
 
     def _request_headers(self) -> httpx.Headers:
@@ -320,7 +324,10 @@ class PetstoreClient:
 
     def fetch_page(self, url: httpx.URL | str, tally: Tally) -> tuple[httpx.Headers, Records]:
         """GET one listPets page: its headers and records."""
-        shown = self.shown(url)
+
+        def shown() -> str:  # redacted only if a message needs it
+            return self.shown(url)
+
         response, body = self._send("GET", url, tally=tally, shown=shown)
         return response.headers, decode_page(body, response.status_code, shown)
 
@@ -350,9 +357,20 @@ class PetstoreClient:
         is: the same request, without re-encoding and re-normalising every header of every
         POST of an import.
         """
-        if content is None:
-            return httpx.Request(method, url, headers=self._headers, extensions=self._extensions)
         target = httpx.URL(url)  # no parsing when ``url`` is a URL already
+        if content is None:
+            # The request httpx builds for a GET without a body: Host first, then the
+            # client's headers, an empty body. Built as such, not re-normalised per page.
+            netloc = target.netloc
+            if netloc == self._netloc:
+                headers = self._get_headers
+            else:
+                headers = httpx.Headers([(b"Host", netloc), *self._raw_headers])
+            request = httpx.Request(
+                method, target, headers=headers, stream=_EMPTY, extensions=self._extensions
+            )
+            request.read()
+            return request
         headers = httpx.Headers(
             [
                 (b"Host", target.netloc),
@@ -378,7 +396,7 @@ class PetstoreClient:
         *,
         content: bytes | None = None,
         tally: Tally | None = None,
-        shown: str | None = None,
+        shown: Shown | None = None,
     ) -> tuple[httpx.Response, bytes | bytearray]:
         """Send with retries; return a 2xx response and its body, or raise the translated error.
 
@@ -386,32 +404,45 @@ class PetstoreClient:
 
         Each attempt runs under the transport's request deadline and has its body read
         within the size limit; a body over the limit raises :class:`ProtocolError` at once
-        (the server would send it again).
+        (the server would send it again). ``shown`` (the URL redacted, or how to make it) and
+        the retry schedule are made only when a message or a retry needs them.
         """
-        if shown is None:
-            shown = self.shown(url)
-        schedule = RetrySchedule(
-            self._config.retry, method, shown, clock=self._clock, rng=self._rng
-        )
+        label: Shown = shown if shown is not None else (lambda: self.shown(url))
+        started = self._clock()
+        schedule: RetrySchedule | None = None
         while True:
-            schedule.attempt()
+            if schedule is not None:
+                schedule.attempt()
             self._count(tally, retry=False)
             try:
                 request = self._request(method, url, content)
                 response = self._transport.handle_request(request)
                 response.request = request  # as httpx.Client sets it (a mock may not)
                 try:
-                    body = read_body(response, self._config.max_response_bytes, method, shown)
+                    body = read_body(response, self._config.max_response_bytes, method, label)
                 finally:
                     response.close()
                 if response.is_success:
                     return response, body
-                failure = self._failures.status_failure(method, shown, response, body)
+                text = shown_of(label)
+                failure = self._failures.status_failure(method, text, response, body)
             except httpx.RequestError as exc:
                 late = isinstance(exc, DeadlinePassed)
-                failure = self._failures.transport_failure(method, shown, exc, late=late)
+                text = shown_of(label)
+                failure = self._failures.transport_failure(method, text, exc, late=late)
             except httpx.InvalidURL as exc:  # not a RequestError: nothing was sent
-                failure = self._failures.invalid_url(method, shown, exc)
+                text = shown_of(label)
+                failure = self._failures.invalid_url(method, text, exc)
+            if schedule is None:  # the first try failed
+                schedule = RetrySchedule(
+                    self._config.retry,
+                    method,
+                    text,
+                    clock=self._clock,
+                    rng=self._rng,
+                    started=started,
+                )
+                schedule.attempt()
             delay = schedule.wait_after(failure)
             self._count(tally, retry=True)
             self._sleep(delay)
@@ -424,11 +455,13 @@ class _Pages:
         self._client = client
 
     def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]:
-        return self._client.fetch_page(request.text, tally)
+        return self._client.fetch_page(request.target, tally)
 
     def close(self) -> None:
         pass
 
+
+_EMPTY = httpx.ByteStream(b"")  # a GET's body (immutable: shared by every request)
 
 # A JSON body as httpx encodes ``json=``: compact, UTF-8, no NaN.
 _encode_json = json_text.JSONEncoder(

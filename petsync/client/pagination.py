@@ -61,6 +61,13 @@ class PageRequest:
     def url(self) -> httpx.URL:
         return httpx.URL(self.text)
 
+    @property
+    def target(self) -> httpx.URL | str:
+        """What to send: the parsed ``url`` if it was built, else ``text`` (the client parses
+        it inside its request, where a URL httpx refuses is reported as such)."""
+        url: httpx.URL | str = self.__dict__.get("url", self.text)
+        return url
+
     def __repr__(self) -> str:
         return f"PageRequest({self.text!r}, {self.via!r})"
 

@@ -32,7 +32,14 @@ from typing import Annotated, Any
 
 import msgspec
 
-from petsync.client.body import MAX_JSON_DEPTH, NestingError, nested_deeper_than, parse_json
+from petsync.client.body import (
+    MAX_JSON_DEPTH,
+    NestingError,
+    Shown,
+    nested_deeper_than,
+    parse_json,
+    shown_of,
+)
 from petsync.core.errors import PetsyncError, ProtocolError
 from petsync.core.interface import PET_FIELDS
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, is_int64, parse_pet
@@ -260,15 +267,17 @@ def _finite(value: object) -> bool:
     return True
 
 
-def decode_page(body: bytes | bytearray, status_code: int, shown: str) -> Records:
+def decode_page(body: bytes | bytearray, status_code: int, shown: Shown) -> Records:
     """A listPets answer's records: typed when every record is valid, else checked one by one.
 
     Raises :class:`ProtocolError` naming ``shown`` (the page's URL as shown to people) when the
-    body is not a JSON array, or is nested too deep to be one of flat Pet objects.
+    body is not a JSON array, or is nested too deep to be one of flat Pet objects. ``shown``
+    is made only for a page the typed decoder refuses.
     """
     records = typed_records(body)
     if records is not None:
         return records
+    shown = shown_of(shown)
     try:
         data = parse_json(body)
     except NestingError as exc:

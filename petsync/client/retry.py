@@ -123,8 +123,9 @@ class RetrySchedule:
     """The retry state of one logical request: attempts so far and time since the first.
 
     The client calls :meth:`attempt` before each try and :meth:`wait_after` after a
-    failure; ``wait_after`` returns the seconds to sleep, or raises the error that ends
-    the request (the failure's own error when it may not be retried,
+    failure (``started``, the clock's reading at the first try, lets it build the schedule
+    only when a first try fails); ``wait_after`` returns the seconds to sleep, or raises the
+    error that ends the request (the failure's own error when it may not be retried,
     :class:`RetriesExhaustedError` when attempts or budget are spent).
     """
 
@@ -136,13 +137,14 @@ class RetrySchedule:
         *,
         clock: Callable[[], float],
         rng: random.Random,
+        started: float | None = None,
     ) -> None:
         self._policy = policy
         self._method = method.upper()
         self._url = url
         self._clock = clock
         self._rng = rng
-        self._start = clock()
+        self._start = clock() if started is None else started
         self.attempts = 0
 
     def attempt(self) -> None:

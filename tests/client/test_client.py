@@ -427,6 +427,62 @@ def test_create_pet_sends_what_httpx_json_would(fake_clock: FakeClock) -> None:
     assert (sent.method, sent.url) == ("POST", httpx.URL(PETS))
 
 
+def test_listing_gets_send_what_httpx_would(fake_clock: FakeClock) -> None:
+    # A listing's GETs are built from headers prepared once (Host first) and an empty body:
+    # a transport must get the request httpx builds itself, header for header, for the first
+    # page, a plain next link and a next link written as a whole URL.
+    seen: list[httpx.Request] = []
+    links = ["</v1/pets?limit=2&after=2>", f"<{PETS}?limit=2&after=4>", None]
+
+    class Capture(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(request)
+            link = links[len(seen) - 1]
+            headers = {"Link": f'{link}; rel="next"'} if link else {}
+            first = 2 * len(seen) - 1
+            pets = [{"id": i, "name": "Rex", "categoryId": 1} for i in (first, first + 1)]
+            return httpx.Response(200, json=pets[: 1 if link is None else 2], headers=headers)
+
+    config = ClientConfig(base_url=BASE, api_key=ApiKey(KEY))
+    with PetstoreClient(config, transport=Capture(), sleep=fake_clock.sleep) as client:
+        pages = list(client.list_pets(limit=2))
+    assert [p.columns.ids for p in pages] == [[1, 2], [3, 4], [5]]
+    headers = {
+        "User-Agent": USER_AGENT,
+        "Accept": "application/json",
+        "Accept-Encoding": "gzip, deflate",
+        "Authorization": f"Bearer {KEY}",
+    }
+    urls = [f"{PETS}?limit=2", f"{PETS}?limit=2&after=2", f"{PETS}?limit=2&after=4"]
+    for sent, url in zip(seen, urls, strict=True):
+        expected = httpx.Request("GET", url, headers=headers)
+        assert (sent.method, sent.url) == ("GET", httpx.URL(url))
+        assert sent.headers.raw == expected.headers.raw
+        assert sent.content == expected.content == b""
+
+
+def test_a_failed_page_names_its_url_redacted(api: respx.MockRouter, fake_clock: FakeClock) -> None:
+    # The page's URL is redacted only when a message needs it: a next link carrying the key
+    # is still shown without it when that page fails (retries counted from the first try).
+    api.get(f"{PETS}?limit=2").mock(
+        return_value=httpx.Response(
+            200,
+            json=[
+                {"id": 1, "name": "Rex", "categoryId": 1},
+                {"id": 2, "name": "Bo", "categoryId": 1},
+            ],
+            headers={"Link": f'</v1/pets?limit=2&after=2&token={KEY}>; rel="next"'},
+        )
+    )
+    api.get(f"{PETS}?limit=2&after=2&token={KEY}").mock(return_value=httpx.Response(503))
+    with _client(fake_clock, max_attempts=2) as client, pytest.raises(PetsyncError) as caught:
+        list(client.list_pets(limit=2))
+    message = str(caught.value)
+    assert KEY not in message
+    assert "after=2&token=***" in message
+    assert "after 2 attempts" in message
+
+
 def test_post_429_sleeps_at_least_retry_after(api: respx.MockRouter, fake_clock: FakeClock) -> None:
     api.post(PETS).mock(
         side_effect=[
