@@ -219,7 +219,7 @@ class Listing:
         def shown() -> str:
             return self._source.shown(request.text)
 
-        fresh = seen.add_page(records.keys)
+        fresh = seen.add_page(records.keys, ints=records.typed)
         if False not in fresh:  # the usual page: all new
             body = records.body if records.typed else None
             return Page(records.columns, [r for _, r in records.invalid], shown, body)

@@ -88,17 +88,22 @@ class SeenIds:
         in_levels = self._in_levels([key], type(key) is int)[0]
         return in_levels or key in self._recent or key in self._other
 
-    def add_page(self, keys: Sequence[Hashable]) -> list[bool]:
+    def add_page(self, keys: Sequence[Hashable], *, ints: bool = False) -> list[bool]:
         """Add ``keys`` in order; True for each key not seen before (in earlier pages or
-        earlier in ``keys``), False for a repeat."""
+        earlier in ``keys``), False for a repeat. ``ints`` says every key is an ``int``
+        (a page the typed decoder read), which then goes unchecked."""
         recent, other = self._recent, self._other
-        all_ints = set(map(type, keys)) <= _INT_ONLY
+        all_ints = ints or set(map(type, keys)) <= _INT_ONLY
         in_levels = self._in_levels(keys, all_ints)
-        if all_ints and not any(in_levels) and recent.isdisjoint(keys):
+        if all_ints and not any(in_levels):
             distinct = cast("set[int]", set(keys))  # all ints: checked above
-            if len(distinct) == len(keys):  # the usual page: all new, no repeat inside
+            # The usual page: all new, no repeat inside.
+            if len(distinct) == len(keys) and recent.isdisjoint(distinct):
                 recent |= distinct
-                return self._added([True] * len(keys))
+                self._size += len(keys)
+                if len(recent) >= self._flush_ids:
+                    self._flush()
+                return [True] * len(keys)
         result: list[bool] = []
         append = result.append
         for key, found in zip(keys, in_levels, strict=True):
@@ -168,8 +173,10 @@ class SeenIds:
         # id is copied a logarithmic number of times, and there are few arrays to search.
         while len(self._levels) > 1 and 2 * len(self._levels[-1]) >= len(self._levels[-2]):
             newest = self._levels.pop()
-            merged = np.concatenate((self._levels.pop(), newest))
-            merged.sort(kind="stable")  # two sorted runs: timsort merges them in linear time
+            older = self._levels.pop()
+            merged = np.concatenate((older, newest))
+            if older[-1] > newest[0]:  # else already in order: a listing ordered by id
+                merged.sort(kind="stable")  # two sorted runs: timsort merges them linearly
             self._levels.append(merged)
         if self._budget is not None and self._scratch is not None:
             # Over the budget: the largest arrays go to disk, the newest stay in memory.

@@ -81,3 +81,25 @@ def test_pages_beyond_the_flushed_range_and_straddling_it() -> None:
     assert seen.add_page([1, 2]) == [True, True]  # below every flushed id (now flushed too)
     assert seen.add_page([30, 12, 0]) == [True, False, True]  # straddles: still looked up
     assert seen.add_page([21, 1]) == [False, False]
+
+
+@pytest.mark.parametrize("ordered", [True, False], ids=["in-id-order", "shuffled"])
+def test_pages_of_ints_answer_as_a_set_would(ordered: bool) -> None:
+    # Pages the typed decoder read skip the type check (ints=True), and arrays flushed in id
+    # order are merged without sorting: both give the answers of a plain set, repeats,
+    # pages straddling merged arrays and ids out of order included.
+    rng = random.Random(11)
+    ids = list(range(1, 3_000)) + rng.sample(range(1, 3_000), 400)
+    if not ordered:
+        rng.shuffle(ids)
+    seen, known = SeenIds(flush_ids=64), set()
+    for start in range(0, len(ids), 37):
+        page = ids[start : start + 37]
+        expected = []
+        for key in page:
+            expected.append(key not in known)
+            known.add(key)
+        assert seen.add_page(page, ints=True) == expected
+    assert len(seen) == len(known)
+    for level in seen._levels:
+        assert (level[:-1] < level[1:]).all()  # each array sorted, no repeat
