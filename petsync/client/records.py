@@ -28,6 +28,7 @@ import json
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Annotated, Any
 
 import msgspec
@@ -118,15 +119,20 @@ class PetColumns:
         return list(map(Pet, self.ids, self.names, self.categories, self.statuses))
 
     def where(self, keep: Sequence[bool]) -> PetColumns:
-        """The rows whose ``keep`` entry is True, in order."""
-        rows = [i for i, kept in enumerate(keep) if kept]
+        """The rows whose ``keep`` entry is True, in order.
+
+        >>> PetColumns([1, 2, 3], ["a", "b", "c"], [7, 7, 7], [None, "sold", None]).where(
+        ...     [True, False, True]
+        ... ).pets()[1]
+        Pet(id=3, name='c', categoryId=7, status=None)
+        """
         extras = self.extras
         return PetColumns(
-            [self.ids[i] for i in rows],
-            [self.names[i] for i in rows],
-            [self.categories[i] for i in rows],
-            [self.statuses[i] for i in rows],
-            None if extras is None else [extras[i] for i in rows],
+            list(compress(self.ids, keep)),
+            list(compress(self.names, keep)),
+            list(compress(self.categories, keep)),
+            list(compress(self.statuses, keep)),
+            None if extras is None else list(compress(extras, keep)),
         )
 
 
