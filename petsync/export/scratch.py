@@ -26,6 +26,7 @@ ROWS_NAME = "rows.arrow"
 REBUILT_NAME = "rebuilt.arrow"
 SWEEP_PAGES_NAME = "sweep-pages.json"
 KEYS_DIR = "keys"
+WRITE_BUFFER = 1 << 20  # the sweep's pages are written in pieces of 1 MiB, not one by one
 EXTRAS_COLUMN = "__extra_fields"  # scratch only: each row's extra fields as JSON text
 SCRATCH_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(EXTRAS_COLUMN, pa.string()))
 
@@ -57,8 +58,8 @@ class SweepPages:
         self._end = 0
 
     def add(self, seq: int, body: bytes | bytearray) -> None:
-        if self._handle is None:
-            self._handle = self.path.open("wb")
+        if self._handle is None:  # a page (about 10 KB) passes the default 8 KiB buffer
+            self._handle = self.path.open("wb", buffering=WRITE_BUFFER)
         self._handle.write(body)
         self._seqs.append(seq)
         self._offsets.append(self._end)
