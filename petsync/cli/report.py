@@ -39,6 +39,7 @@ def report_command(directory: str, output: str | None) -> None:
         )
     result = write_report(directory, Path(output) if output is not None else None)
     click.echo(
-        f"{result.path}: {len(result.charts)} charts over {result.nights} nights, "
+        f"{result.path}: {len(result.charts)} charts over {result.nights} "
+        f"night{'' if result.nights == 1 else 's'}, "
         f"{result.bytes / 1e6:.1f} MB"
     )

@@ -50,8 +50,8 @@ def write_report(
     span = f"{data.first} to {data.last}" if data.nights else "no night yet"
     page = render_page(
         f"petsync history of {directory}",
-        f"{data.nights} nights, {span}. Hover a mark for its numbers; each chart's table "
-        "is under it.",
+        f"{data.nights} night{'' if data.nights == 1 else 's'}, {span}. Hover a mark for its "
+        "numbers; each chart's table is under it.",
         made,
         bundle=vega_bundle(cache_dir),
     )

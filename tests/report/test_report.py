@@ -208,3 +208,16 @@ def test_report_to_a_store_uri_exits_2_naming_it_as_written(
     assert result.exit_code == 2, result.output
     assert f"{target} is not a local path: the report is one local file" in result.stderr
     assert list(tmp_path.iterdir()) == []  # no gs:/... folder made, nothing read or written
+
+
+def test_report_of_one_night_says_one_night(tmp_path: Path, bundle_cache: Path) -> None:
+    from tests.export.published import publish_snapshot
+    from tests.history.nights import START
+
+    publish_snapshot(tmp_path, START, [(1, "Rex", 1, "sold")])
+    CliRunner().invoke(cli, ["history", str(tmp_path)])
+
+    result = write_report(tmp_path, cache_dir=bundle_cache)
+
+    assert result.nights == 1
+    assert f"1 night, {START} to {START}." in result.path.read_text(encoding="utf-8")
