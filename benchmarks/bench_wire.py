@@ -26,7 +26,7 @@ from harness import (
     standin_condition,
     summarise,
 )
-from wire_loop import ROUTES
+from wire_loop import CONCURRENT, ROUTES
 
 
 def main() -> None:
@@ -41,7 +41,7 @@ def main() -> None:
             lambda run_dir, route=route: [sys.executable, str(BENCHMARKS / "wire_loop.py"), route],
             check_count(with_status(options.pets)),
         )
-        for route in ROUTES
+        for route in [*ROUTES, *CONCURRENT]
     ]
     with tempfile.TemporaryDirectory(prefix="petsync-bench-wire-") as tmp:
         workdir = Path(tmp)
