@@ -184,7 +184,8 @@ def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> I
     size = 0
     for chunk in chunks:
         data = chunk
-        while data:
+        pending = False  # the decoder holds output it could not hand over within PIECE
+        while data or pending:
             if decoder.eof:  # the previous member ended: a next one, or bytes after the end
                 if coding == "deflate" or not _GZIP_MAGIC.startswith(data[:2]):
                     raise _undecodable(request, coding, "bytes follow the end of the body")
@@ -204,14 +205,7 @@ def inflate(chunks: Iterable[bytes], coding: str, limit: int, request: str) -> I
             if piece:
                 yield piece
             data = decoder.unused_data if decoder.eof else decoder.unconsumed_tail
-            while not data and not decoder.eof and len(piece) == PIECE:  # output pending
-                piece = decoder.decompress(b"", PIECE)
-                size += len(piece)
-                if size > limit:
-                    raise too_large(over, limit)
-                if piece:
-                    yield piece
-                data = decoder.unused_data if decoder.eof else decoder.unconsumed_tail
+            pending = not data and not decoder.eof and len(piece) == PIECE
     if started and not decoder.eof:
         raise _undecodable(request, coding, "the body stops before its end")
 
