@@ -9,6 +9,7 @@ target is never touched. Each runs the real command against the reference server
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
+from petsync.core.errors import ConfigError
+from petsync.export.layout import partition_path
+from petsync.export.publish import StagedSnapshot
 
 ROWS = "name,categoryId\nRex,1\n"
 
@@ -161,3 +165,42 @@ def test_a_fifo_as_the_config_file_is_refused_at_once(petstore_server: Any, isol
     assert result.stderr.startswith(
         f"Error: config file {isolated / 'petsync.toml'} is a FIFO (named pipe), not a regular file"
     )
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling-link"])
+def test_a_link_planted_at_a_snapshot_folder_is_refused(tmp_path: Path, dangling: bool) -> None:
+    day = dt.date(2026, 11, 27)
+    elsewhere = tmp_path / "elsewhere"
+    if not dangling:
+        elsewhere.mkdir()
+        (elsewhere / "keep.txt").write_text("keep me")
+    staged = StagedSnapshot.create(tmp_path / "out")
+    staged.file("pets.parquet").write_bytes(b"data")
+    target = partition_path(tmp_path / "out", day)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(elsewhere)
+
+    with pytest.raises(ConfigError, match=f"^snapshot folder {target} is a symbolic link;"):
+        staged.publish(day)
+
+    assert target.is_symlink()
+    if not dangling:
+        assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+    else:
+        assert not elsewhere.exists()
+
+
+def test_a_link_planted_at_the_metrics_file_is_refused_before_the_export(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    victim = isolated / "victim"
+    victim.write_text("keep me")
+    Path("metrics.prom").symlink_to(victim)
+
+    result = run(srv, "export", "--out", "out", "--metrics-file", "metrics.prom")
+
+    assert result.exit_code == 2, result.output
+    assert "metrics file metrics.prom is a symbolic link to " in result.stderr
+    assert victim.read_text() == "keep me"
+    assert not Path("out").exists()
