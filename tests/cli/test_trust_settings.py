@@ -9,7 +9,6 @@ self-signed certificate made here); the API's host is only ever named, never rea
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import socket
 import ssl
@@ -19,10 +18,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from petsync.cli import cli
 
@@ -135,37 +130,11 @@ def test_a_dead_proxy_is_named_not_the_base_url(
     assert "base URL" not in result.stderr
 
 
-def _self_signed(directory: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "proxy.pem", directory / "proxy.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 @pytest.fixture
-def untrusted_tls_proxy(tmp_path: Path) -> Iterator[int]:
+def untrusted_tls_proxy(certificate: tuple[Path, Path]) -> Iterator[int]:
     """A TLS server on loopback with a self-signed certificate: an https:// proxy nobody
     trusts. It answers handshakes until the test ends."""
-    cert, key = _self_signed(tmp_path)
+    cert, key = certificate
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))
