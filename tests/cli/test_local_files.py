@@ -204,3 +204,30 @@ def test_a_link_planted_at_the_metrics_file_is_refused_before_the_export(
     assert "metrics file metrics.prom is a symbolic link to " in result.stderr
     assert victim.read_text() == "keep me"
     assert not Path("out").exists()
+
+
+@pytest.mark.parametrize("planted", ["folder", "dangling-name"])
+def test_the_archive_never_moves_a_file_through_a_planted_link(
+    petstore_server: Any, isolated: Path, planted: str
+) -> None:
+    srv = petstore_server()
+    Path("inbox").mkdir()
+    Path("inbox/done.csv").write_text(ROWS)
+    elsewhere = isolated / "elsewhere"
+    elsewhere.mkdir()
+    today = dt.date.today().isoformat()
+    Path("archive").mkdir()
+    if planted == "folder":  # archive/<today> -> a folder of someone else's choosing
+        Path("archive", today).symlink_to(elsewhere)
+    else:  # archive/<today>/done.csv -> nowhere: a move through it would create the target
+        Path("archive", today).mkdir()
+        Path("archive", today, "done.csv").symlink_to(elsewhere / "planted.csv")
+
+    result = run(srv, "import", "inbox/*.csv", "--archive", "archive")
+
+    assert result.exit_code == 0, result.output
+    assert f"archived:  archive/{today}_2/ (done.csv, done.accepted.csv moved there)" in (
+        result.stdout
+    )
+    assert Path("archive", f"{today}_2", "done.csv").read_text() == ROWS
+    assert list(elsewhere.iterdir()) == []
