@@ -1,7 +1,10 @@
-"""Shared fixtures: a fake clock, the live reference server, and an S3 server on loopback."""
+"""Shared fixtures: a fake clock, the live reference server, an S3 server on loopback, and a
+self-signed TLS certificate."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import multiprocessing
 import os
 import secrets
@@ -233,3 +236,41 @@ def s3_client(s3_endpoint: str) -> Any:
         aws_access_key_id=S3_TEST_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=S3_TEST_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
     )
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
+    from cryptography import x509  # imported here: most tests need no certificate
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "petsync test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path

@@ -30,7 +30,7 @@ import httpx
 from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
 from petsync.client.body import ACCEPTED_ENCODINGS, Shown, parse_json, read_body, shown_of
-from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
+from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig, check_trust_settings
 from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, PageReader, Tally
 from petsync.client.pagination import PageRequest
@@ -136,6 +136,7 @@ class PetstoreClient:
         proxy = None
         if transport is None:
             env = os.environ if environ is None else environ
+            check_trust_settings(env)  # a missing CA file: exit 2 now, not retried as "down"
             proxy = choose_proxy(config, env)
             limits = WireLimits(
                 total=config.request_timeout,

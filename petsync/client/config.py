@@ -9,18 +9,22 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError
 from petsync.core.interface import (
     API_VERSION,
+    CA_FILE_LIMIT,
     LIMIT_MAX,
     PAGINATION_STYLES,
     VERSION_SEGMENT,
     PaginationStyle,
 )
+from petsync.core.reading import read_regular
 
 if TYPE_CHECKING:
     import httpx
@@ -153,6 +157,48 @@ class ClientConfig:
             read=self.read_timeout,
             write=self.read_timeout,
             pool=min(self.connect_timeout, self.request_timeout),
+        )
+
+
+# The variables naming the certificates to trust (read by the transport, checked here).
+CA_FILE_VARIABLE = "SSL_CERT_FILE"
+CA_DIR_VARIABLE = "SSL_CERT_DIR"
+_PEM_CERTIFICATE = b"CERTIFICATE-----"  # BEGIN CERTIFICATE, or BEGIN TRUSTED CERTIFICATE
+
+
+def check_trust_settings(environ: Mapping[str, str]) -> None:
+    """Fail (:class:`ConfigError`, exit 2) at once when ``SSL_CERT_FILE`` or ``SSL_CERT_DIR``
+    names what libcurl cannot use, naming the variable and the path.
+
+    libcurl reads the CA file only when a connection is made, and reports a missing one as
+    a TLS failure (``libcurl error 77``) that would be retried like an unreachable API for
+    the whole retry budget. Checked here, before the first request: the file must be a
+    regular file (never a FIFO: :mod:`petsync.core.reading`) of at most
+    :data:`~petsync.core.interface.CA_FILE_LIMIT` bytes holding a PEM certificate; the
+    directory must be a directory.
+    """
+    cafile = environ.get(CA_FILE_VARIABLE, "")
+    if cafile:
+        path = Path(cafile)
+        try:
+            data = read_regular(path, "CA file", limit=CA_FILE_LIMIT, error=ConfigError)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{CA_FILE_VARIABLE} names an unusable CA file: {exc}. Point "
+                f"{CA_FILE_VARIABLE} at a PEM file of the certificates to trust, or unset it "
+                "to trust the usual public authorities"
+            ) from exc
+        if _PEM_CERTIFICATE not in data:
+            raise ConfigError(
+                f"{CA_FILE_VARIABLE} names CA file {path}, which holds no PEM certificate "
+                f"(-----BEGIN CERTIFICATE-----); point {CA_FILE_VARIABLE} at a PEM file of "
+                "the certificates to trust, or unset it"
+            )
+    cadir = environ.get(CA_DIR_VARIABLE, "")
+    if cadir and not Path(cadir).is_dir():
+        raise ConfigError(
+            f"{CA_DIR_VARIABLE} names {cadir}, which is not a directory; point it at a "
+            "directory of hashed CA certificates, or unset it"
         )
 
 

@@ -18,11 +18,20 @@ from petsync.client.body import parse_json, too_large
 from petsync.client.config import TIMEOUT_OPTION, ClientConfig
 from petsync.client.proxy import ProxyRoute
 from petsync.client.retry import Failure, parse_retry_after
-from petsync.client.wire import AnswerTooLarge, CertificateRefused, HostNotFound, TlsFailed
+from petsync.client.wire import (
+    AnswerTooLarge,
+    CaFileUnusable,
+    CertificateRefused,
+    HostNotFound,
+    ProxyCertificateRefused,
+    ProxyUnreachable,
+    TlsFailed,
+)
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import (
     ApiError,
     AuthenticationError,
+    ConfigError,
     NotFoundError,
     OutcomeUnknownError,
     PetsyncError,
@@ -124,6 +133,30 @@ class FailureTranslator:
     ) -> Failure | None:
         """A connect failure that trying again cannot mend (nothing was sent), or None."""
         host = httpx.URL(self._config.base_url).host
+        proxy = self._proxy
+        if isinstance(cause, CaFileUnusable):
+            return _setting(
+                f"libcurl could not use the certificates to trust for {method} {shown} "
+                f"({detail}); check that SSL_CERT_FILE names a readable PEM file and "
+                "SSL_CERT_DIR a directory, or unset them",
+                shown,
+            )
+        if proxy is not None and isinstance(cause, ProxyUnreachable):
+            return _setting(
+                f"could not reach the proxy {proxy.shown} (from {proxy.variable}) for "
+                f"{method} {shown} ({detail}); check that the proxy is up and that "
+                f"{proxy.variable} names it rightly, or unset {proxy.variable} (NO_PROXY "
+                "exempts a host)",
+                shown,
+            )
+        if proxy is not None and isinstance(cause, ProxyCertificateRefused):
+            return _setting(
+                f"the TLS certificate of the proxy {proxy.shown} (from {proxy.variable}) was "
+                f"refused for {method} {shown} ({detail}); the API was not reached. If the "
+                "proxy uses a private certificate authority, point SSL_CERT_FILE at its "
+                f"certificate, or name the proxy with http:// in {proxy.variable}",
+                shown,
+            )
         if isinstance(cause, HostNotFound):
             return _final(
                 f"could not find the host {host} for {method} {shown} ({detail}): the name "
@@ -249,6 +282,11 @@ def _public_name(exc: BaseException) -> str:
         if cls.__module__.startswith("httpx"):
             return cls.__name__
     return type(exc).__name__
+
+
+def _setting(message: str, shown: str) -> Failure:
+    """A setting of this machine is wrong (a proxy, a CA file): exit 2 at once, not retried."""
+    return Failure(ConfigError(message), sent=False, recoverable=False)
 
 
 def _final(message: str, shown: str) -> Failure:

@@ -50,6 +50,18 @@ class CertificateRefused(httpx.ConnectError):
     """The server's TLS certificate did not verify."""
 
 
+class ProxyCertificateRefused(CertificateRefused):
+    """An ``https://`` proxy's own certificate did not verify (no tunnel was opened)."""
+
+
+class ProxyUnreachable(httpx.ConnectError):
+    """The proxy itself could not be reached: its name does not resolve, or it refused."""
+
+
+class CaFileUnusable(httpx.ConnectError):
+    """libcurl could not use the certificates it was told to trust (libcurl error 77)."""
+
+
 class TlsFailed(httpx.ConnectError):
     """The TLS handshake failed (often: https spoken to a plain-http port)."""
 
@@ -194,9 +206,16 @@ class CurlTransport(httpx.BaseTransport):
             return AnswerTooLarge(message, announced=answer.announced())
         connected = bool(curl.getinfo(pycurl.CONNECT_TIME))
         connect_code = int(curl.getinfo(pycurl.HTTP_CONNECTCODE) or 0)
-        if self.proxy is not None and (
-            code in (pycurl.E_COULDNT_RESOLVE_PROXY, _E_PROXY) or connect_code >= 300
-        ):
+        if code == pycurl.E_SSL_CACERT_BADFILE:
+            return CaFileUnusable(message, request=request)
+        if self.proxy is not None:  # with a proxy, libcurl connects to the proxy
+            unanswered = not connect_code  # a CONNECT refused comes as error 7 too
+            if code in (pycurl.E_COULDNT_RESOLVE_PROXY, pycurl.E_COULDNT_CONNECT) and unanswered:
+                return ProxyUnreachable(message, request=request)
+            https_proxy = self.proxy.url.scheme == "https"
+            if code == pycurl.E_PEER_FAILED_VERIFICATION and https_proxy and unanswered:
+                return ProxyCertificateRefused(message, request=request)  # no tunnel yet
+        if self.proxy is not None and (code == _E_PROXY or connect_code >= 300):
             shown = f"{connect_code} {message}" if connect_code else message
             return httpx.ProxyError(shown)
         if code == pycurl.E_COULDNT_RESOLVE_HOST:

@@ -2,7 +2,8 @@
 
 ``errors`` (the one exception tree), ``models`` (Pet, NewPet, PetStatus, Error; int64-exact),
 ``interface`` (the interface's own facts: limits, paths, versions), ``apikey`` (the key and
-the one redaction function), ``text`` (server text made safe to show), ``files`` (atomic
-writes, fsync, locks) and ``stop`` (the request to stop a job after a signal). Nothing here
+the one redaction function), ``text`` (server text made safe to show), ``reading`` (a local
+file checked before it is read), ``files`` (atomic writes that never follow a link, fsync,
+locks) and ``stop`` (the request to stop a job after a signal). Nothing here
 imports another petsync package.
 """

@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from petsync.core.errors import ConfigError
+from petsync.core.interface import KEY_FILE_LIMIT
+from petsync.core.reading import open_regular
 
 REDACTED = "***"
 # The environment variable every petsync command (and `petsync serve`) reads a key from.
@@ -119,18 +121,23 @@ def _whole_word(value: str) -> re.Pattern[str]:
 def read_key_file(path: Path) -> ApiKey:
     """Read a key file, refusing one that group or others can read, or that holds more than a key.
 
-    Messages name the file, never its content.
+    The file is checked before a byte is read (:mod:`petsync.core.reading`): only a regular
+    file of at most :data:`~petsync.core.interface.KEY_FILE_LIMIT` bytes, whose mode lets
+    only its owner read it. Messages name the file, never its content.
     """
+    what = "API key file"
+    with open_regular(path, what, limit=KEY_FILE_LIMIT, error=ConfigError) as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigError(
+                f"{what} {path} is readable by group or others "
+                f"(mode {stat.S_IMODE(mode):o}); fix it with: chmod 600 {path}"
+            )
+        data = handle.read()
     try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read API key file {path}: {exc.strerror}") from exc
-    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(
-            f"API key file {path} is readable by group or others "
-            f"(mode {stat.S_IMODE(mode):o}); fix it with: chmod 600 {path}"
-        )
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path} is not UTF-8 text; keep just the key in it") from None
     if not text.strip():
-        raise ConfigError(f"API key file {path} is empty")
-    return ApiKey(text, source=f"API key file {path}")
+        raise ConfigError(f"{what} {path} is empty")
+    return ApiKey(text, source=f"{what} {path}")

@@ -1,20 +1,30 @@
-"""Writing files so that a crash never leaves half of one, and locking so two runs never race.
+"""Writing files so that a crash never leaves half of one, a planted link is never followed,
+and locking so two runs never race.
 
-The one recipe for every file petsync publishes (snapshot files, import outputs, reports,
-metrics): write under a temporary name in the same directory, flush and ``fsync`` it,
-``rename`` it over the target, then ``fsync`` the directory so the rename itself survives
-a power cut. A reader sees the old file or the new one, never a mix.
+The one recipe for every file petsync publishes (snapshot files, import outputs, journals,
+reports, history files, metrics): create a new file under a temporary name in the same
+directory (``O_EXCL``: never an existing file, never through a link), flush and ``fsync``
+it, ``rename`` it over the target, then ``fsync`` the directory so the rename itself
+survives a power cut. A reader sees the old file or the new one, never a mix.
 
-Only a regular file (or no file yet) is ever replaced by rename. A path that names something
-else is written through, never replaced (:func:`atomic_writer`): a device or FIFO
-(``/dev/null``, ``/dev/stdout`` on a terminal or pipe) gets the text written to it; a path
-that is this process's own stdout or stderr (``/dev/stdout`` when cron appends it to a log)
-gets the text appended, so the log is not truncated; a symbolic link to a regular file
-keeps the link, and the file it points to is replaced atomically.
+Outputs land in directories others may write to: a shared inbox, an ``--out-dir``, a
+textfile collector's directory. A symbolic link planted at an output's name
+(``drop.rejects.csv -> ~/.ssh/authorized_keys``) must not turn the import into an
+overwrite of the link's target, nor a FIFO planted there into a run that blocks forever.
+So :func:`write_kind` looks at the name itself (``lstat``): only an absent name or a
+regular file is written, by the rename above, which replaces the name and never follows
+it. A symbolic link (dangling or not), a FIFO, a device, a socket or a directory is a
+:class:`~petsync.core.errors.ConfigError` (exit 2) naming the path. One exception: the
+file behind this process's own stdout or stderr (``--report /dev/stdout`` in a cron line
+that appends to a log) is appended to, never truncated or replaced; that writes nowhere
+the person running petsync did not send its output already.
+
+New files get the mode the user's umask gives (0644 under umask 022), as any tool's
+output does; a caller that needs another mode passes it.
 
 Before a job sends its first request, :func:`check_writable_dir` and
-:func:`check_writable_file` prove each output location writable, so a bad path fails at
-once (exit 2) instead of after an hour of work.
+:func:`check_writable_file` prove each output location writable (and not a link), so a bad
+path fails at once (exit 2) instead of after an hour of work.
 
 Locks are ``flock`` on an open file: the kernel drops them when the holder exits for any
 reason (SIGKILL and power loss included), so there is never a stale lock to clean by hand.
@@ -27,6 +37,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import secrets
 import stat
 import sys
 import tempfile
@@ -35,6 +46,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from petsync.core.errors import ConfigError, InputError, LockedError
+from petsync.core.reading import describe_kind
 
 # Errors of fsync on a directory that mean "this file system cannot", not "it failed".
 _NO_DIRECTORY_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EISDIR})
@@ -68,64 +80,101 @@ def fsync_dir(directory: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_writer(
-    path: Path, *, encoding: str = "utf-8", newline: str | None = "\n", mode: int | None = None
+    path: Path,
+    *,
+    encoding: str = "utf-8",
+    newline: str | None = "\n",
+    mode: int | None = None,
+    what: str = "output file",
 ) -> Iterator[IO[str]]:
     """A text handle whose content replaces ``path`` in one step when the block ends.
 
     If the block raises, the temporary file is removed and ``path`` is untouched. The
     temporary name starts with ``.`` and ends with ``.tmp``, so globs like ``*.prom`` or
     ``*.csv`` never match it while it is written. ``mode`` sets the permission bits
-    (``mkstemp`` creates files readable by the owner only).
+    (default: what the umask gives a new file).
 
-    A ``path`` that is not a regular file is written through instead (see the module's
-    docstring): a device, FIFO or this process's stdout or stderr gets the text directly
-    (appended, never truncated; ``mode`` does not apply), and a symbolic link to a regular
-    file has that file replaced. A symbolic link itself is never replaced.
+    A ``path`` that is a link or not a regular file is refused (see the module's
+    docstring), :class:`ConfigError` naming it as ``what``; this process's own stdout or
+    stderr is appended to.
 
     >>> with atomic_writer(Path("report.json")) as handle:   # doctest: +SKIP
     ...     handle.write("{}")
     """
-    kind, path = write_kind(path)
-    if kind == "direct":
-        with _direct_writer(path, encoding=encoding, newline=newline) as handle:
+    kind = write_kind(path, what)
+    if kind == "stream":
+        with _stream_writer(path, encoding=encoding, newline=newline) as handle:
             yield handle
         return
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    temp = Path(temp_name)
+    fd, temp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding=encoding, newline=newline) as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
+        os.replace(temp, path)  # replaces the name: a link planted since is not followed
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
 
 
-WriteKind = Literal["replace", "direct"]
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """A new, empty file beside ``path``: the umask's mode, never an existing name."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:  # 1 in 4 billion: pick another name
+            continue
 
 
-def write_kind(path: Path) -> tuple[WriteKind, Path]:
-    """How :func:`atomic_writer` writes ``path``, and the path it really writes.
+WriteKind = Literal["replace", "stream"]
 
-    ``replace``: absent or a regular file, replaced by rename (through a symbolic link: the
-    file the link points to, keeping the link). ``direct``: a device, FIFO or socket, or the
-    file behind this process's own stdout or stderr, written to in place.
+
+def write_kind(path: Path, what: str = "output file") -> WriteKind:
+    """How :func:`atomic_writer` writes ``path``, or :class:`ConfigError` if it may not.
+
+    ``replace``: absent or a regular file, replaced by rename. ``stream``: the file behind
+    this process's own stdout or stderr, appended to. Anything else at the name (a
+    symbolic link, dangling or not; a FIFO, device, socket or directory) is refused.
 
     >>> write_kind(Path("/dev/null"))
-    ('direct', PosixPath('/dev/null'))
+    Traceback (most recent call last):
+    petsync.core.errors.ConfigError: output file /dev/null is a character device, not a regular ...
     """
     try:
-        target = path.stat()
-    except FileNotFoundError:  # nothing there, or a dangling link: create what it names
-        return "replace", Path(os.path.realpath(path)) if path.is_symlink() else path
-    if not stat.S_ISREG(target.st_mode) or _is_own_stream(target):
-        return "direct", path
-    return "replace", Path(os.path.realpath(path)) if path.is_symlink() else path
+        here = path.lstat()
+    except FileNotFoundError:
+        return "replace"
+    if stat.S_ISREG(here.st_mode):
+        return "replace"
+    with contextlib.suppress(OSError):
+        if _is_own_stream(path.stat()):
+            return "stream"
+    raise ConfigError(_refusal(path, here, what))
+
+
+def _refusal(path: Path, here: os.stat_result, what: str) -> str:
+    if stat.S_ISLNK(here.st_mode):
+        try:
+            target = f" to {os.readlink(path)}"
+        except OSError:
+            target = ""
+        dangling = "" if os.path.exists(path) else ", which points nowhere,"
+        return (
+            f"{what} {path} is a symbolic link{target}{dangling} and petsync never writes "
+            "through a link at an output's name (one planted in a shared directory would "
+            "have petsync overwrite the file it points to): remove the link, or choose "
+            "another location"
+        )
+    return (
+        f"{what} {path} is {describe_kind(here.st_mode)}, not a regular file; petsync "
+        "writes outputs only as regular files: remove it, or choose another location"
+    )
 
 
 def _is_own_stream(target: os.stat_result) -> bool:
@@ -138,9 +187,9 @@ def _is_own_stream(target: os.stat_result) -> bool:
 
 
 @contextlib.contextmanager
-def _direct_writer(path: Path, *, encoding: str, newline: str | None) -> Iterator[IO[str]]:
+def _stream_writer(path: Path, *, encoding: str, newline: str | None) -> Iterator[IO[str]]:
     # O_APPEND: /dev/stdout behind cron's `>>log` must add to the log, not overwrite its
-    # start; on devices and FIFOs it changes nothing. No O_CREAT, no O_TRUNC.
+    # start. No O_CREAT, no O_TRUNC.
     for stream in (sys.stdout, sys.stderr):  # what was printed before comes first
         with contextlib.suppress(Exception):
             stream.flush()
@@ -175,21 +224,18 @@ def check_writable_file(path: Path, what: str, *, parent_made: bool = False) -> 
     ``parent_made`` a missing directory passes as in :func:`check_writable_dir`: the caller
     creates it before writing.
     """
-    if path.is_dir():
+    if path.is_dir() and not path.is_symlink():
         raise ConfigError(f"{what} {path} is a directory; name a file, e.g. {path}/report.json")
-    kind, target = write_kind(path)
-    if kind == "direct":
+    if write_kind(path, what) == "stream":
         if not os.access(path, os.W_OK):
             raise ConfigError(f"{what} {path}: not writable; choose another file")
         return
-    if parent_made and not os.path.lexists(target.parent):
-        check_writable_dir(target.parent, f"{what} {path}: directory")
+    if parent_made and not os.path.lexists(path.parent):
+        check_writable_dir(path.parent, f"{what} {path}: directory")
         return
-    if not target.parent.is_dir():
-        raise ConfigError(
-            f"{what} {path}: directory {target.parent} does not exist; create it first"
-        )
-    _probe(target.parent, what, path)
+    if not path.parent.is_dir():
+        raise ConfigError(f"{what} {path}: directory {path.parent} does not exist; create it first")
+    _probe(path.parent, what, path)
 
 
 def _probe(directory: Path, what: str, named: Path) -> None:
@@ -206,10 +252,15 @@ def _probe(directory: Path, what: str, named: Path) -> None:
 
 
 def atomic_write_text(
-    path: Path, text: str, *, encoding: str = "utf-8", mode: int | None = None
+    path: Path,
+    text: str,
+    *,
+    encoding: str = "utf-8",
+    mode: int | None = None,
+    what: str = "output file",
 ) -> None:
     """Replace ``path`` with ``text`` atomically and durably (see :func:`atomic_writer`)."""
-    with atomic_writer(path, encoding=encoding, mode=mode) as handle:
+    with atomic_writer(path, encoding=encoding, mode=mode, what=what) as handle:
         handle.write(text)
 
 
@@ -222,16 +273,41 @@ def try_lock(fd: int) -> bool:
     return True
 
 
-def open_locked(path: Path, busy: str) -> int:
-    """Open (or create) ``path`` for appending and take its lock; the open descriptor.
+def open_append(path: Path, what: str, *, read: bool = False) -> int:
+    """Open (or create, with the umask's mode) ``path`` for appending; the open descriptor.
 
-    Raises :class:`~petsync.core.errors.InputError` naming the file when it cannot be opened,
-    and :class:`~petsync.core.errors.LockedError` with ``busy`` when another holds it.
+    The file appended to (a journal, an index) must be a regular file: a symbolic link at
+    the name is never followed (``O_NOFOLLOW``) and a FIFO never blocks the open
+    (``O_NONBLOCK``); either is :class:`~petsync.core.errors.InputError` (exit 2) naming
+    the path, as is a file that cannot be opened. ``read`` opens it for reading too.
     """
+    flags = os.O_RDWR if read else os.O_WRONLY
+    flags |= os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(path, flags, 0o666)
     except OSError as exc:
-        raise InputError(f"cannot open journal {path}: {exc.strerror or exc}") from exc
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise InputError(_refusal(path, path.lstat(), what)) from exc
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise InputError(_refusal(path, path.lstat(), what)) from exc
+        raise InputError(f"cannot open {what} {path}: {exc.strerror or exc}") from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InputError(_refusal(path, info, what))
+    os.set_blocking(fd, True)
+    return fd
+
+
+def open_locked(path: Path, busy: str) -> int:
+    """Open (or create) a journal for appending and take its lock; the open descriptor.
+
+    Raises :class:`~petsync.core.errors.InputError` naming the file when it cannot be opened
+    or is no regular file (:func:`open_append`), and
+    :class:`~petsync.core.errors.LockedError` with ``busy`` when another holds it.
+    """
+    fd = open_append(path, "journal", read=True)
     if not try_lock(fd):
         os.close(fd)
         raise LockedError(busy)

@@ -79,3 +79,11 @@ LINK_LENGTH_LIMIT = 8_192
 CLOCK_TOLERANCE = 300.0
 # A job or settings file (TOML), in bytes.
 SETTINGS_FILE_LIMIT = 1_048_576
+# A file named for an API key: the key and a newline; a few kilobytes is any real key.
+KEY_FILE_LIMIT = 65_536
+# A spreadsheet to import (CSV or workbook), in bytes, checked before it is hashed or read.
+SPREADSHEET_FILE_LIMIT = 4 << 30
+# A CA bundle (SSL_CERT_FILE): the system's is about 200 KiB.
+CA_FILE_LIMIT = 16 << 20
+# A metrics file petsync merges its samples into (it writes a few kilobytes).
+METRICS_FILE_LIMIT = 16 << 20

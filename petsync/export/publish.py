@@ -93,6 +93,12 @@ class StagedSnapshot(LocalFiles):
         root = pets_root(self.directory)
         root.mkdir(parents=True, exist_ok=True)
         target = partition_path(self.directory, date)
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            what = "a symbolic link" if target.is_symlink() else "not a folder"
+            raise ConfigError(  # swapped with a link, a snapshot would land where it points
+                f"snapshot folder {target} is {what}; petsync never publishes through a link "
+                "or over a file: remove it and run again"
+            )
         if target.exists():
             _exchange(self.path, target)
             # self.path now holds the replaced snapshot: remove it.

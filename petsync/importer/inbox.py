@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import logging
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,17 +81,26 @@ def fully_processed(report: ImportReport) -> bool:
     )
 
 
+def _free(folder: Path, moving: list[Path]) -> bool:
+    """Whether ``folder`` is a real folder (or none yet) where none of the names stands."""
+    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+        return False
+    return not any(os.path.lexists(folder / path.name) for path in moving)
+
+
 def archive_import(source: Path, report: ImportReport, archive: Path, today: dt.date) -> Path:
     """Move ``source`` and its output files into ``archive/today/`` (or ``today_2``...).
 
     A folder where one of the names is taken is skipped for the next, so nothing is ever
-    overwritten. Returns the folder. The report's file names are updated.
+    overwritten; so is a folder that is a symbolic link, and a name held by a link, even a
+    dangling one: a move never goes through a link planted in the archive. Returns the
+    folder. The report's file names are updated.
     """
     moving = [source, *(Path(p) for kind, p in report.files.items() if kind != "journal")]
     for attempt in range(1, MAX_SAME_DAY_FOLDERS + 1):
         name = today.isoformat() if attempt == 1 else f"{today.isoformat()}_{attempt}"
         folder = archive / name
-        if not any((folder / path.name).exists() for path in moving):
+        if _free(folder, moving):
             break
     else:  # pragma: no cover - a thousand archives of the same names in one day
         raise InputError(f"{archive}: too many archives of {source.name} today")

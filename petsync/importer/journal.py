@@ -43,6 +43,7 @@ from typing import Any
 
 from petsync.core.errors import InputError, PetsyncError
 from petsync.core.files import fsync_dir, open_locked
+from petsync.core.reading import open_regular
 from petsync.importer.baseline import Baseline
 from petsync.importer.row_states import RowRecord, RowState, RowStates
 
@@ -363,14 +364,14 @@ def unfinished_journals(directory: Path, source_name: str, current: Path) -> lis
         if path == current:
             continue
         try:
-            with path.open("rb") as handle:
+            with open_regular(path, "journal", limit=None) as handle:  # never a FIFO
                 header = json.loads(handle.readline())
                 if not isinstance(header, dict) or header.get("source") != source_name:
                     continue
                 size = path.stat().st_size
                 handle.seek(max(0, size - TAIL_BYTES))
                 tail = handle.read().decode("utf-8", errors="replace")
-        except (OSError, ValueError):
+        except (OSError, ValueError, InputError):
             continue
         summary = None
         for line in reversed(tail.splitlines()):

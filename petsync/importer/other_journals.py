@@ -17,6 +17,9 @@ import json
 from collections.abc import Collection
 from pathlib import Path
 
+from petsync.core.errors import InputError
+from petsync.core.reading import open_regular
+
 # The message of a `created` line that settling wrote (not a 201): see the module doc.
 SETTLED_CREATED = "settled: one of the new pets with its content since the import began"
 
@@ -36,7 +39,7 @@ def ids_created_by_other_journals(directory: Path, current: Path, ids: Collectio
         if path == current:
             continue
         try:
-            with path.open("rb") as handle:
+            with open_regular(path, "journal", limit=None) as handle:  # never a FIFO
                 if not _is_journal(handle.readline()):
                     continue
                 for line in handle:  # bounded by the file; one line in memory at a time
@@ -45,8 +48,8 @@ def ids_created_by_other_journals(directory: Path, current: Path, ids: Collectio
                     pet_id = _answered_id(line)
                     if pet_id in wanted:
                         found.add(pet_id)
-        except OSError:
-            continue  # unreadable: it narrows nothing, which is always safe
+        except (OSError, InputError):
+            continue  # unreadable, or a FIFO: it narrows nothing, which is always safe
     return found
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from petsync.core.errors import ConfigError
-from petsync.core.files import check_writable_dir
+from petsync.core.files import check_writable_dir, write_kind
 
 # Where journals live, under the output directory: one per input content, by its sha256.
 JOURNAL_DIR = Path(".petsync") / "journals"
@@ -90,6 +90,23 @@ class OutputPaths:
     @property
     def directory(self) -> Path:
         return self.rejects.parent
+
+    def check_writable(self) -> None:
+        """Fail before anything is sent unless every output can be written where it goes.
+
+        The folder is proven writable (:func:`check_writable`), and no output's name may
+        hold a symbolic link, dangling or not, a FIFO or a device
+        (:func:`~petsync.core.files.write_kind`, exit 2 naming the path): in a shared inbox
+        a link planted at ``pets.rejects.csv`` must not get the import to overwrite its
+        target, nor a FIFO block it, and the refusal comes before a row is sent.
+        """
+        check_writable(self.directory, "output files")
+        for path, what in (
+            (self.rejects, "reject file"),
+            (self.accepted, "accepted file"),
+            (self.uncertain, "uncertain file"),
+        ):
+            write_kind(path, what)
 
 
 def check_writable(directory: Path, what: str) -> None:

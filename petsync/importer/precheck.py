@@ -8,6 +8,7 @@ created. What the pass learnt (the file's sha256, its columns, how it was decode
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from typing import Any
 
 from petsync.core.errors import InputError
 from petsync.core.models import NewPet
+from petsync.core.stop import StopRequest
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
@@ -226,13 +228,15 @@ class CheckedInput:
             yield sheet
 
 
-def check_input(config: ImportConfig) -> CheckedInput:
+def check_input(config: ImportConfig, stop: StopRequest | None = None) -> CheckedInput:
     """Read and match the header, then read every row once (a malformed file raises here).
 
     Besides validating, the pass finds rows repeated inside the sheet, and in a fed-back
     file each row's identity (``petsync_origin`` and ``petsync_row``).
     """
-    with open_spreadsheet(config.path, config.read_options) as sheet:
+    # A signal ends the check pass's read; the later passes run to write the outputs.
+    options = dataclasses.replace(config.read_options, stop=stop)
+    with open_spreadsheet(config.path, options) as sheet:
         columns = resolve_columns(sheet.header, config.mappings, config.path)
         row_column = _row_column(sheet)
         origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
@@ -299,7 +303,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
                     problems[line] = problems.get(line, ()) + why
             return CheckedInput(
                 path=config.path,
-                options=config.read_options,
+                options=config.read_options,  # later passes: no stop (outputs still get written)
                 sha256=sheet.sha256,
                 header=sheet.header,
                 columns=columns,

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from petsync.core.errors import InputError
-from petsync.core.files import fsync_dir, open_locked
+from petsync.core.files import fsync_dir, open_append, open_locked
+from petsync.core.reading import open_regular, read_regular
 from petsync.importer.row_states import RowRecord, RowState, RowStates
 from petsync.importer.sheets.sheet import SheetRow
 from petsync.importer.validation import ErrorCode, FieldError
@@ -149,7 +150,8 @@ def register_fix(directory: Path, origin: str, journal: Path) -> None:
     if journal.name in _listed(index):
         return
     try:
-        with index.open("a", encoding="utf-8") as handle:
+        fd = open_append(index, "fix index")  # never through a link, never a FIFO
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(journal.name + "\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -209,11 +211,12 @@ def origin_lock(directory: Path, origin: str) -> Iterator[None]:
 
 def _listed(index: Path) -> list[str]:
     try:
-        text = index.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise InputError(f"cannot read {index}: {exc.strerror or exc}") from exc
+        data = read_regular(index, "fix index", limit=None)  # petsync's own: a line a fix
+    except InputError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return []
+        raise
+    text = data.decode("utf-8", errors="replace")
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
@@ -226,10 +229,7 @@ def _latest_records(path: Path, rows: Collection[int] | None) -> dict[int, RowRe
     """
     latest: dict[int, RowRecord] = {}
     source: str | None = None
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read journal {path}: {exc.strerror or exc}") from exc
+    handle = open_regular(path, "journal", limit=None)  # a FIFO or link target: exit 2
     with handle:
         for index, line in enumerate(handle):
             if index == 0:

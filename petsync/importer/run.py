@@ -78,7 +78,7 @@ def run_import(
     started = clock()
     if not config.dry_run and client is None:
         raise ConfigError("an import that sends rows needs a client (or pass dry_run=True)")
-    checked = check_input(config)
+    checked = check_input(config, stop)
     try:
         with contextlib.ExitStack() as held:
             report = _checked_report(config, checked)
@@ -114,7 +114,7 @@ def _run_checked(
         journal=config.journal_path,
         fed_back=checked.petsync_written,
     )
-    check_writable(paths.directory, "output files")
+    paths.check_writable()  # the folder, and no link or FIFO at an output's name
     journal: Journal | None = None
     ledger: Ledger | None = None
     if config.dry_run and checked.invalid_rows:

@@ -45,6 +45,8 @@ from typing import Protocol
 
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
 from petsync.core.files import atomic_write_text, check_writable_file
+from petsync.core.interface import METRICS_FILE_LIMIT
+from petsync.core.reading import read_regular
 
 logger = logging.getLogger(__name__)
 
@@ -225,14 +227,17 @@ def check_metrics_path(path: Path) -> None:
 def read_metrics(path: Path) -> dict[tuple[str, str], float]:
     """The petsync samples of an existing metrics file, by (metric, job); {} when absent."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
+        data = read_regular(path, "metrics file", limit=METRICS_FILE_LIMIT, error=ConfigError)
+    except ConfigError as exc:  # a FIFO or device at the name, or too big: raised
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return {}
+        if not isinstance(exc.__cause__, OSError):
+            raise
         logger.warning(
             "metrics.unreadable", extra={"fields": {"path": str(path), "error": str(exc)}}
         )
         return {}
+    text = data.decode("utf-8", errors="replace")
     samples: dict[tuple[str, str], float] = {}
     for line in text.splitlines():
         match = _SAMPLE.match(line)

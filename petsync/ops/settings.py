@@ -47,6 +47,7 @@ from petsync.client.config import ClientConfig, RetryPolicy, normalise_base_url
 from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
 from petsync.core.interface import SETTINGS_FILE_LIMIT, PaginationStyle
+from petsync.core.reading import read_regular
 from petsync.ops.limits import LIMIT_KEYS, ClientLimits, check_limit, resolve_limits
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
@@ -156,14 +157,14 @@ def find_config_file(
         named, source = Path(environ[ENV_CONFIG].strip()), ENV_CONFIG
     if named is not None:
         path = named if named.is_absolute() else cwd / named
-        if not path.is_file():
+        if not path.exists():  # anything else there is named by load_config_file
             raise ConfigError(f"config file {path} (from {source}) does not exist")
         return load_config_file(path, source=source, home=home)
     local = cwd / CONFIG_FILE_NAME
-    if local.is_file():
+    if local.exists():  # a FIFO or directory there is refused, naming it, not skipped
         return load_config_file(local, source="working directory", home=home)
     user = user_config_path(environ, home)
-    if user.is_file():
+    if user.exists():
         return load_config_file(user, source="user config directory", home=home)
     return None
 
@@ -173,15 +174,15 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
 
     Over :data:`~petsync.core.interface.SETTINGS_FILE_LIMIT` bytes, not UTF-8, not TOML,
     or nested too deep for the parser (thousands of brackets) is a :class:`ConfigError`
-    naming the file; ``OSError`` is left to the caller.
+    naming the file, and so is a path that is no regular file (a FIFO, a device: checked
+    before a byte is read, see :mod:`petsync.core.reading`) or cannot be read.
     """
-    with path.open("rb") as handle:
-        data = handle.read(SETTINGS_FILE_LIMIT + 1)
-    if len(data) > SETTINGS_FILE_LIMIT:
-        raise ConfigError(
-            f"{what} {path} is over {SETTINGS_FILE_LIMIT} bytes; a {what} holds a few settings: "
-            "is it the right file?"
-        )
+    try:
+        data = read_regular(path, what, limit=SETTINGS_FILE_LIMIT, error=ConfigError)
+    except ConfigError as exc:
+        if isinstance(exc.__cause__, OSError):
+            raise exc.__cause__ from None  # the caller names an unreadable file its own way
+        raise
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from petsync.core.errors import ConfigError, InputError
 from petsync.core.files import atomic_write_text
+from petsync.core.reading import read_regular
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,6 +70,10 @@ Promise.all(Object.keys(charts).map(function (id) {
 """
 
 
+# The cached Vega bundle is about 1 MB; anything far larger is not ours: bundled again.
+_BUNDLE_LIMIT = 64 << 20
+
+
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "petsync"
@@ -80,9 +86,9 @@ def vega_bundle(cache_dir: Path | None = None) -> str:
     folder = cache_dir if cache_dir is not None else default_cache_dir()
     version = getattr(vlc, "__version__", "unknown")
     cached = folder / f"vega-embed-vl-convert-{version}.js"
-    try:
-        return cached.read_text(encoding="utf-8")
-    except OSError:
+    try:  # a regular file only: a FIFO planted in the cache must not block the report
+        return read_regular(cached, "cached script", limit=_BUNDLE_LIMIT).decode("utf-8")
+    except (InputError, UnicodeDecodeError):
         pass
     # The default snippet puts vegaEmbed on window (the stubs wrongly require one); the
     # Vega-Lite is the newest vl-convert ships.
@@ -90,7 +96,7 @@ def vega_bundle(cache_dir: Path | None = None) -> str:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cached, bundle)
-    except OSError:
+    except (OSError, ConfigError):  # unwritable, or a link or FIFO at the name
         pass  # no cache: the next report bundles again
     return bundle
 

@@ -57,7 +57,7 @@ def write_report(
     )
     target = Path(output) if output is not None else Path(directory) / REPORT_NAME
     try:
-        atomic_write_text(target, page)
+        atomic_write_text(target, page, what="report file")  # never through a planted link
     except OSError as exc:
         raise InputError(
             f"cannot write the report to {target}: {exc.strerror}; pass --output with a "

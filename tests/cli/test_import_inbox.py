@@ -268,8 +268,8 @@ def test_a_signal_leaves_the_files_not_started_for_the_next_run(
         Path(name).write_text("name,categoryId\nRex,1\n")
     real = run_module.check_input
 
-    def check_then_sigterm(config: Any) -> Any:
-        checked = real(config)
+    def check_then_sigterm(config: Any, *rest: Any) -> Any:
+        checked = real(config, *rest)
         os.kill(os.getpid(), signal.SIGTERM)  # as systemd would, while a.csv is checked
         return checked
 

@@ -167,7 +167,7 @@ def test_metrics_file_on_a_read_only_file_system_fails_before_the_export(
     assert not Path("out").exists()
 
 
-def test_report_through_a_link_to_a_device_keeps_the_link(
+def test_a_link_at_the_report_name_is_refused_before_anything_is_sent(
     petstore_server: Any, isolated: Path
 ) -> None:
     srv = petstore_server()
@@ -176,5 +176,10 @@ def test_report_through_a_link_to_a_device_keeps_the_link(
 
     result = invoke(["import", "pets.csv", "--report", "report.json"], srv)
 
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(
+        "Error: report file (--report) report.json is a symbolic link to /dev/null and "
+        "petsync never writes through a link"
+    )
+    assert srv.store.all() == []
     assert Path("report.json").is_symlink()

@@ -8,17 +8,17 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
-from petsync.core.errors import ConfigError, ExitCode
+from petsync.core.errors import ConfigError, ExitCode, InputError
 from petsync.core.files import (
     atomic_write_text,
+    atomic_writer,
     check_writable_dir,
     check_writable_file,
-    write_kind,
+    open_locked,
 )
 
 TIMEOUT = 30.0
@@ -52,42 +52,80 @@ def test_a_regular_file_is_replaced_by_rename(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
 
 
-def test_a_link_to_a_device_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
-    link = tmp_path / "report.json"
-    link.symlink_to("/dev/null")
+@pytest.mark.parametrize(
+    "target",
+    ["/dev/null", "victim.txt", "nowhere.txt"],
+    ids=["to-a-device", "to-a-regular-file", "dangling"],
+)
+def test_a_link_at_the_name_is_refused_and_never_followed(tmp_path: Path, target: str) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "drop.rejects.csv"
+    link.symlink_to(target if target.startswith("/") else tmp_path / target)
 
-    atomic_write_text(link, "{}\n")
+    with pytest.raises(ConfigError) as err:
+        atomic_write_text(link, "attacker,cell\n", what="reject file")
 
-    assert link.is_symlink() and os.readlink(link) == "/dev/null"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # no temp left
-    assert write_kind(link) == ("direct", link)
+    assert err.value.exit_code == ExitCode.USAGE
+    assert str(err.value).startswith(f"reject file {link} is a symbolic link to ")
+    assert "petsync never writes through a link" in str(err.value)
+    assert victim.read_text() == "keep me"
+    assert not (tmp_path / "nowhere.txt").exists()
+    assert link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["drop.rejects.csv", "victim.txt"]
 
 
-def test_a_fifo_is_written_to_not_replaced(tmp_path: Path) -> None:
-    fifo = tmp_path / "report.fifo"
-    os.mkfifo(fifo)
-    received: list[str] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
-    reader.start()
+def test_a_dangling_link_is_named_as_pointing_nowhere(tmp_path: Path) -> None:
+    link = tmp_path / "report.html"
+    link.symlink_to(tmp_path / "gone")
 
-    atomic_write_text(fifo, "through the pipe\n")
+    with pytest.raises(ConfigError, match=r"is a symbolic link to .*gone, which points nowhere,"):
+        check_writable_file(link, "report file")
 
-    reader.join(TIMEOUT)
-    assert received == ["through the pipe\n"]
+
+def test_a_fifo_at_the_name_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "metrics.prom"
+    os.mkfifo(fifo)  # nobody reads it: writing through it would block forever
+
+    with pytest.raises(ConfigError) as err:
+        atomic_write_text(fifo, "x 1\n", what="metrics file")
+
+    assert str(err.value) == (
+        f"metrics file {fifo} is a FIFO (named pipe), not a regular file; petsync writes "
+        "outputs only as regular files: remove it, or choose another location"
+    )
     assert fifo.is_fifo()
 
 
-def test_a_link_to_a_regular_file_keeps_the_link_and_replaces_its_file(tmp_path: Path) -> None:
-    (tmp_path / "reports").mkdir()
-    real = tmp_path / "reports" / "today.json"
-    real.write_text("old")
-    link = tmp_path / "report.json"
-    link.symlink_to(real)
+def test_a_device_fails_the_file_check() -> None:
+    with pytest.raises(ConfigError, match="^report file /dev/null is a character device"):
+        check_writable_file(Path("/dev/null"), "report file")
 
-    atomic_write_text(link, "new")
 
-    assert link.is_symlink() and link.resolve() == real
-    assert real.read_text() == "new"
+def test_a_new_file_gets_the_umask_mode_not_0600(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "_history.json", "{}")
+        atomic_write_text(tmp_path / "shared.prom", "", mode=0o640)
+    finally:
+        os.umask(previous)
+
+    assert (tmp_path / "_history.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "shared.prom").stat().st_mode & 0o777 == 0o640
+
+
+def test_a_link_planted_between_check_and_rename_is_replaced_not_followed(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    path = tmp_path / "out.csv"
+    with atomic_writer(path) as handle:
+        path.symlink_to(victim)  # planted after the check, before the rename
+        handle.write("rows\n")
+
+    assert not path.is_symlink() and path.read_text() == "rows\n"
+    assert victim.read_text() == "keep me"
 
 
 def test_the_own_stdout_behind_a_link_is_appended_to_not_replaced(tmp_path: Path) -> None:
@@ -160,5 +198,14 @@ def test_a_file_in_a_missing_directory_is_named(tmp_path: Path) -> None:
     )
 
 
-def test_a_device_passes_the_file_check(tmp_path: Path) -> None:
-    check_writable_file(Path("/dev/null"), "report file (--report)")
+def test_a_journal_behind_a_link_or_fifo_is_refused(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    (tmp_path / "a.jsonl").symlink_to(victim)
+    os.mkfifo(tmp_path / "b.jsonl")
+
+    with pytest.raises(InputError, match=r"^journal .*a\.jsonl is a symbolic link to "):
+        open_locked(tmp_path / "a.jsonl", "busy")
+    with pytest.raises(InputError, match=r"^journal .*b\.jsonl is a FIFO \(named pipe\)"):
+        open_locked(tmp_path / "b.jsonl", "busy")
+    assert victim.read_text() == "keep me"

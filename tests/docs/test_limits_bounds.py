@@ -26,6 +26,10 @@ NUMBERS = {
     "bytes of one answer, decompressed": DEFAULT_MAX_RESPONSE_BYTES,
     "local clock against the API's `Date`": interface.CLOCK_TOLERANCE,
     "bytes of a job or config file": interface.SETTINGS_FILE_LIMIT,
+    "bytes of an API key file": interface.KEY_FILE_LIMIT,
+    "bytes of a spreadsheet": interface.SPREADSHEET_FILE_LIMIT,
+    "bytes of a CA file": interface.CA_FILE_LIMIT,
+    "bytes of the metrics file read back": interface.METRICS_FILE_LIMIT,
 }
 
 

@@ -45,6 +45,9 @@ from petsync.importer.sheets.sheet import (
     ReadOptions,
     Record,
     Spreadsheet,
+    StopRequest,
+    open_input,
+    open_text_input,
 )
 
 _UTF8_BOM = codecs.BOM_UTF8
@@ -56,7 +59,7 @@ _LINE_END = re.compile(r"\r\n|\n|\r")
 
 def open_csv(path: Path, options: ReadOptions) -> Spreadsheet:
     """Open a CSV file: fingerprint and decode it whole, detect the delimiter, read the header."""
-    sha256, encoding, label, notice = _fingerprint_and_detect(path, options.encoding)
+    sha256, encoding, label, notice = _fingerprint_and_detect(path, options)
     header_text = _read_header_text(path, encoding)
     if options.delimiter is not None:
         delimiter = parse_delimiter(options.delimiter)
@@ -71,7 +74,7 @@ def open_csv(path: Path, options: ReadOptions) -> Spreadsheet:
         encoding_notice=notice,
         delimiter=delimiter,
     )
-    handle = _open_text(path, encoding)
+    handle = open_text_input(path, encoding, options.stop)
     sheet.add_closer(handle.close)
     try:
         sheet.start(_csv_records(handle, delimiter, path))
@@ -112,12 +115,13 @@ def detect_delimiter(header_line: str, path: Path) -> str:
     )
 
 
-def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, str, str | None]:
+def _fingerprint_and_detect(path: Path, options: ReadOptions) -> tuple[str, str, str, str | None]:
     """The sha256 of the bytes and the encoding (codec, label, notice), checked whole.
 
     The whole file is decoded here, strictly, so a bad byte stops the import before any
     row is read, with its line and byte offset.
     """
+    forced, stop = options.encoding, options.stop  # a signal ends the reads
     if forced is not None:
         try:
             codec = codecs.lookup(forced).name
@@ -128,11 +132,11 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
             ) from exc
         # A UTF-8 BOM is dropped even when the person names UTF-8.
         encoding = "utf-8-sig" if codec == "utf-8" else codec
-        sha256, first, error = _decode_all(path, encoding)
+        sha256, first, error = _decode_all(path, encoding, stop)
         if error is not None:
             raise _decode_error(path, codec, error)
         return sha256, encoding, codec, None
-    sha256, first, error = _decode_all(path, "utf-8")
+    sha256, first, error = _decode_all(path, "utf-8", stop)
     head = _head(path)
     if first.startswith(b"PK\x03\x04"):
         raise InputError(
@@ -140,7 +144,7 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
             "give it the .xlsx suffix to read it as a workbook"
         )
     if first.startswith(_UTF16_BOMS):
-        _, _, error = _decode_all(path, "utf-16")
+        _, _, error = _decode_all(path, "utf-16", stop)
         if error is not None:
             raise _decode_error(path, "utf-16", error)
         return sha256, "utf-16", "utf-16 (BOM)", None
@@ -155,7 +159,7 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
         return sha256, "utf-8-sig", "utf-8 (BOM)", None
     if error is None:
         return sha256, "utf-8", "utf-8", None
-    _, _, cp_error = _decode_all(path, "cp1252")
+    _, _, cp_error = _decode_all(path, "cp1252", stop)
     if cp_error is not None:
         raise _decode_error(path, "utf-8 nor cp1252", cp_error)
     notice = (
@@ -167,13 +171,15 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
 
 def _head(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
+        with open_input(path) as handle:
             return handle.read(4096)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _decode_all(path: Path, encoding: str) -> tuple[str, bytes, tuple[int, int, str] | None]:
+def _decode_all(
+    path: Path, encoding: str, stop: StopRequest | None = None
+) -> tuple[str, bytes, tuple[int, int, str] | None]:
     """(sha256, first bytes, first error as (line, byte offset, bytes shown) or None)."""
     digest = hashlib.sha256()
     decoder = codecs.getincrementaldecoder(encoding)("strict")
@@ -182,7 +188,7 @@ def _decode_all(path: Path, encoding: str) -> tuple[str, bytes, tuple[int, int, 
     lines = 1
     first = b""
     try:
-        with path.open("rb") as handle:
+        with open_input(path, stop) as handle:  # a regular file, each read after a stop check
             while True:
                 chunk = handle.read(CHUNK)
                 if not offset:
@@ -214,17 +220,10 @@ def _decode_error(path: Path, encoding: str, error: tuple[int, int, str]) -> Inp
     )
 
 
-def _open_text(path: Path, encoding: str) -> IO[str]:
-    try:
-        return path.open("r", encoding=encoding, errors="strict", newline="")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
 def _read_header_text(path: Path, encoding: str) -> str:
     """The first logical line (a quoted header cell may span lines), at most about 1 MiB."""
     text = ""
-    with _open_text(path, encoding) as handle:
+    with open_text_input(path, encoding) as handle:
         try:
             while line := handle.readline(LINE_CAP):
                 text += line

@@ -16,15 +16,18 @@ workbook errors never leave those modules: they become
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import IO, BinaryIO, Literal
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
-from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT, SPREADSHEET_FILE_LIMIT
+from petsync.core.reading import open_regular
+from petsync.core.stop import StopRequest as StopRequest  # read here by the readers
 from petsync.importer.excel_safe import unescape_row
 
 logger = logging.getLogger(__name__)
@@ -59,11 +62,12 @@ CUT_NOTE = " [petsync: cell cut: too long]"
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """How to read a spreadsheet; None means detect."""
+    """How to read a spreadsheet; None means detect. ``stop`` ends a long read at a signal."""
 
     sheet: str | None = None
     encoding: str | None = None
     delimiter: str | None = None
+    stop: StopRequest | None = field(default=None, compare=False, repr=False)
 
 
 CutKind = Literal["cell", "row_cells", "row_chars"]
@@ -282,13 +286,27 @@ def _first_over(cells: Sequence[str]) -> int:
     return len(cells)
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes, read in chunks."""
+def file_sha256(path: Path, stop: StopRequest | None = None) -> str:
+    """The sha256 of a file's bytes, read in chunks (a regular file only: see
+    :func:`open_input`)."""
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        with open_input(path, stop) as handle:
             while chunk := handle.read(CHUNK):
                 digest.update(chunk)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     return digest.hexdigest()
+
+
+def open_input(path: Path, stop: StopRequest | None = None) -> BinaryIO:
+    """A spreadsheet opened for reading, once proven a regular file within
+    :data:`~petsync.core.interface.SPREADSHEET_FILE_LIMIT` bytes (a FIFO or ``/dev/zero``
+    is exit 2, naming it); each read looks at ``stop`` first."""
+    return open_regular(path, "spreadsheet", limit=SPREADSHEET_FILE_LIMIT, stop=stop)
+
+
+def open_text_input(path: Path, encoding: str, stop: StopRequest | None = None) -> IO[str]:
+    """A spreadsheet opened as text, strictly decoded, newlines kept (see :func:`open_input`)."""
+    raw = open_input(path, stop)
+    return io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")
