@@ -390,10 +390,14 @@ def _resolve_key(
         return read_key_file(api_key_file), f"--api-key-file {api_key_file}"
     variable = _key_variable(environment, name)
     if environ.get(variable, "").strip():
-        return ApiKey(environ[variable]), variable
+        return ApiKey(environ[variable], source=f"environment variable {variable}"), variable
     if environment is not None and environment.api_key_file is not None:
         path = environment.api_key_file
-        return read_key_file(path), f"[environments.{name}] api_key_file {path}"
+        key = read_key_file(path)
+        key.source = f"API key file {path} (api_key_file of [environments.{name}])"
+        return key, f"[environments.{name}] api_key_file {path}"
     if environ.get(ENV_API_KEY, "").strip():
-        return ApiKey(environ[ENV_API_KEY]), ENV_API_KEY
+        return ApiKey(
+            environ[ENV_API_KEY], source=f"environment variable {ENV_API_KEY}"
+        ), ENV_API_KEY
     return None, None
