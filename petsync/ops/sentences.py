@@ -93,6 +93,11 @@ SENTENCES: dict[str, Callable[[Fields], str]] = {
         f"exact values ({_get(f, 'reason')}); the rows are read as the spreadsheet reader "
         "gives them"
     ),
+    "orchestration.snapshots_unreadable": lambda f: (
+        f"the snapshots under {_get(f, 'out')} could not be read ({_get(f, 'error')}): the "
+        f"Dagster partitions begin at start_date {_get(f, 'start_date')}, not at the first "
+        "stored night; reload the definitions once the store answers"
+    ),
     "error": lambda f: _get(f, "message"),
 }
 
