@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from petsync.cli.options import json_option, target_options
@@ -11,9 +9,6 @@ from petsync.cli.output import echo_json
 from petsync.cli.render_settings import needs_lines, target_document, target_lines
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError
-
-if TYPE_CHECKING:
-    from petsync.ops.settings import TargetView
 
 
 @click.group()
@@ -51,7 +46,7 @@ def config_show(
         petsync config show --out gs://archive/petsync
         petsync config show --check || echo "not ready"
     """
-    view = _inspect(state, target)
+    view = state.inspect_target(target)
     store = _store_access(out) if out is not None else None
     if as_json:
         document = target_document(view)
@@ -68,26 +63,6 @@ def config_show(
             click.echo(state.redact(line))
     if check and view.needs:
         raise ConfigError(f"not ready: {view.needs[0]}")
-
-
-def _inspect(state: CliState, options: TargetOptions) -> TargetView:
-    """The settings as far as they resolve; the key found joins the log's redaction."""
-    from petsync.ops.settings import inspect_target
-
-    view = inspect_target(
-        base_url=options.base_url,
-        api_key_file=options.api_key_file,
-        environ=state.environ,
-        env_name=options.env,
-        env_source=options.env_source,
-        config_path=options.config,
-        allow_insecure_http=options.allow_insecure_http,
-        allow_insecure_http_source=options.source("allow_insecure_http"),
-        limits=options.given_limits(),
-    )
-    if state.log is not None:
-        state.log.add_key(view.api_key)
-    return view
 
 
 def _store_access(out: str) -> str:
