@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from petsync.client.config import ClientConfig, RetryPolicy
     from petsync.client.listing import InvalidRecord, Listing, Page
     from petsync.export.diff import SnapshotDiff, diff_snapshots
+    from petsync.export.inventory import NightSummary, describe_snapshots
     from petsync.export.layout import SnapshotInfo
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
@@ -79,6 +80,8 @@ _LAZY: dict[str, str] = {
     "load_snapshot": "petsync.export.snapshot",
     "load_snapshots": "petsync.export.snapshot",
     "SnapshotDiff": "petsync.export.diff",
+    "NightSummary": "petsync.export.inventory",
+    "describe_snapshots": "petsync.export.inventory",
     "diff_snapshots": "petsync.export.diff",
     "HistoryReport": "petsync.history.update",
     "update_history": "petsync.history.update",
@@ -128,6 +131,7 @@ __all__ = [
     "NewPet",
     "NotFoundError",
     "OutcomeUnknownError",
+    "NightSummary",
     "Page",
     "PaginationError",
     "Pet",
@@ -148,6 +152,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "configure_logging",
+    "describe_snapshots",
     "diff_snapshots",
     "list_snapshots",
     "load_history",

@@ -26,6 +26,7 @@ from petsync.cli.options import log_format_option, log_level_option
 from petsync.cli.report import report_command
 from petsync.cli.run import run
 from petsync.cli.serve import serve
+from petsync.cli.snapshots import snapshots_command
 from petsync.cli.state import CliState
 from petsync.core.errors import ExitCode, PetsyncError
 from petsync.ops.logs import configure_logging, keys_from_environ
@@ -97,6 +98,7 @@ for command in (check, get, serve, export_command, demo, diff_command, import_co
     cli.add_command(command)
 cli.add_command(history_command)
 cli.add_command(report_command)
+cli.add_command(snapshots_command)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from petsync.core.apikey import ENV_API_KEY, redact
+from petsync.core.apikey import redact
 from petsync.core.text import shown_text
 
 NOTE_CHARS = 1_000  # of a note or reason built from what a server sent
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from petsync.export.report import ExportReport
     from petsync.importer.batch import BatchReport
     from petsync.importer.report import ImportReport
-    from petsync.ops.limits import ClientLimits
-    from petsync.ops.settings import Target
 
 
 def check_lines(report: CheckReport) -> list[str]:
@@ -267,76 +265,3 @@ def _shown_side(info: SnapshotInfo) -> str:
 
 def _shown_status(status: str | None) -> str:
     return NO_STATUS_SHOWN if status is None else status
-
-
-def target_lines(target: Target) -> list[str]:
-    """Each resolved setting, its value and where it came from; the key shows as hidden."""
-    return [
-        redact(f"{label:<14}{text}  [{source}]", [target.api_key])
-        for _, label, text, _, source in _target_rows(target)
-    ]
-
-
-def target_document(target: Target) -> dict[str, Any]:
-    """What ``petsync config show --json`` prints: each setting's value and source.
-
-    The key's value is ``"***"`` when one was found, else null; never the key.
-    """
-    return {
-        name: {"value": value, "source": redact(source, [target.api_key])}
-        for name, _, _, value, source in _target_rows(target)
-    }
-
-
-def _target_rows(target: Target) -> list[tuple[str, str, str, object, str]]:
-    """(JSON name, label, text, JSON value, source) of each setting ``config show`` shows."""
-    from petsync.ops.settings import env_key_variable
-
-    key_help = (
-        f"not set: set {env_key_variable(target.env_name)} or {ENV_API_KEY}, "
-        "or pass --api-key-file PATH"
-    )
-    config_file = str(target.config_file) if target.config_file else None
-    return [
-        ("environment", "environment", target.env_name, target.env_name, target.env_source),
-        (
-            "config_file",
-            "config file",
-            config_file or "none",
-            config_file,
-            target.config_file_source or "no petsync.toml found",
-        ),
-        ("base_url", "base URL", target.base_url, target.base_url, target.base_url_source),
-        (
-            "api_key",
-            "API key",
-            "*** (hidden)" if target.api_key else key_help,
-            "***" if target.api_key else None,
-            target.api_key_source or "nowhere",
-        ),
-        (
-            "allow_insecure_http",
-            "insecure http",
-            "allowed" if target.allow_insecure_http else "refused to non-loopback hosts",
-            target.allow_insecure_http,
-            target.allow_insecure_http_source,
-        ),
-        *_limit_rows(target.limits),
-    ]
-
-
-def _limit_rows(limits: ClientLimits) -> list[tuple[str, str, str, object, str]]:
-    from petsync.ops.limits import format_size
-
-    rows: list[tuple[str, str, str, object]] = [
-        ("timeout", "timeout", f"{limits.timeout:g} s a request", limits.timeout),
-        ("retries", "retries", str(limits.retries), limits.retries),
-        ("retry_budget", "retry budget", f"{limits.retry_budget:g} s", limits.retry_budget),
-        (
-            "max_response_size",
-            "max response",
-            format_size(limits.max_response_size),
-            limits.max_response_size,
-        ),
-    ]
-    return [(name, label, text, value, limits.source(name)) for name, label, text, value in rows]

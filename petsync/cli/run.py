@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from petsync.cli.options import TARGET_PARAMS, target_options
-from petsync.cli.render import target_lines
+from petsync.cli.render_settings import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
 from petsync.core.errors import (
     ConfigError,

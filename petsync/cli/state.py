@@ -31,7 +31,7 @@ TERMINAL_LINE_LIMIT = 2_000  # characters of one error or warning line
 if TYPE_CHECKING:
     from petsync.client.client import PetstoreClient
     from petsync.ops.logs import LogHandle
-    from petsync.ops.settings import Target
+    from petsync.ops.settings import Target, TargetView
 
 
 @dataclass(frozen=True)
@@ -120,13 +120,17 @@ class CliState:
 
     def resolve_target(self, options: TargetOptions, *, require_key: bool = True) -> Target:
         """Resolve the base URL and key the options name; the key joins the log's redaction."""
-        from petsync.ops.settings import resolve_target
+        return self.inspect_target(options).target(require_key=require_key)
 
-        target = resolve_target(
+    def inspect_target(self, options: TargetOptions) -> TargetView:
+        """Every setting as far as it resolves (``config show``); a key found joins the
+        log's redaction."""
+        from petsync.ops.settings import inspect_target
+
+        view = inspect_target(
             base_url=options.base_url,
             api_key_file=options.api_key_file,
             environ=self.environ,
-            require_key=require_key,
             env_name=options.env,
             env_source=options.env_source,
             config_path=options.config,
@@ -135,8 +139,8 @@ class CliState:
             limits=options.given_limits(),
         )
         if self.log is not None:
-            self.log.add_key(target.api_key)
-        return target
+            self.log.add_key(view.api_key)
+        return view
 
     def client(self, options: TargetOptions) -> PetstoreClient:
         """A :class:`PetstoreClient` for the target the options name."""

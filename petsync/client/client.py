@@ -108,6 +108,8 @@ class PetstoreClient:
     Without ``transport`` the client sends through its own
     :class:`~petsync.client.wire.CurlTransport`, which keeps ``request_timeout`` and the
     proxy route; a transport passed in (a test's mock) takes its place on the same path.
+    ``on_response`` is called with the headers of every answer, error answers too (the export
+    checks its clock on the first ``Date``); what it raises ends the request.
     """
 
     def __init__(
@@ -120,8 +122,10 @@ class PetstoreClient:
         rng: random.Random | None = None,
         wall_clock: Callable[[], float] = time.time,
         environ: Mapping[str, str] | None = None,
+        on_response: Callable[[httpx.Headers], None] | None = None,
     ) -> None:
         self._config = config
+        self._on_response = on_response  # sees every answer's headers; may raise to stop
         self._sleep = sleep
         self._clock = clock
         self._rng = rng if rng is not None else random.Random()
@@ -423,6 +427,8 @@ class PetstoreClient:
                     body = read_body(response, self._config.max_response_bytes, method, label)
                 finally:
                     response.close()
+                if self._on_response is not None:
+                    self._on_response(response.headers)
                 if response.is_success:
                     return response, body
                 text = shown_of(label)

@@ -235,7 +235,7 @@ class FailureTranslator:
         if status == 401:
             return AuthenticationError(
                 f"the API at {self._config.base_url} refused the API key (HTTP 401, {said}); "
-                "check the key set for this environment (PETSYNC_API_KEY or --api-key-file)",
+                + _key_fix(self._config.api_key),
                 **fields,
             )
         if 300 <= status < 400:
@@ -260,6 +260,15 @@ class FailureTranslator:
         start = redact(" ".join(head.split()), self._keys)
         whole = len(text) if len(head) < len(text) else len(start)
         return shown_text(start, EXCERPT_CHARS, length=whole)
+
+
+def _key_fix(key: ApiKey | None) -> str:
+    """What to check about a refused key: the place it was read from, when known."""
+    if key is None:
+        return "no key was sent: set one (`petsync config show` says where petsync looks)"
+    if key.source:
+        return f"check the key in {key.source}: that is where this one was read"
+    return "check the key this client was given"
 
 
 def _refusal_fix(status: int, pets_path: bool) -> str:

@@ -48,20 +48,24 @@ class ApiKey:
     whitespace (a key file's final newline) is dropped. A key that cannot be sent as a header
     value (a line break inside it, another control character, a non-ASCII character) is
     refused here, when it is loaded, with a :class:`ConfigError` naming ``source`` (where the
-    key came from, e.g. ``"API key file /etc/petsync/key"``) and never the key.
+    key came from, e.g. ``"API key file /etc/petsync/key"``) and never the key. ``source``
+    stays on the key, so every later message about it (a refused key) names where it was
+    read, not where it might have been; None when the caller did not say.
     """
 
-    __slots__ = ("_value",)
+    __slots__ = ("_value", "source")
 
-    def __init__(self, value: str, *, source: str = "the API key") -> None:
+    def __init__(self, value: str, *, source: str | None = None) -> None:
+        self.source = source
         value = value.strip()
         if not value:
             raise ValueError("an API key cannot be empty")
         problem = _unsendable(value)
         if problem is not None:
             raise ConfigError(
-                f"{source} holds {problem}: an API key is sent as an HTTP header, which can "
-                "carry only one line of printable ASCII. Keep just the key, on one line"
+                f"{source or 'the API key'} holds {problem}: an API key is sent as an HTTP "
+                "header, which can carry only one line of printable ASCII. Keep just the key, "
+                "on one line"
             )
         self._value = value
 

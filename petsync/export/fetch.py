@@ -133,6 +133,7 @@ def fetch_listings(
     scratch: Path | None = None,
     stop: StopRequest | None = None,
     extra_columns: Mapping[str, ColumnType] | None = None,
+    dated: Callable[[str | None], None] | None = None,
 ) -> FetchResult:
     """Run every listing of ``config`` (up to ``config.concurrency`` at once); fail fast.
 
@@ -144,6 +145,8 @@ def fetch_listings(
     (a quarter of ``config.per_pet_memory``, split between the listings) and spills there.
     ``extra_columns`` are the kept extra fields whose column type is already fixed: a pet
     whose value does not fit goes to the quarantine (:func:`~petsync.export.extra_fields.screen`).
+    ``dated`` sees each page's ``Date`` header as it comes (the clock check,
+    :class:`~petsync.export.clock.ClockWatch`); what it raises ends the run like a failed listing.
     """
     plan: list[PetStatus | None] = list(config.statuses)
     if config.sweep:
@@ -163,6 +166,7 @@ def fetch_listings(
     )
     paging.stop_request = stop
     paging.extra_columns = extra_columns or {}
+    paging.dated = dated
     with ThreadPoolExecutor(
         max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
     ) as pool:
@@ -201,6 +205,7 @@ class _Paging:
     stop: threading.Event = field(default_factory=threading.Event)  # another listing failed
     stop_request: StopRequest | None = None  # a signal: stop after the current page
     extra_columns: Mapping[str, ColumnType] = field(default_factory=dict)
+    dated: Callable[[str | None], None] | None = None  # the clock check, page by page
 
     def run(self, status: PetStatus | None) -> ListingResult:
         label = SWEEP_LABEL if status is None else status.value
@@ -214,6 +219,8 @@ class _Paging:
         pets = invalid = 0
         stopped_by: str | None = None
         for pages, page in enumerate(listing, start=1):
+            if self.dated is not None:
+                self.dated(getattr(listing, "server_date", None))
             columns, body, misfits = page.columns, page.body, []
             screened = screen(columns, self.extra_columns, page.url) if self.extra_columns else None
             if screened is not None:  # the page's body no longer matches its columns

@@ -32,7 +32,7 @@ from petsync.client.client import PetstoreClient
 from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
-from petsync.export.clock import check_clock
+from petsync.export.clock import ClockWatch, check_clock
 from petsync.export.collector import PetCollector
 from petsync.export.config import EXTRA_FIELDS_OPTION, ExportConfig
 from petsync.export.deduplicated import Deduplicated
@@ -126,6 +126,7 @@ def run_export(
                 staged=store.stage(run_id),
                 run_id=run_id,
                 clock=clock,
+                watch=ClockWatch(clock.now, config.clock_tolerance, date),
                 started_at=started_at,
                 start=clock.monotonic(),  # the duration counts from here, the lock taken
             )
@@ -183,6 +184,7 @@ class _Run:
     staged: Staged
     run_id: str  # in the manifest and the Parquet footer: readers match the two
     clock: _RunClock
+    watch: ClockWatch  # the API's Date headers against our clock, answer by answer
     started_at: dt.datetime
     start: float  # monotonic
 
@@ -266,7 +268,7 @@ def _fetch(
 ) -> FetchResult:
     quarantine_path = run.staged.file(QUARANTINE_NAME)
     with (
-        _lister(run.config, client) as lister,
+        _lister(run.config, client, run.watch) as lister,
         Quarantine(quarantine_path, [run.config.client.api_key]) as quarantine,
     ):
         return fetch_listings(
@@ -279,16 +281,20 @@ def _fetch(
             scratch=scratch,
             stop=stop,
             extra_columns=run.fixed_columns,
+            dated=run.watch.dated,  # a caller's client has no observer: each page's Date
         )
 
 
 @contextlib.contextmanager
-def _lister(config: ExportConfig, client: PetLister | None) -> Iterator[PetLister]:
-    """The caller's client as it is (not closed here), or a new one closed afterwards."""
+def _lister(
+    config: ExportConfig, client: PetLister | None, watch: ClockWatch
+) -> Iterator[PetLister]:
+    """The caller's client as it is (not closed here), or a new one closed afterwards; the
+    new one shows ``watch`` every answer, so a wrong clock stops the run at the first."""
     if client is not None:
         yield client
         return
-    with PetstoreClient(config.client) as own:
+    with PetstoreClient(config.client, on_response=watch.answered) as own:
         yield own
 
 

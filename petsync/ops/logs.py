@@ -7,6 +7,11 @@ to the ``petsync`` logger, writing to stderr so stdout stays the command's own o
     json: {"time": "2026-11-22T02:30:00.123Z", "level": "info", "logger": "petsync.export.run",
            "event": "export.done", "fields": {"pets": 250}}
     text: 2026-11-22T02:30:00.123Z INFO petsync.export.run export.done pets=250
+          Warning: snapshots dated after today (2026-11-28) were left out of the history: ...
+
+In the text form a warning or an error reads as a sentence (:mod:`petsync.ops.sentences`),
+``Warning: ...``, in the voice of the commands' own messages; the structured form of the same
+event (name and fields) is the JSON log's.
 
 An event logged with ``extra={"outcome": True}`` is a job's outcome that its command prints
 itself (an export's warnings, as ``Warning:`` lines): a text log for a person leaves it out
@@ -31,6 +36,7 @@ from typing import Literal, TextIO
 
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.text import shown_text
+from petsync.ops.sentences import sentence
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[str, ...] = ("text", "json")
@@ -103,11 +109,22 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = self._keys.redact(_fields(record))
         assert isinstance(fields, dict)
+        if record.levelno >= logging.WARNING:
+            return self._sentence(record, fields)
         pairs = " ".join(f"{key}={_text_value(value)}" for key, value in fields.items())
         event = _escaped(self._keys.text(record.getMessage()))
         line = f"{_time(record)} {record.levelname} {record.name} {event}"
         if pairs:
             line = f"{line} {pairs}"
+        if record.exc_info:
+            line = f"{line}\n{self._keys.text(self.formatException(record.exc_info))}"
+        return line
+
+    def _sentence(self, record: logging.LogRecord, fields: dict[str, object]) -> str:
+        """``Warning: ...`` (``Error: ...``): the event as a person reads it, redacted."""
+        said = sentence(record.getMessage(), fields)
+        label = "Warning" if record.levelno < logging.ERROR else "Error"
+        line = _escaped(self._keys.text(f"{label}: {said}"))
         if record.exc_info:
             line = f"{line}\n{self._keys.text(self.formatException(record.exc_info))}"
         return line

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +260,42 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
     )
 
 
+@dataclass(frozen=True)
+class TargetView:
+    """The settings as far as they resolve (``config show``): None is not set, its source
+    where petsync looked; ``problems``: what a command would still need, in its order."""
+
+    base_url: str | None
+    base_url_source: str
+    api_key: ApiKey | None
+    api_key_source: str | None
+    env_name: str
+    env_source: str
+    config_file: Path | None
+    config_file_source: str | None
+    allow_insecure_http: bool
+    allow_insecure_http_source: str
+    limits: ClientLimits
+    extra_fields: str | None
+    extra_fields_source: str
+    problems: tuple[ConfigError, ...] = ()  # each names the setting and how to fix it
+    missing_key: ConfigError | None = None  # no key found: what to set
+
+    @property
+    def needs(self) -> list[str]:
+        missing = [self.missing_key] if self.missing_key is not None else []
+        return [str(problem) for problem in (*self.problems, *missing)]  # a sentence each
+
+    def target(self, *, require_key: bool = True) -> Target:
+        """The :class:`Target`, or the first problem a command would meet, raised."""
+        if self.problems:
+            raise self.problems[0]
+        if require_key and self.missing_key is not None:
+            raise self.missing_key
+        assert self.base_url is not None  # no problem: the URL was found
+        return Target(**{f.name: getattr(self, f.name) for f in fields(Target)})
+
+
 def resolve_target(
     *,
     base_url: str | None,
@@ -281,34 +317,92 @@ def resolve_target(
     names where a given name came from (``--env``, or a job file). ``limits`` holds the
     client limits given by option or job file, each with where it came from, by
     :data:`~petsync.ops.limits.LIMIT_KEYS` name. ``cwd`` and ``home`` default to the
-    process's.
+    process's. The first setting missing or wrong raises (see :func:`inspect_target`).
     """
+    view = inspect_target(
+        base_url=base_url,
+        api_key_file=api_key_file,
+        environ=environ,
+        env_name=env_name,
+        env_source=env_source,
+        config_path=config_path,
+        cwd=cwd,
+        home=home,
+        allow_insecure_http=allow_insecure_http,
+        allow_insecure_http_source=allow_insecure_http_source,
+        limits=limits,
+    )
+    return view.target(require_key=require_key)
+
+
+def inspect_target(
+    *,
+    base_url: str | None,
+    api_key_file: Path | None,
+    environ: Mapping[str, str],
+    env_name: str | None = None,
+    env_source: str = "--env",
+    config_path: Path | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    allow_insecure_http: bool = False,
+    allow_insecure_http_source: str = "--allow-insecure-http",
+    limits: Mapping[str, tuple[float | int, str]] | None = None,
+) -> TargetView:
+    """Every setting as far as it resolves; one missing or wrong goes to ``problems``."""
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
-    config = find_config_file(config_path=config_path, cwd=cwd, home=home, environ=environ)
+    problems: list[ConfigError] = []
+    config = None
+    try:
+        config = find_config_file(config_path=config_path, cwd=cwd, home=home, environ=environ)
+    except ConfigError as exc:
+        problems.append(exc)
+    unread = "not read: see what a command would still need" if problems else None
     if not env_name and environ.get(ENV_ENVIRONMENT, "").strip():
         env_name, env_source = environ[ENV_ENVIRONMENT].strip(), ENV_ENVIRONMENT
     name, name_source = (env_name, env_source) if env_name else (DEFAULT_ENV, "default")
-    if not _ENV_NAME.match(name):
-        raise ConfigError(
-            f"environment name {name!r} (from {name_source}) uses letters, digits, '-' and '_'"
-        )
-    environment = _find_environment(config, name, name_source, explicit=bool(env_name))
-    url, url_source = _resolve_url(base_url, environ, config, environment, name)
-    insecure_source = allow_insecure_http_source if allow_insecure_http else "default"
+    environment = None
     try:
-        url = normalise_base_url(url, allow_insecure_http)
+        environment = _find_environment(config, name, name_source, explicit=bool(env_name))
     except ConfigError as exc:
-        raise ConfigError(f"{exc} (base URL from {url_source})") from exc
-    key, key_source = _resolve_key(api_key_file, environ, environment, name)
-    if key is None and require_key:
-        raise ConfigError(
-            f"no API key: set {ENV_API_KEY} or pass --api-key-file PATH "
-            "(a file readable only by you: chmod 600 PATH); "
-            f"for environment {name!r} petsync first reads "
-            f"{_key_variable(environment, name)}"
+        problems.append(exc)
+    url: str | None = None
+    try:
+        url, url_source = _resolve_url(base_url, environ, config, environment, name)
+        try:
+            url = normalise_base_url(url, allow_insecure_http)
+        except ConfigError as exc:
+            problems.append(ConfigError(f"{exc} (base URL from {url_source})"))
+    except ConfigError as exc:
+        problems.append(exc)
+        url_source = f"looked at --base-url, {ENV_BASE_URL}, base_url of [environments.{name}]"
+    insecure_source = allow_insecure_http_source if allow_insecure_http else "default"
+    key: ApiKey | None = None
+    key_source, missing_key = None, None
+    try:
+        key, key_source = _resolve_key(api_key_file, environ, environment, name)
+    except ConfigError as exc:
+        problems.append(exc)
+        key_source = "refused: see what a command would still need"
+    else:
+        if key is None:
+            missing_key = ConfigError(
+                f"no API key: set {ENV_API_KEY} or pass --api-key-file PATH "
+                "(a file readable only by you: chmod 600 PATH); "
+                f"for environment {name!r} petsync first reads "
+                f"{_key_variable(environment, name)}"
+            )
+    try:
+        resolved_limits = resolve_limits(
+            limits or {},
+            environment.limits if environment is not None else {},
+            f"{config.path if config else CONFIG_FILE_NAME} [environments.{name}]",
         )
-    return Target(
+    except ConfigError as exc:
+        problems.append(exc)
+        resolved_limits = ClientLimits()
+    return TargetView(
         base_url=url,
         base_url_source=url_source,
         api_key=key,
@@ -316,26 +410,28 @@ def resolve_target(
         env_name=name,
         env_source=name_source,
         config_file=config.path if config else None,
-        config_file_source=config.source if config else None,
+        config_file_source=config.source if config else unread,
         allow_insecure_http=allow_insecure_http,
         allow_insecure_http_source=insecure_source,
-        limits=resolve_limits(
-            limits or {},
-            environment.limits if environment is not None else {},
-            f"{config.path if config else CONFIG_FILE_NAME} [environments.{name}]",
-        ),
+        limits=resolved_limits,
         extra_fields=environment.extra_fields if environment is not None else None,
         extra_fields_source=(
             f"{config.path} [environments.{name}] extra_fields"
             if environment is not None and environment.extra_fields and config is not None
             else "default"
         ),
+        problems=tuple(problems),
+        missing_key=missing_key,
     )
 
 
 def _find_environment(
     config: ConfigFile | None, name: str, name_source: str, *, explicit: bool
 ) -> Environment | None:
+    if not _ENV_NAME.match(name):
+        raise ConfigError(
+            f"environment name {name!r} (from {name_source}) uses letters, digits, '-' and '_'"
+        )
     if config is None:
         return None
     environment = config.environments.get(name)
@@ -391,10 +487,14 @@ def _resolve_key(
         return read_key_file(api_key_file), f"--api-key-file {api_key_file}"
     variable = _key_variable(environment, name)
     if environ.get(variable, "").strip():
-        return ApiKey(environ[variable]), variable
+        return ApiKey(environ[variable], source=f"environment variable {variable}"), variable
     if environment is not None and environment.api_key_file is not None:
         path = environment.api_key_file
-        return read_key_file(path), f"[environments.{name}] api_key_file {path}"
+        key = read_key_file(path)
+        key.source = f"API key file {path} (api_key_file of [environments.{name}])"
+        return key, f"[environments.{name}] api_key_file {path}"
     if environ.get(ENV_API_KEY, "").strip():
-        return ApiKey(environ[ENV_API_KEY]), ENV_API_KEY
+        return ApiKey(
+            environ[ENV_API_KEY], source=f"environment variable {ENV_API_KEY}"
+        ), ENV_API_KEY
     return None, None

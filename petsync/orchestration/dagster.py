@@ -20,18 +20,20 @@ the job file stays the one configuration, cron and Dagster can take turns, and a
 cancelled in Dagster's UI stops as under SIGTERM, publishing nothing.
 
 The export can only fetch today's catalogue, so only today's partition (UTC) runs the
-export. A past partition whose snapshot is stored is reported from its manifest without any
-API request (the metadata says so); one with no stored snapshot fails, naming the date,
-instead of writing today's catalogue under an old date. A future partition fails too.
+export. The partitions begin at ``start_date`` or at the first night a snapshot is stored,
+whichever is later (no snapshot yet: today), read when the definitions load. A past partition
+whose snapshot is stored is reported from its manifest without any API request (the metadata
+says so). One with no stored snapshot is not fetchable: its run succeeds without
+materializing, skipped, with the reason in its log, an observation and the check's
+description, so a backfill goes on past it instead of failing on each night the API can no
+longer give; today's catalogue is never written under an old date. A future partition fails.
 """
 
 # No `from __future__ import annotations` here: Dagster reads the annotations of the decorated
 # functions (the context and resource parameters) when they are defined.
 
 import datetime as dt
-import hashlib
-import json
-import re
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,67 +42,24 @@ import dagster as dg
 
 from petsync.core.errors import ExitCode, PetsyncError
 from petsync.ops.jobfile import read_job_kind
-from petsync.ops.settings import resolve_target
-from petsync.orchestration.process import JobProcess, job_command, run_job
+from petsync.orchestration.dagster_import import ImportJob
+from petsync.orchestration.dagster_target import PetsyncTarget, asset_name, job_logger
+from petsync.orchestration.process import run_job
+
+__all__ = ["ExportJob", "ImportJob", "PetsyncTarget", "asset_name", "petsync_definitions"]
 
 # cron.example's nightly line: 02:30 UTC.
 DEFAULT_EXPORT_CRON = "30 2 * * *"
 DEFAULT_INBOX_INTERVAL_SECONDS = 60
 CHECK_NAME = "trustworthy"
-# The sensor's cursor remembers this many launched files (by content), newest last.
-CURSOR_FILES = 10_000
 
 Clock = Callable[[], dt.datetime]
+
+logger = logging.getLogger(__name__)
 
 
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-class PetsyncTarget(dg.ConfigurableResource):  # type: ignore[type-arg]
-    """Where a run's API key comes from: petsync's own rules, checked before the child starts.
-
-    Left empty it changes nothing: the child reads the key the way cron's run would
-    (``PETSYNC_<ENV>_API_KEY``, ``PETSYNC_API_KEY``, an ``api_key_file`` in petsync.toml).
-    ``api_key_file`` names a mode-600 file that wins over those, as ``--api-key-file`` does.
-    The key itself never passes through Dagster's config, logs or metadata; only where it
-    came from does.
-    """
-
-    api_key_file: str | None = None
-    config_file: str | None = None
-
-    def key_source(self, job_env: str | None, workdir: Path) -> str:
-        """Where the job's key would come from (``PETSYNC_PRODUCTION_API_KEY``, ...).
-
-        Raises :class:`dagster.Failure` with petsync's message when there is none.
-        """
-        try:
-            target = resolve_target(
-                base_url=None,
-                api_key_file=Path(self.api_key_file) if self.api_key_file else None,
-                environ=_environ(),
-                env_name=job_env,
-                env_source="job file",
-                config_path=Path(self.config_file) if self.config_file else None,
-                cwd=workdir,
-            )
-        except PetsyncError as exc:
-            raise dg.Failure(description=str(exc)) from exc
-        return target.api_key_source or "none"
-
-    def command(self, jobfile: Path, overrides: dict[str, str] | None = None) -> list[str]:
-        key_file = Path(self.api_key_file) if self.api_key_file else None
-        command = job_command(jobfile, overrides, api_key_file=key_file)
-        if self.config_file:
-            command[-1:-1] = ["--config", self.config_file]
-        return command
-
-
-def _environ() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 def petsync_definitions(
@@ -142,15 +101,6 @@ def petsync_definitions(
     )
 
 
-def asset_name(jobfile: Path, what: str) -> str:
-    """A job file's asset or job name: ``nightly-export.toml`` -> ``nightly_export_snapshot``.
-
-    >>> asset_name(Path("jobs/nightly-export.toml"), "snapshot")
-    'nightly_export_snapshot'
-    """
-    return re.sub(r"\W", "_", jobfile.stem) + "_" + what
-
-
 class ExportJob:
     """One export job file: its snapshot asset, history asset and schedule."""
 
@@ -166,9 +116,27 @@ class ExportJob:
             raise PetsyncError(f"job file {jobfile} [export]: out is required for Dagster")
         self.out = out if "://" in out else str(root / out)
         self.partitions = dg.DailyPartitionsDefinition(
-            start_date=str(start_date), timezone="UTC", end_offset=1
+            start_date=self.first_night(start_date).isoformat(), timezone="UTC", end_offset=1
         )
         self.snapshot_key = dg.AssetKey(asset_name(jobfile, "snapshot"))
+
+    def first_night(self, start_date: str | dt.date) -> dt.date:
+        """The first partition: ``start_date``, or the first night a snapshot is stored if
+        that is later (none yet: today, the first night that can be fetched). A store that
+        cannot be read now leaves ``start_date``, with a warning."""
+        from petsync.export.snapshot import list_snapshots
+
+        start = dt.date.fromisoformat(str(start_date))
+        today = self.clock().astimezone(dt.UTC).date()
+        try:
+            stored = [info.date for info in list_snapshots(self.out) if info.date <= today]
+        except PetsyncError as exc:
+            logger.warning(
+                "orchestration.snapshots_unreadable",
+                extra={"fields": {"out": self.out, "start_date": str(start), "error": str(exc)}},
+            )
+            return start
+        return max(start, stored[0] if stored else today)
 
     def snapshot_asset(self) -> dg.AssetsDefinition:
         job = self
@@ -180,17 +148,17 @@ class ExportJob:
             group_name="petsync",
             kinds={"parquet"},
             description=f"The nightly snapshot of `petsync run {self.jobfile}`.",
+            output_required=False,  # a past night with no stored snapshot is skipped
         )
-        def snapshot(
-            context: dg.AssetExecutionContext, petsync: PetsyncTarget
-        ) -> dg.MaterializeResult:  # type: ignore[type-arg]
-            return job.materialize(context, petsync)
+        def snapshot(context: dg.AssetExecutionContext, petsync: PetsyncTarget) -> Iterator[Any]:
+            yield from job.materialize(context, petsync)
 
         return snapshot
 
     def materialize(
         self, context: dg.AssetExecutionContext, petsync: PetsyncTarget
-    ) -> dg.MaterializeResult[None]:
+    ) -> Iterator[Any]:
+        """The partition's events: today's export, a stored night's report, or the skip."""
         date = dt.date.fromisoformat(context.partition_key)
         today = self.clock().astimezone(dt.UTC).date()
         if date > today:
@@ -199,9 +167,15 @@ class ExportJob:
                 "a snapshot is named after the night it was fetched"
             )
         if date < today:
-            return self._stored(context, date)
+            yield from self._stored(context, date)
+            return
+        yield self._fetched(context, petsync, date)
+
+    def _fetched(
+        self, context: dg.AssetExecutionContext, petsync: PetsyncTarget, date: dt.date
+    ) -> dg.MaterializeResult[None]:
         source = petsync.key_source(self.env, self.root)
-        outcome = run_job(petsync.command(self.jobfile), cwd=self.root, on_line=_logger(context))
+        outcome = run_job(petsync.command(self.jobfile), cwd=self.root, on_line=job_logger(context))
         if outcome.exit_code not in (int(ExitCode.OK), int(ExitCode.INCOMPLETE)):
             raise dg.Failure(
                 description=f"petsync run {self.jobfile} exited {outcome.exit_code}: "
@@ -222,25 +196,43 @@ class ExportJob:
             metadata=metadata, check_results=[_check_result(outcome.exit_code, summary)]
         )
 
-    def _stored(
-        self, context: dg.AssetExecutionContext, date: dt.date
-    ) -> dg.MaterializeResult[None]:
+    def _stored(self, context: dg.AssetExecutionContext, date: dt.date) -> Iterator[Any]:
         from petsync.export.snapshot import list_snapshots
 
         stored = {info.date: info for info in list_snapshots(self.out)}
         info = stored.get(date)
         if info is None or info.manifest is None:
-            raise dg.Failure(
-                description=f"no snapshot of {date} is stored under {self.out}, and the API "
-                "lists only today's catalogue: a past night cannot be fetched again (the "
-                "history asset rebuilds from the snapshots that are stored)"
-            )
+            yield from self._not_fetchable(context, date)
+            return
         context.log.info(f"partition {date}: the stored snapshot, no API request")
         summary = {"snapshot_path": str(info.path), **info.manifest}
         metadata = _snapshot_metadata(summary)
         metadata["fetched"] = dg.MetadataValue.bool(False)
         code = int(ExitCode.OK) if _trusted(summary) else int(ExitCode.INCOMPLETE)
-        return dg.MaterializeResult(metadata=metadata, check_results=[_check_result(code, summary)])
+        yield dg.MaterializeResult(metadata=metadata, check_results=[_check_result(code, summary)])
+
+    def _not_fetchable(self, context: dg.AssetExecutionContext, date: dt.date) -> Iterator[Any]:
+        """A past night with no stored snapshot: skipped, saying why (never a failure that
+        would stop a backfill, never today's catalogue under an old date)."""
+        reason = (
+            f"partition {date} is not fetchable: no snapshot of {date} is stored under "
+            f"{self.out}, and the API lists only today's catalogue, so a past night cannot be "
+            "fetched again; skipped (the history asset rebuilds from the snapshots that are "
+            "stored)"
+        )
+        context.log.warning(reason)
+        yield dg.AssetObservation(
+            asset_key=self.snapshot_key,
+            partition=date.isoformat(),
+            metadata={"fetchable": False, "reason": reason},
+        )
+        yield dg.AssetCheckResult(
+            check_name=CHECK_NAME,
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=reason,
+            metadata={"fetchable": False},
+        )
 
     def history_asset(self) -> dg.AssetsDefinition:
         out = self.out
@@ -333,134 +325,3 @@ def _snapshot_metadata(summary: dict[str, Any]) -> dict[str, Any]:
         "duration_seconds": float(summary.get("duration_seconds") or 0.0),
         "complete": bool(summary.get("complete")),
     }
-
-
-def _logger(context: Any) -> Callable[[str], None]:
-    def log(line: str) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            context.log.info(line)
-            return
-        level = event.get("level") if isinstance(event, dict) else None
-        {"error": context.log.error, "warning": context.log.warning}.get(
-            str(level), context.log.info
-        )(line)
-
-    return log
-
-
-class ImportJob:
-    """One import job file: a job that imports one file, and the sensor over its inbox."""
-
-    def __init__(self, root: Path, jobfile: Path):
-        kind, table = read_job_kind(root / jobfile)
-        if kind != "import":
-            raise PetsyncError(f"job file {jobfile}: an import job was expected, it holds [{kind}]")
-        files = table.get("file")
-        patterns = [files] if isinstance(files, str) else files if isinstance(files, list) else []
-        if not patterns or not all(isinstance(p, str) for p in patterns):
-            raise PetsyncError(f"job file {jobfile} [import]: file (the inbox glob) is required")
-        self.root, self.jobfile, self.patterns = root, jobfile, [str(p) for p in patterns]
-        env = table.get("env")
-        self.env = env if isinstance(env, str) else None
-
-    def job(self) -> dg.JobDefinition:
-        importer = self
-
-        @dg.op(
-            name=asset_name(self.jobfile, "import_file"),
-            config_schema={"file": str},
-            out=dg.Out(dg.Nothing),
-        )
-        def import_file(context: dg.OpExecutionContext, petsync: PetsyncTarget) -> None:
-            importer.run_file(context, petsync, context.op_config["file"])
-
-        @dg.job(name=asset_name(self.jobfile, "import"))
-        def import_job() -> None:
-            import_file()
-
-        return import_job
-
-    def run_file(self, context: Any, petsync: PetsyncTarget, file: str) -> JobProcess:
-        petsync.key_source(self.env, self.root)
-        command = petsync.command(self.jobfile, {"file": json.dumps(file)})
-        outcome = run_job(command, cwd=self.root, on_line=_logger(context))
-        summary = outcome.summary or {}
-        # One file's report is the summary itself; several come under "imports".
-        reports = summary.get("imports", [summary] if "source" in summary else [])
-
-        def count(*names: str) -> int:
-            return sum(int(report.get(name) or 0) for report in reports for name in names)
-
-        context.add_output_metadata(
-            {
-                "file": file,
-                "rows_read": count("rows_read"),
-                "created": count("created"),
-                "already_created": count("already_created"),
-                "rejected": count("rejected_local", "rejected_api"),
-                "uncertain": count("uncertain"),
-                "pending": count("pending"),
-                "output_files": dg.MetadataValue.json([r.get("files") for r in reports]),
-                "exit_code": outcome.exit_code,
-            }
-        )
-        if outcome.exit_code not in (int(ExitCode.OK), int(ExitCode.INCOMPLETE)):
-            raise dg.Failure(
-                description=f"petsync run {self.jobfile} --set file={file} exited "
-                f"{outcome.exit_code}: " + outcome.error_message(),
-                metadata={"exit_code": outcome.exit_code},
-            )
-        return outcome
-
-    def inbox(self) -> list[Path]:
-        """The files the job's globs match now, relative to the working directory."""
-        from petsync.importer.inbox import expand_inputs
-
-        return [
-            path.relative_to(self.root) if path.is_absolute() else path
-            for path in expand_inputs([str(self.root / pattern) for pattern in self.patterns])
-        ]
-
-    def sensor(self, job: dg.JobDefinition, interval: int) -> dg.SensorDefinition:
-        importer = self
-
-        @dg.sensor(
-            name=asset_name(self.jobfile, "inbox"),
-            job=job,
-            minimum_interval_seconds=interval,
-        )
-        def inbox(context: dg.SensorEvaluationContext) -> Iterator[dg.RunRequest]:
-            yield from importer.new_files(context)
-
-        return inbox
-
-    def new_files(self, context: dg.SensorEvaluationContext) -> Iterator[dg.RunRequest]:
-        """One run per file whose content was never launched (the journal's own key)."""
-        launched: list[str] = json.loads(context.cursor) if context.cursor else []
-        seen = set(launched)
-        op = asset_name(self.jobfile, "import_file")
-        for path in self.inbox():
-            digest = _sha256(self.root / path)
-            if digest is None or digest in seen:
-                continue
-            seen.add(digest)
-            launched.append(digest)
-            yield dg.RunRequest(
-                run_key=digest,
-                run_config={"ops": {op: {"config": {"file": str(path)}}}},
-                tags={"petsync/file": str(path)},
-            )
-        context.update_cursor(json.dumps(launched[-CURSOR_FILES:]))
-
-
-def _sha256(path: Path) -> str | None:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return None  # gone or unreadable since the glob: the next tick sees it again
-    return digest.hexdigest()

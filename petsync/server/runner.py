@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import email.utils
 import logging
 import signal
 import socket
@@ -43,6 +45,18 @@ class _PromptServer(uvicorn.Server):
 
     _loop: asyncio.AbstractEventLoop | None = None
     _wake: asyncio.Event | None = None
+    fixed_date: bytes | None = None  # the Date header every answer carries; None: the time now
+
+    async def on_tick(self, counter: int) -> bool:
+        stop = await super().on_tick(counter)
+        self.stamp_date()  # uvicorn has just put the time now in the Date header
+        return stop
+
+    def stamp_date(self) -> None:
+        """Put :attr:`fixed_date` (else the time now) in the Date header of the next answers."""
+        date = self.fixed_date or email.utils.formatdate(usegmt=True).encode()
+        others = [item for item in self.server_state.default_headers if item[0] != b"date"]
+        self.server_state.default_headers = [(b"date", date), *others]
 
     async def main_loop(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -103,6 +117,17 @@ class RunningServer:
     def faults(self) -> Faults:
         """The live fault switches: change a field and the next request sees it."""
         return self.config.faults
+
+    def serve_date(self, when: dt.datetime | None) -> None:
+        """Send ``when`` as every answer's ``Date`` header from now on: a server whose clock
+        is stopped there (a test's wrong clock, with no waiting); None: the time now again."""
+        stamp = (
+            None
+            if when is None
+            else email.utils.format_datetime(when.astimezone(dt.UTC), usegmt=True)
+        )
+        self._server.fixed_date = None if stamp is None else stamp.encode()
+        self._server.stamp_date()
 
     @property
     def running(self) -> bool:

@@ -97,9 +97,50 @@ def test_check_exits_3_when_the_key_is_refused(
     assert result.exit_code == 3
     assert result.stderr == (
         f"Error: the API at {BASE} refused the API key (HTTP 401, unauthorized: bad key); check "
-        "the key set for this environment (PETSYNC_API_KEY or --api-key-file)\n"
+        "the key in environment variable PETSYNC_API_KEY: that is where this one was read\n"
     )
     assert result.stdout == ""
+
+
+def test_a_refused_key_names_the_environment_variable_it_came_from(
+    api: respx.MockRouter, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.get(PETS).respond(401, json={"code": "unauthorized", "message": "no", "status": 401})
+    monkeypatch.setenv("PETSYNC_STAGING_API_KEY", "staging-key-1")
+    result = run("check", "--base-url", BASE, "--env", "staging", key=None)
+    assert result.exit_code == 3
+    assert "check the key in environment variable PETSYNC_STAGING_API_KEY:" in result.stderr
+    assert "PETSYNC_API_KEY" not in result.stderr.replace("PETSYNC_STAGING_API_KEY", "")
+
+
+def test_a_refused_key_names_the_key_file_it_came_from(
+    api: respx.MockRouter, run: Callable[..., Result], tmp_path: Path
+) -> None:
+    api.get(PETS).respond(401, json={"code": "unauthorized", "message": "no", "status": 401})
+    key_file = tmp_path / "key"
+    key_file.write_text("file-key-42\n")
+    key_file.chmod(0o600)
+    result = run("check", "--base-url", BASE, "--api-key-file", str(key_file), key=None)
+    assert result.exit_code == 3
+    assert f"check the key in API key file {key_file}: that is where" in result.stderr
+
+
+def test_a_refused_key_names_the_environments_key_file(
+    api: respx.MockRouter, run: Callable[..., Result], tmp_path: Path
+) -> None:
+    api.get(PETS).respond(401, json={"code": "unauthorized", "message": "no", "status": 401})
+    key_file = tmp_path / "staging.key"
+    key_file.write_text("file-key-43\n")
+    key_file.chmod(0o600)
+    (tmp_path / "petsync.toml").write_text(
+        f'[environments.staging]\nbase_url = "{BASE}"\napi_key_file = "{key_file}"\n'
+    )
+    result = run("check", "--env", "staging", key=None)
+    assert result.exit_code == 3
+    assert (
+        f"check the key in API key file {key_file} (api_key_file of [environments.staging])"
+        in result.stderr
+    )
 
 
 def test_check_without_a_base_url_exits_2(run: Callable[..., Result]) -> None:

@@ -405,6 +405,7 @@ def test_config_show_redacts_the_key_and_names_every_source(workdir: Path) -> No
         "retries       5  [default]",
         "retry budget  300 s  [default]",
         "max response  32 MiB  [default]",
+        "ready: a command has the base URL and key it needs",
     ]
     assert key not in result.output
 
@@ -448,11 +449,17 @@ def test_config_show_refuses_a_key_file_others_can_read(workdir: Path) -> None:
     key_file = workdir / "staging.key"
     key_file.write_text("sk-STAGING-FILE")
     key_file.chmod(0o644)
-    result = invoke(["config", "show", "--env", "staging"])
+    result = invoke(["config", "show", "--env", "staging", "--check"])
     assert result.exit_code == 2
-    assert result.stderr == (
-        f"Error: API key file {key_file} is readable by group or others (mode 644); "
-        f"fix it with: chmod 600 {key_file}\n"
+    refusal = (
+        f"API key file {key_file} is readable by group or others (mode 644); "
+        f"fix it with: chmod 600 {key_file}"
+    )
+    assert result.stderr == f"Error: not ready: {refusal}\n"
+    assert f"  - {refusal}" in result.stdout.splitlines()
+    assert (
+        "API key       not set  [refused: see what a command would still need]"
+        in result.stdout.splitlines()
     )
 
 
@@ -472,7 +479,7 @@ def test_config_option_points_at_another_file(workdir: Path, tmp_path: Path) -> 
 
 def test_plain_http_to_a_remote_host_needs_the_flag(workdir: Path) -> None:
     args = ["config", "show", "--base-url", "http://petstore.example.com/v1"]
-    refused = invoke(args)
+    refused = invoke([*args, "--check"])
     assert refused.exit_code == 2
     assert "uses plain http to a host that is not loopback" in refused.stderr
     assert refused.stderr.endswith("(base URL from --base-url)\n")

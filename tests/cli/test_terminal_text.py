@@ -86,14 +86,18 @@ def test_text_logs_escape_control_characters_in_values() -> None:
     stream = io.StringIO()
     handle = configure_logging("text", stream=stream, level="info")
     try:
-        logging.getLogger("petsync.test").warning(
-            f"event{HOSTILE}", extra={"fields": {"name": f"Rex{HOSTILE}", "note": "a b\x1b"}}
-        )
+        fields = {"name": f"Rex{HOSTILE}", "note": "a b\x1b"}
+        logging.getLogger("petsync.test").info(f"event{HOSTILE}", extra={"fields": fields})
+        logging.getLogger("petsync.test").warning(f"event{HOSTILE}", extra={"fields": fields})
     finally:
         handle.close()
 
-    line = stream.getvalue()
-    assert "\x1b" not in line and "\x07" not in line
-    assert line.rstrip("\n").endswith(
+    info, warning = stream.getvalue().splitlines()
+    assert "\x1b" not in stream.getvalue() and "\x07" not in stream.getvalue()
+    assert info.endswith(
         'event\\x1b[2J\\x1b]0;owned\\x07 name=Rex\\x1b[2J\\x1b]0;owned\\x07 note="a b\\u001b"'
+    )
+    assert warning == (  # a warning reads as a sentence, escaped the same way
+        "Warning: event\\x1b[2J\\x1b]0;owned\\x07 (name: Rex\\x1b[2J\\x1b]0;owned\\x07, "
+        "note: a b\\x1b)"
     )

@@ -190,7 +190,7 @@ def test_401_names_the_base_url_never_the_key(api: respx.MockRouter, fake_clock:
         _list(_client(fake_clock))
     assert str(caught.value) == (
         f"the API at {BASE} refused the API key (HTTP 401, unauthorized: bad key ***); check "
-        "the key set for this environment (PETSYNC_API_KEY or --api-key-file)"
+        "the key this client was given"
     )
     assert caught.value.exit_code == ExitCode.AUTH
     assert len(api.calls) == 1

@@ -178,10 +178,11 @@ def test_every_cron_line_does_what_the_page_says() -> None:
     said = section(SCHEDULING, "What each cron line does")
 
     for job, line in crontab_commands().items():
-        assert "cd /var/lib/petsync && set -a && . /etc/petsync/env && set +a" in line
+        assert "cd /var/lib/petsync && start=$(" in line
+        assert "&& set -a && . /etc/petsync/env && set +a" in line
         assert f"petsync --log-format json --log-level info run --json jobs/{job}.toml" in line
-        assert f"tail -n 20 logs/{job}.log" in line
-    for words in ("`/var/lib/petsync`", "`/etc/petsync/env`", "`set -a`", "last 20 log lines"):
+        assert f"tail -c +$((start + 1)) logs/{job}.log | tail -n 50" in line
+    for words in ("`/var/lib/petsync`", "`/etc/petsync/env`", "`set -a`", "the last 50"):
         assert words in said
 
 

@@ -155,11 +155,26 @@ def test_refused_key_is_mailed_with_the_exit_code_and_the_log_tail(host: Host) -
     assert first == (
         "petsync nightly-export failed with exit 3 (1 failure, 2 config, 3 key refused, "
         "4 incomplete, 69 petsync not found on PATH, 75 another run holds the lock, 127 flock "
-        f"not found, 143 stopped); end of {host.work}/logs/nightly-export.log:"
+        f"not found, 143 stopped); this run's lines of {host.work}/logs/nightly-export.log "
+        "(the last 50 at most):"
     )
     assert '"level": "error"' in tail[-1] and '"exit_code": 3' in tail[-1]
     assert "wrong-key-for-cron" not in done.stderr
     assert "wrong-key-for-cron" not in (host.work / "logs" / "nightly-export.log").read_text()
+
+
+def test_the_mail_holds_only_the_failed_runs_lines_not_the_night_before(host: Host) -> None:
+    assert host.run("nightly-export").returncode == 0  # a good night: its long summary line
+    before = len(log_entries(host, "nightly-export"))
+    host.env_file.write_text("PETSYNC_PRODUCTION_API_KEY=wrong-key-for-cron\n")
+
+    done = host.run("nightly-export")
+
+    assert done.returncode == 3
+    mailed = [json.loads(line) for line in done.stderr.splitlines()[1:]]
+    assert mailed == log_entries(host, "nightly-export")[before:]  # exactly this run's lines
+    assert not any("snapshot_path" in entry for entry in mailed)  # not last night's summary
+    assert mailed[-1]["fields"]["exit_code"] == 3
 
 
 def test_overlapping_run_is_skipped_and_mailed(host: Host) -> None:

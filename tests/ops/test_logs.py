@@ -81,15 +81,18 @@ def test_known_key_is_redacted_in_fields_event_and_traceback(
 def test_a_short_key_mangles_no_other_word(stream: io.StringIO, log_format: str) -> None:
     handle = configure_logging(log_format, stream=stream, level="info", keys=[ApiKey("x")])
     try:
+        log.info("done", extra={"fields": {"exit_code": 2, "message": "x is no max"}})
         log.error("error", extra={"fields": {"exit_code": 2, "message": "x is no max"}})
     finally:
         handle.close()
-    line = stream.getvalue()
-    assert "exit_code" in line and "max" in line
+    info, error = stream.getvalue().splitlines()
+    assert "exit_code" in info and "max" in info
     if log_format == "json":
-        assert json.loads(line)["fields"] == {"exit_code": 2, "message": "*** is no max"}
+        assert json.loads(info)["fields"] == {"exit_code": 2, "message": "*** is no max"}
+        assert json.loads(error)["fields"] == {"exit_code": 2, "message": "*** is no max"}
     else:
-        assert line.rstrip("\n").endswith(' error exit_code=2 message="*** is no max"')
+        assert info.endswith(' done exit_code=2 message="*** is no max"')
+        assert error == "Error: *** is no max"  # a person's sentence; "max" stays whole
 
 
 def test_a_key_with_a_quote_leaves_the_line_valid_json(stream: io.StringIO) -> None:

@@ -43,6 +43,11 @@ def workdir(isolated: Path) -> Path:
 
 def served(workdir: Path, monkeypatch: pytest.MonkeyPatch, srv: RunningServer) -> dg.Definitions:
     install_jobs(workdir, srv)
+    return loaded(monkeypatch, srv)
+
+
+def loaded(monkeypatch: pytest.MonkeyPatch, srv: RunningServer) -> dg.Definitions:
+    """The definitions as Dagster loads them now (the partitions read the stored nights)."""
     monkeypatch.setenv("PETSYNC_PRODUCTION_API_KEY", srv.api_key.reveal())
     return petsync_definitions(
         export_jobs=[EXPORT_JOB], import_jobs=[IMPORT_JOB], start_date="2026-01-01"
@@ -103,10 +108,10 @@ def test_a_past_partition_is_read_from_its_stored_snapshot_without_a_request(
     workdir: Path, monkeypatch: pytest.MonkeyPatch, petstore_server: Callable[..., RunningServer]
 ) -> None:
     srv = petstore_server(seed_pets=40)
-    defs = served(workdir, monkeypatch, srv)
     past = utc_today() - dt.timedelta(days=3)
     client = ClientConfig(srv.base_url, srv.api_key)
     run_export(ExportConfig(client=client, out_dir=workdir / "snapshots"), today=past)
+    defs = served(workdir, monkeypatch, srv)
     srv.stop()  # any request now would fail
     result = materialize(defs, past)
     assert result.success
@@ -116,18 +121,60 @@ def test_a_past_partition_is_read_from_its_stored_snapshot_without_a_request(
     assert check_passed(result)
 
 
-def test_a_past_partition_with_no_stored_snapshot_fails_and_writes_nothing(
+def stored_night(workdir: Path, srv: RunningServer, day: dt.date) -> None:
+    client = ClientConfig(srv.base_url, srv.api_key)
+    run_export(ExportConfig(client=client, out_dir=workdir / "snapshots"), today=day)
+
+
+def first_partition(defs: dg.Definitions) -> str:
+    (snapshot,) = [a for a in defs.assets or [] if SNAPSHOT in getattr(a, "keys", ())]
+    return snapshot.partitions_def.get_first_partition_key()  # type: ignore[union-attr, no-any-return]
+
+
+def test_the_partitions_begin_at_the_first_stored_night_or_start_date_the_later(
     workdir: Path, monkeypatch: pytest.MonkeyPatch, petstore_server: Callable[..., RunningServer]
 ) -> None:
-    defs = served(workdir, monkeypatch, petstore_server(seed_pets=10))
-    past = utc_today() - dt.timedelta(days=2)
-    result = materialize(defs, past, raise_on_error=False)
-    assert not result.success
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
-    message = failure.step_failure_data.error.message  # type: ignore[union-attr]
-    assert f"no snapshot of {past} is stored" in message
-    assert "cannot be fetched again" in message
-    assert not (workdir / "snapshots" / "pets").exists()
+    srv = petstore_server(seed_pets=5)
+    install_jobs(workdir, srv)
+    today = utc_today()
+    assert first_partition(loaded(monkeypatch, srv)) == today.isoformat()  # none stored yet
+    stored_night(workdir, srv, dt.date(2026, 3, 2))
+    assert first_partition(loaded(monkeypatch, srv)) == "2026-03-02"
+    later = petsync_definitions(export_jobs=[EXPORT_JOB], start_date="2026-05-01")
+    assert first_partition(later) == "2026-05-01"
+
+
+def test_a_past_partition_with_no_stored_snapshot_is_skipped_not_failed(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, petstore_server: Callable[..., RunningServer]
+) -> None:
+    srv = petstore_server(seed_pets=10)
+    stored_night(workdir, srv, utc_today() - dt.timedelta(days=3))
+    defs = served(workdir, monkeypatch, srv)
+    gap = utc_today() - dt.timedelta(days=2)  # a night the job did not run
+
+    result = dg.materialize(
+        list(defs.assets or []),  # type: ignore[arg-type]
+        partition_key=gap.isoformat(),
+        resources={"petsync": PetsyncTarget()},
+    )
+
+    assert result.success  # a backfill goes on past it
+    assert result.get_asset_materialization_events() == []
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert evaluation.description is not None
+    assert f"partition {gap} is not fetchable: no snapshot of {gap} is stored" in (
+        evaluation.description
+    )
+    assert "a past night cannot be fetched again; skipped" in evaluation.description
+    (observed,) = [e for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+    metadata = observed.asset_observation_data.asset_observation.metadata  # type: ignore[union-attr]
+    assert metadata["fetchable"].value is False
+    skipped = [e.step_key for e in result.all_events if e.event_type_value == "STEP_SKIPPED"]
+    assert skipped == ["nightly_export_history"]  # nothing to fold in for that night
+    assert sorted(p.name for p in (workdir / "snapshots" / "pets").iterdir()) == [
+        f"snapshot_date={utc_today() - dt.timedelta(days=3)}"
+    ]  # today's catalogue was not written under the old date
 
 
 def test_a_future_partition_fails(
@@ -184,10 +231,14 @@ def test_a_cancelled_run_stops_the_export_as_sigterm_does_and_publishes_nothing(
 def test_the_schedule_asks_for_the_night_it_runs_on(
     workdir: Path, monkeypatch: pytest.MonkeyPatch, petstore_server: Callable[..., RunningServer]
 ) -> None:
-    defs = served(workdir, monkeypatch, petstore_server())
+    install_jobs(workdir, petstore_server())
+    night = dt.datetime(2026, 11, 25, 2, 30, tzinfo=dt.UTC)
+    # Loaded that night, before any snapshot: the partitions begin with that night.
+    defs = petsync_definitions(
+        export_jobs=[EXPORT_JOB], start_date="2026-01-01", clock=lambda: night
+    )
     schedule = defs.resolve_schedule_def("nightly_export_schedule")
     assert schedule.cron_schedule == "30 2 * * *"  # cron.example's line
-    night = dt.datetime(2026, 11, 25, 2, 30, tzinfo=dt.UTC)
     repository = defs.get_repository_def()
     context = dg.build_schedule_context(scheduled_execution_time=night, repository_def=repository)
     (request,) = schedule.evaluate_tick(context).run_requests or []

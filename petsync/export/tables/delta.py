@@ -226,6 +226,22 @@ def list_delta_snapshots(location: Location) -> list[SnapshotInfo]:
     return [found[date] for date in sorted(found)]
 
 
+def data_sizes(location: Location) -> dict[dt.date, int]:
+    """Bytes of the table's current data files, by snapshot date (``petsync snapshots``)."""
+    import pyarrow as pa
+
+    table = open_table(location)
+    if table is None:
+        return {}
+    actions = pa.table(table.get_add_actions(flatten=True))
+    sizes: dict[dt.date, int] = {}
+    dates = actions.column(f"partition.{PARTITION_KEY}").to_pylist()
+    for date, size in zip(dates, actions.column("size_bytes").to_pylist(), strict=True):
+        day = dt.date.fromisoformat(str(date))
+        sizes[day] = sizes.get(day, 0) + int(size)
+    return sizes
+
+
 def _manifest_of(commit: dict[str, Any]) -> dict[str, Any] | None:
     text = commit.get(MANIFEST_KEY)
     if not isinstance(text, str):

@@ -275,6 +275,20 @@ def list_iceberg_snapshots(location: Location) -> list[SnapshotInfo]:
     return [found[date] for date in sorted(found)]
 
 
+def data_sizes(location: Location) -> dict[dt.date, int]:
+    """Bytes of the table's current data files, by snapshot date (``petsync snapshots``)."""
+    table = open_table(location)
+    if table is None:
+        return {}
+    files = table.inspect.files().select(["partition", "file_size_in_bytes"]).to_pylist()
+    sizes: dict[dt.date, int] = {}
+    for entry in files:
+        day = entry["partition"][PARTITION_KEY]
+        if isinstance(day, dt.date):
+            sizes[day] = sizes.get(day, 0) + int(entry["file_size_in_bytes"])
+    return sizes
+
+
 def _manifest_of(snapshot: Any) -> dict[str, Any] | None:
     summary = snapshot.summary
     properties = summary.additional_properties if summary is not None else {}
