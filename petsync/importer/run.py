@@ -180,8 +180,16 @@ def _run_checked(
                     raise
                 journal.sync()
                 _count_sent(report, sent)
-        written = write_outputs(checked, paths, journal, ledger)
+        try:
+            written = write_outputs(checked, paths, journal, ledger)
+        except Exception as exc:
+            if journal is None or not report.created:
+                raise
+            # Pets were created: say so, and what failed, rather than lose the count.
+            _outputs_failed(report, exc, paths)
+            return _finish(report, client, config, clock, started)
         _count_written(report, written)
+        report.notices.extend(written.notices)
         report.files = dict(written.files)
         if journal is not None:
             report.files["journal"] = str(paths.journal)
@@ -193,6 +201,16 @@ def _run_checked(
             report.journal_fsyncs = journal.fsyncs
             report.journal_fsync_seconds = journal.fsync_seconds
             journal.close()
+    return _finish(report, client, config, clock, started)
+
+
+def _finish(
+    report: ImportReport,
+    client: ImportClient | None,
+    config: ImportConfig,
+    clock: Callable[[], float],
+    started: float,
+) -> ImportReport:
     if client is not None and not config.dry_run:
         report.requests = client.requests
         report.retries = client.retries
@@ -202,6 +220,18 @@ def _run_checked(
         extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
     )
     return report
+
+
+def _outputs_failed(report: ImportReport, exc: Exception, paths: OutputPaths) -> None:
+    """The write pass failed after pets were created: a stop that says what and why."""
+    logger.debug("import_outputs_failed", exc_info=exc)
+    why = str(exc) if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
+    report.stop = PetsyncError(
+        f"{report.created} pets were created (the journal {paths.journal} records them), "
+        f"but the output files could not be written: {why}. Fix that, then re-run the same "
+        "command: it sends nothing twice and writes the files"
+    )
+    report.stopped_reason = "the output files could not be written"
 
 
 def _list_before_sending(

@@ -5,7 +5,8 @@ Encoding, first rule that applies:
 1. ``encoding=`` given (``--encoding``): decode strictly with it (a UTF-8 BOM is still
    dropped when the encoding is UTF-8).
 2. A UTF-8 byte-order mark: UTF-8, BOM removed. A UTF-16 BOM: UTF-16. NUL bytes without a
-   BOM (UTF-16 that lost its mark) stop the read with the ``--encoding`` to pass.
+   BOM: UTF-16 that lost its mark, little- or big-endian by the side its NULs are on, if
+   the whole file decodes so; else the read stops with the ``--encoding`` to pass.
 3. The whole file decodes as strict UTF-8: UTF-8.
 4. Otherwise cp1252 (what Excel on Windows writes), with a notice for the summary; a byte
    cp1252 does not define stops the read. Replacement characters are never produced.
@@ -145,6 +146,10 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
             raise _decode_error(path, "utf-16", error)
         return sha256, "utf-16", "utf-16 (BOM)", None
     if b"\x00" in head:
+        # UTF-16 that lost its mark: text in Latin letters has its NULs on one side.
+        order = _utf16_order(head)
+        if order is not None and _decode_all(path, order)[2] is None:
+            return sha256, order, f"{order} (no BOM)", None
         raise InputError(
             f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark "
             "does; pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
@@ -163,6 +168,19 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
         "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
     )
     return sha256, "cp1252", "cp1252", notice
+
+
+def _utf16_order(head: bytes) -> str | None:
+    """``utf-16-le`` or ``utf-16-be`` when the NULs of ``head`` sit on one side of its
+    byte pairs (as in UTF-16 text of mostly Latin letters), else None."""
+    pairs = len(head) // 2
+    odd = head[1 : pairs * 2 : 2].count(0)
+    even = head[0 : pairs * 2 : 2].count(0)
+    if odd > pairs // 2 and even == 0:
+        return "utf-16-le"
+    if even > pairs // 2 and odd == 0:
+        return "utf-16-be"
+    return None
 
 
 def _head(path: Path) -> bytes:
