@@ -35,6 +35,9 @@ class ImportConfig:
     max_errors: int | None = None
     out_dir: Path | None = None
     journal_path: Path | None = None
+    # The journals' home for this API (petsync.importer.journal_home); None keeps them in
+    # the output folder's .petsync/journals, as before.
+    journal_home: Path | None = None
     resend_uncertain: bool = False
     settle: bool = False
     # List the pets that exist already before the first POST, so --settle can also find

@@ -37,6 +37,7 @@ from petsync.importer.baseline import take_baseline
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, unfinished_journals
+from petsync.importer.journal_home import journal_folder, make_home
 from petsync.importer.output_paths import OutputPaths, check_writable
 from petsync.importer.output_rows import Outcome
 from petsync.importer.outputs import WrittenOutputs, write_outputs
@@ -107,11 +108,20 @@ def _run_checked(
         raise stop.error(
             f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
         )
+    journal_file = config.journal_path
+    if journal_file is None:
+        folder = journal_folder(
+            config.out_dir if config.out_dir is not None else config.path.parent,
+            config.journal_home,
+            checked.sha256,
+            checked.origin,
+        )
+        journal_file = folder / f"{checked.sha256}.jsonl"
     paths = OutputPaths.for_input(
         config.path,
         config.out_dir,
         sha256=checked.sha256,
-        journal=config.journal_path,
+        journal=journal_file,
         fed_back=checked.petsync_written,
     )
     check_writable(paths.directory, "output files")
@@ -122,6 +132,8 @@ def _run_checked(
         ledger = load_ledger(paths.journal.parent, checked.origin, None, checked.invalid_rows)
     if not config.dry_run:
         journals = paths.journal.parent
+        if journals == config.journal_home:
+            make_home(journals)
         check_writable(journals, "journal")
         # Every import of the rows of one first file holds the lock of its journal: two
         # fixes of one row must not both send it (see petsync.importer.provenance). The
@@ -130,13 +142,18 @@ def _run_checked(
         if checked.fed_back and not _has_content(first):
             report.notices.append(
                 f"the journal of the first file these rows came from is not in {journals} "
-                "(its import used another output folder, or it was moved): if so, import "
-                "this file with that --out-dir, or rows created there could be created again"
+                "(its import used another state directory, API or output folder, or it was "
+                "moved): if so, import this file with that --state-dir or --out-dir, or rows "
+                "created there could be created again"
             )
         if paths.journal != first:
             held.enter_context(origin_lock(journals, checked.origin))
         journal = Journal.open(
-            paths.journal, source=config.path, sha256=checked.sha256, settings=checked.settings
+            paths.journal,
+            source=config.path,
+            sha256=checked.sha256,
+            settings=checked.settings,
+            outputs=paths.directory,
         )
         try:
             if checked.fed_back:
@@ -195,7 +212,9 @@ def _run_checked(
             report.files["journal"] = str(paths.journal)
             journal.record_summary(pending=report.pending, uncertain=report.uncertain)
             if not journal.resumed and config.journal_path is None:
-                report.notices.extend(_earlier_unfinished(paths.journal, config.path))
+                report.notices.extend(
+                    _earlier_unfinished(paths.journal, config.path, paths.directory)
+                )
     finally:
         if journal is not None:
             report.journal_fsyncs = journal.fsyncs
@@ -274,11 +293,11 @@ def _has_content(path: Path) -> bool:
         return False
 
 
-def _earlier_unfinished(journal: Path, source: Path) -> list[str]:
+def _earlier_unfinished(journal: Path, source: Path, outputs: Path) -> list[str]:
     """Notes on earlier files of this name whose rows are not all done (a new file replaced
     one that was not finished: its pending and uncertain rows would be forgotten)."""
     notes = []
-    for old in unfinished_journals(journal.parent, source.name, journal):
+    for old in unfinished_journals(journal.parent, source.name, journal, outputs):
         left = (
             "was stopped mid-run"
             if old.pending is None

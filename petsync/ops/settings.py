@@ -32,6 +32,8 @@ from a config or job file; a key file that group or others can read is refused w
     api_key_file = "~/.config/petsync/staging.key"   # relative paths: to this file's folder
     timeout = 120                                    # and the other client limits
     extra_fields = "keep"                            # fields beyond the interface's
+    state_dir = "/srv/petsync/state"                 # petsync import: the journals' home
+    category_map = "categories.csv"                  # petsync import: category names
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ ENV_CONFIG = "PETSYNC_CONFIG"  # names the config file
 DEFAULT_ENV = "production"
 CONFIG_FILE_NAME = "petsync.toml"
 _STRING_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file", "extra_fields")
-ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + LIMIT_KEYS
+# Paths an environment may set for the import: its journals' state folder, its category map.
+_PATH_KEYS: tuple[str, ...] = ("state_dir", "category_map")
+ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + _PATH_KEYS + LIMIT_KEYS
 
 _ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 # Key names that would put a secret into a config or job file; refused with the way out.
@@ -72,6 +76,7 @@ class Environment:
     api_key_file: Path | None = None
     limits: Mapping[str, float | int] = field(default_factory=dict)  # by LIMIT_KEYS name
     extra_fields: str | None = None  # the export's --extra-fields for this environment
+    paths: Mapping[str, Path] = field(default_factory=dict)  # by _PATH_KEYS name
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,8 @@ class Target:
     limits: ClientLimits = field(default_factory=ClientLimits)
     extra_fields: str | None = None  # the environment's extra_fields setting, if any
     extra_fields_source: str = "default"
+    # The environment's state_dir and category_map (petsync import), with where each is set.
+    paths: Mapping[str, tuple[Path, str]] = field(default_factory=dict)
 
     def client_config(self, *, pagination: PaginationStyle | None = None) -> ClientConfig:
         """The :class:`ClientConfig` for this target; ``pagination`` None keeps its default.
@@ -243,12 +250,10 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
         values[key] = value.strip()
     if "api_key_env" in values and "api_key_file" in values:
         raise ConfigError(f"{where}: set api_key_env or api_key_file, not both")
-    key_file: Path | None = None
-    if "api_key_file" in values:
-        raw = values["api_key_file"]
-        key_file = home / raw[2:] if raw.startswith("~/") else Path(raw)
-        if not key_file.is_absolute():
-            key_file = path.parent / key_file
+    key_file = (
+        _config_path(values["api_key_file"], path, home) if "api_key_file" in values else None
+    )
+    paths = {key: _config_path(values[key], path, home) for key in _PATH_KEYS if key in values}
     return Environment(
         name=name,
         base_url=values.get("base_url"),
@@ -256,7 +261,14 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
         api_key_file=key_file,
         limits=limits,
         extra_fields=values.get("extra_fields"),
+        paths=paths,
     )
+
+
+def _config_path(raw: str, path: Path, home: Path) -> Path:
+    """A path in a config file: ``~/`` is the home, a relative one the file's folder."""
+    found = home / raw[2:] if raw.startswith("~/") else Path(raw)
+    return found if found.is_absolute() else path.parent / found
 
 
 def resolve_target(
@@ -329,6 +341,11 @@ def resolve_target(
             if environment is not None and environment.extra_fields and config is not None
             else "default"
         ),
+        paths={
+            key: (value, f"{config.path} [environments.{name}] {key}")
+            for key, value in (environment.paths if environment is not None else {}).items()
+            if config is not None
+        },
     )
 
 

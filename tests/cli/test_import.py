@@ -239,7 +239,7 @@ def test_journal_held_by_another_import_exits_75_and_the_metrics_say_so(
 ) -> None:
     srv = petstore_server()
     Path("pets.csv").write_text("name,categoryId\nRex,1\n")
-    journal = journal_of(Path("pets.csv"))
+    journal = journal_of(Path("pets.csv"), api=srv.base_url)
     journal.parent.mkdir(parents=True)
     journal.touch()
     with journal.open("rb") as held:

@@ -36,6 +36,7 @@ from typing import IO
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+from petsync.importer.sheets.csv_encoding import decode_error, utf16_order
 from petsync.importer.sheets.sheet import (
     CHUNK,
     CUT_KEEP,
@@ -131,7 +132,7 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
         encoding = "utf-8-sig" if codec == "utf-8" else codec
         sha256, first, error = _decode_all(path, encoding)
         if error is not None:
-            raise _decode_error(path, codec, error)
+            raise decode_error(path, codec, error)
         return sha256, encoding, codec, None
     sha256, first, error = _decode_all(path, "utf-8")
     head = _head(path)
@@ -143,11 +144,11 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
     if first.startswith(_UTF16_BOMS):
         _, _, error = _decode_all(path, "utf-16")
         if error is not None:
-            raise _decode_error(path, "utf-16", error)
+            raise decode_error(path, "utf-16", error)
         return sha256, "utf-16", "utf-16 (BOM)", None
     if b"\x00" in head:
         # UTF-16 that lost its mark: text in Latin letters has its NULs on one side.
-        order = _utf16_order(head)
+        order = utf16_order(head)
         if order is not None and _decode_all(path, order)[2] is None:
             return sha256, order, f"{order} (no BOM)", None
         raise InputError(
@@ -156,31 +157,18 @@ def _fingerprint_and_detect(path: Path, forced: str | None) -> tuple[str, str, s
         )
     if first.startswith(_UTF8_BOM):
         if error is not None:
-            raise _decode_error(path, "utf-8", error)
+            raise decode_error(path, "utf-8", error)
         return sha256, "utf-8-sig", "utf-8 (BOM)", None
     if error is None:
         return sha256, "utf-8", "utf-8", None
     _, _, cp_error = _decode_all(path, "cp1252")
     if cp_error is not None:
-        raise _decode_error(path, "utf-8 nor cp1252", cp_error)
+        raise decode_error(path, "utf-8 nor cp1252", cp_error)
     notice = (
         f"{path.name} is not valid UTF-8 (line {error[0]}, byte offset {error[1]}); read it "
         "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
     )
     return sha256, "cp1252", "cp1252", notice
-
-
-def _utf16_order(head: bytes) -> str | None:
-    """``utf-16-le`` or ``utf-16-be`` when the NULs of ``head`` sit on one side of its
-    byte pairs (as in UTF-16 text of mostly Latin letters), else None."""
-    pairs = len(head) // 2
-    odd = head[1 : pairs * 2 : 2].count(0)
-    even = head[0 : pairs * 2 : 2].count(0)
-    if odd > pairs // 2 and even == 0:
-        return "utf-16-le"
-    if even > pairs // 2 and odd == 0:
-        return "utf-16-be"
-    return None
 
 
 def _head(path: Path) -> bytes:
@@ -221,15 +209,6 @@ def _decode_all(path: Path, encoding: str) -> tuple[str, bytes, tuple[int, int, 
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     return digest.hexdigest(), first, error
-
-
-def _decode_error(path: Path, encoding: str, error: tuple[int, int, str]) -> InputError:
-    line, offset, shown = error
-    return InputError(
-        f"{path}, line {line} (byte offset {offset}): the bytes {shown} are not valid "
-        f"{encoding}; pass --encoding with the file's real encoding (for example cp1252, "
-        "latin-1 or utf-16)"
-    )
 
 
 def _open_text(path: Path, encoding: str) -> IO[str]:
