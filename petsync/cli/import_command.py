@@ -46,6 +46,13 @@ from petsync.ops.metrics import record_run
     help="Read a field (name, categoryId, status) from a column with another header. Repeatable.",
 )
 @click.option(
+    "--header-row",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="The header's row number. Default: the first row of the first 20 that names the "
+    "fields (rows above it, such as a title, are skipped).",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Check every row and write the reject file; send nothing."
 )
 @click.option(
@@ -130,6 +137,7 @@ def import_command(
     encoding: str | None,
     delimiter: str | None,
     mappings: tuple[str, ...],
+    header_row: int | None,
     dry_run: bool,
     concurrency: int,
     max_errors: int | None,
@@ -196,6 +204,7 @@ def import_command(
                 encoding=encoding,
                 delimiter=delimiter,
                 mappings=mappings,
+                header_row=header_row,
                 dry_run=dry_run,
                 concurrency=concurrency,
                 max_errors=max_errors,

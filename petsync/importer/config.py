@@ -47,12 +47,16 @@ class ImportConfig:
     baseline: bool = DEFAULT_BASELINE
     # Rows repeated inside the sheet (every cell the same) are sent once unless this is set.
     allow_duplicates: bool = False
+    # The header's row number (--header-row); None finds it in the first 20 rows.
+    header_row: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
             raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
         if self.max_errors is not None and self.max_errors < 1:
             raise ConfigError("--max-errors must be at least 1")
+        if self.header_row is not None and self.header_row < 1:
+            raise ConfigError("--header-row must be at least 1 (the sheet's first row)")
 
     @property
     def sending_window(self) -> int:

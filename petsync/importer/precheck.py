@@ -20,6 +20,7 @@ from petsync.core.models import NewPet
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
+from petsync.importer.header_row import choose_header
 from petsync.importer.provenance import FixIdentity
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import (
@@ -90,6 +91,7 @@ class CheckedInput:
     normalisations: Mapping[str, int] = field(default_factory=dict)
     repeats: RepeatedRows | None = None  # rows repeating an earlier row, sent once
     allow_duplicates: bool = False
+    header_row: int = 1  # the header's row number (rows above it are skipped)
 
     @property
     def width(self) -> int:
@@ -211,6 +213,7 @@ class CheckedInput:
             from petsync.importer.sheets.workbook import reopen_workbook
 
             again = reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
+            again.use_header_row(self.header_row)
             # A row whose only cells could not be read is a row (rejected), not a blank one.
             again.cell_problems = {line: [] for line in self.problems}
             again.identity_column = self.identity_column
@@ -222,6 +225,7 @@ class CheckedInput:
                     f"{self.path} changed while the import was running; re-run the same "
                     "command once nobody is editing it"
                 )
+            sheet.use_header_row(self.header_row)
             sheet.identity_column = self.identity_column
             yield sheet
 
@@ -233,6 +237,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
     file each row's identity (``petsync_origin`` and ``petsync_row``).
     """
     with open_spreadsheet(config.path, config.read_options) as sheet:
+        choose_header(sheet, config.mappings, config.header_row)
         columns = resolve_columns(sheet.header, config.mappings, config.path)
         row_column = _row_column(sheet)
         origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
@@ -322,6 +327,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
                 normalisations=dict(normalised),
                 repeats=repeats,
                 allow_duplicates=config.allow_duplicates,
+                header_row=sheet.header_row,
             )
         except BaseException:
             repeats.close()

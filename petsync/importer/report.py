@@ -41,6 +41,7 @@ class ImportReport:
     encoding_notice: str | None = None
     delimiter: str | None = None
     sheet: str | None = None
+    header_row: int = 1  # rows above it were skipped (a title, notes, blank rows)
     columns: dict[str, str] = field(default_factory=dict)
     # Columns no field is read from (carried to the output files, not sent), and the
     # --map values that would send one where its header suggests a field.
@@ -134,6 +135,7 @@ class ImportReport:
             "encoding_notice": self.encoding_notice,
             "delimiter": self.delimiter,
             "sheet": self.sheet,
+            "header_row": self.header_row,
             "columns": self.columns,
             "columns_not_sent": self.columns_not_sent,
             "map_hints": self.map_hints,

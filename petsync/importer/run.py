@@ -342,6 +342,7 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         encoding_notice=checked.encoding_notice,
         delimiter=checked.delimiter,
         sheet=checked.sheet,
+        header_row=checked.header_row,
         columns=checked.column_names,
         columns_not_sent=checked.unsent_columns,
         map_hints=checked.columns.map_hints(checked.header),

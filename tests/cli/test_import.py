@@ -110,7 +110,8 @@ def test_missing_column_exits_2_naming_the_columns(petstore_server: Any, isolate
     assert result.exit_code == 2
     assert result.output.strip() == (
         "Error: pets.csv: no column for 'name' and 'categoryId'; columns found: 'Pet', 'Kind'. "
-        'Name the header name and categoryId, or pass --map "COLUMN=name"'
+        'Name the header name and categoryId, or pass --map "COLUMN=name" (no row of the '
+        "first 20 names the fields; to read another row as the header, pass --header-row N)"
     )
     mapped = run(srv, "pets.csv", "--map", "Pet=name", "--map", "Kind=categoryId")
     assert mapped.exit_code == 0, mapped.output

@@ -392,7 +392,8 @@ def test_one_map_serves_an_inbox_of_sheets_with_other_headers(
     assert (
         "inbox/c.csv: not imported: inbox/c.csv: no column for 'name'; columns found: 'Pet', "
         "'categoryId' (--map 'Animal=name' names no column of this file). Name the header "
-        'name, or pass --map "COLUMN=name"'
+        'name, or pass --map "COLUMN=name" (no row of the first 20 names the fields; to read '
+        "another row as the header, pass --header-row N)"
     ) in result.stdout.splitlines()
 
 
