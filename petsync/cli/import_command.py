@@ -53,6 +53,14 @@ from petsync.ops.metrics import record_run
     "fields (rows above it, such as a title, are skipped).",
 )
 @click.option(
+    "--category-map",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A CSV or sheet of category names and their ids (columns name and categoryId): "
+    "a categoryId cell that is a name is read through it. Default: the environment's "
+    "category_map, else none.",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Check every row and write the reject file; send nothing."
 )
 @click.option(
@@ -138,6 +146,7 @@ def import_command(
     delimiter: str | None,
     mappings: tuple[str, ...],
     header_row: int | None,
+    category_map: Path | None,
     dry_run: bool,
     concurrency: int,
     max_errors: int | None,
@@ -195,7 +204,9 @@ def import_command(
         text = not (as_json or report_to.stdout)
         live = text and not dry_run and shows_progress(sys.stderr, state.environ)
         shown = ImportShown(text=text, live=live)
-        home = _journal_home(state, target, state_dir, dry_run=dry_run) if paths else None
+        home, category_map = _from_environment(
+            state, target, state_dir, category_map, dry_run=dry_run
+        )
 
         def config_for(path: Path) -> ImportConfig:
             return ImportConfig(
@@ -205,6 +216,7 @@ def import_command(
                 delimiter=delimiter,
                 mappings=mappings,
                 header_row=header_row,
+                category_map=category_map,
                 dry_run=dry_run,
                 concurrency=concurrency,
                 max_errors=max_errors,
@@ -244,18 +256,25 @@ def import_command(
         batch.raise_for_outcome()
 
 
-def _journal_home(
-    state: CliState, target: TargetOptions, state_dir: Path | None, *, dry_run: bool
-) -> Path | None:
-    """The journal folder of the API the command targets (None: a dry run with no API)."""
+def _from_environment(
+    state: CliState,
+    target: TargetOptions,
+    state_dir: Path | None,
+    category_map: Path | None,
+    *,
+    dry_run: bool,
+) -> tuple[Path | None, Path | None]:
+    """The API's journal folder (None: a dry run with no API) and the category map: the
+    options', else the environment's ``state_dir`` and ``category_map``."""
     from petsync.importer.journal_home import journal_home
 
     try:
         resolved = state.resolve_target(target, require_key=False)
     except ConfigError:
         if dry_run:  # a dry run needs no API: it reads the output folder's journals only
-            return None
+            return None, category_map
         raise
-    if state_dir is None and "state_dir" in resolved.paths:
-        state_dir = resolved.paths["state_dir"][0]
-    return journal_home(resolved.base_url, state_dir, state.environ, Path.home())
+    given = resolved.paths
+    state_dir = state_dir or (given["state_dir"][0] if "state_dir" in given else None)
+    category_map = category_map or (given["category_map"][0] if "category_map" in given else None)
+    return journal_home(resolved.base_url, state_dir, state.environ, Path.home()), category_map

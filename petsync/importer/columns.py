@@ -12,7 +12,7 @@ not sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,15 @@ PETSYNC_PREFIX = "petsync_"
 CATEGORY_ALIAS = "category"
 # The column of created ids in accepted files: such a file must never be imported again.
 ACCEPTED_MARKER = "petsync_id"
+
+
+def category_key(name: str) -> str:
+    """How category names are compared (``--category-map``): case and spaces ignored.
+
+    >>> category_key(" Guinea  Pig "), category_key("guineapig")
+    ('guineapig', 'guineapig')
+    """
+    return "".join(name.casefold().split())
 
 
 def match_key(header: str) -> str:
@@ -58,6 +67,9 @@ class ColumnMap:
     carried: tuple[int, ...]
     mapped: tuple[str, ...] = ()  # fields named by --map, not by their header
     ignored_maps: tuple[str, ...] = ()  # --map values naming a column this file lacks
+    # --category-map: category ids by category_key(name), and the map's file name.
+    category_names: Mapping[str, int] | None = None
+    category_map_name: str = ""
 
     def field_at(self, index: int) -> str | None:
         """The field column ``index`` holds, if any."""

@@ -49,6 +49,8 @@ class ImportConfig:
     allow_duplicates: bool = False
     # The header's row number (--header-row); None finds it in the first 20 rows.
     header_row: int | None = None
+    # --category-map: a sheet of category names and ids (petsync.importer.category_map).
+    category_map: Path | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

@@ -17,6 +17,7 @@ from typing import Any
 
 from petsync.core.errors import InputError
 from petsync.core.models import NewPet
+from petsync.importer.category_map import with_category_map
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
@@ -238,7 +239,9 @@ def check_input(config: ImportConfig) -> CheckedInput:
     """
     with open_spreadsheet(config.path, config.read_options) as sheet:
         choose_header(sheet, config.mappings, config.header_row)
-        columns = resolve_columns(sheet.header, config.mappings, config.path)
+        columns = with_category_map(
+            resolve_columns(sheet.header, config.mappings, config.path), config.category_map
+        )
         row_column = _row_column(sheet)
         origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
         if row_column is None and origin_column is not None:  # a reject file saved as a workbook

@@ -137,3 +137,112 @@ def test_libreoffice_title_row_sheets_import(petstore_server: Any, isolated: Pat
         assert result.exit_code == 4, result.output
         assert "header on row 3" in result.output.splitlines()[0]
         assert "dry run: 2 rows would be sent" in result.output
+
+
+STAFF_SHEET = "Name,Category\nRex,Dog\nTom, cat \nPiggy,guineapig\nPolly,Bird\nMia,3\n"
+MAP = "name,categoryId\nDog,1\nCat,2\nGuinea pig,7\n"
+
+
+def test_category_names_are_read_through_the_map_and_an_unknown_one_names_it(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("arrivals.csv").write_text(STAFF_SHEET)
+    Path("categories.csv").write_text(MAP)
+    result = run(srv, "arrivals.csv", "--category-map", "categories.csv")
+    assert result.exit_code == 4, result.output
+    assert "normalised: category_named 3, trimmed 1" in result.output.splitlines()
+    assert pets(srv) == Counter({("Rex", 1): 1, ("Tom", 2): 1, ("Piggy", 7): 1, ("Mia", 3): 1})
+    (polly,) = read_rows(Path("arrivals.rejects.csv"))
+    assert (polly["Name"], polly["petsync_error_code"]) == ("Polly", "category_unknown")
+    assert polly["petsync_error_message"] == (
+        "category 'Bird' is not in the category map categories.csv; add it there with its id, "
+        "or write the id as digits"
+    )
+    # The office adds the word once; the same command creates Polly, and only Polly.
+    Path("categories.csv").write_text(MAP + "bird,4\n")
+    again = run(srv, "arrivals.csv", "--category-map", "categories.csv")
+    assert again.exit_code == 0, again.output
+    assert pets(srv)[("Polly", 4)] == 1 and srv.store.count() == 5
+
+
+def test_without_a_map_a_category_word_names_the_option(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("arrivals.csv").write_text("name,categoryId\nPolly,Bird\nMia,12.5\n")
+    result = run(srv, "arrivals.csv", "--dry-run")
+    assert result.exit_code == 4
+    polly, mia = read_rows(Path("arrivals.rejects.csv"))
+    assert polly["petsync_error_message"] == (
+        "categoryId 'Bird' is not a whole number; write the category's id as digits, like 12, "
+        "or pass --category-map FILE (a sheet of name and categoryId) to read category names"
+    )
+    assert "--category-map" not in mia["petsync_error_message"]  # a number, not a name
+
+
+def test_a_map_with_repeated_names_or_bad_ids_stops_before_anything_is_sent(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("arrivals.csv").write_text(STAFF_SHEET)
+    Path("map.csv").write_text("name,categoryId\nDog,1\nCat,two\n CAT ,2\n,5\nDog,1\n")
+    result = run(srv, "arrivals.csv", "--category-map", "map.csv")
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "Error: category map map.csv: row 3: 'Cat': categoryId 'two' is not a whole number; "
+        "write it as digits only, like 12 (no decimals, exponents or separators; in Excel, "
+        "store long ids as text); row 5: the name is blank; row 6: 'Dog' is named on row 2 "
+        "too; name each category once. Fix the map; nothing was sent"
+    )
+    assert srv.store.count() == 0
+    Path("nocols.csv").write_text("word,number\nDog,1\n")
+    missing = run(srv, "arrivals.csv", "--category-map", "nocols.csv")
+    assert missing.exit_code == 2
+    assert "needs a name column (headed name or category)" in missing.output
+    absent = run(srv, "arrivals.csv", "--category-map", "nope.csv")
+    assert absent.exit_code == 2 and "nope.csv" in absent.output
+
+
+def test_the_map_from_a_workbook_a_job_file_and_the_environment(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    for row in (["Category", "ID"], ["Dog", 1], ["Cat", 2], ["Guinea pig", 7], ["Bird", 4]):
+        sheet.append(row)
+    book.save("categories.xlsx")
+    Path("monday.csv").write_text(STAFF_SHEET)
+    Path("job.toml").write_text(
+        '[import]\nfile = ["monday.csv"]\ncategory_map = "categories.xlsx"\n'
+    )
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal(), "PETSYNC_BASE_URL": srv.base_url}
+    job = CliRunner().invoke(cli, ["run", "job.toml"], env=env, catch_exceptions=False)
+    assert job.exit_code == 0, job.output
+    assert srv.store.count() == 5
+
+    # The environment's key in petsync.toml, relative to that file's folder.
+    Path("conf").mkdir()
+    Path("conf/categories.csv").write_text(MAP + "Bird,4\n")
+    Path("conf/petsync.toml").write_text(
+        f'[environments.production]\nbase_url = "{srv.base_url}"\ncategory_map = "categories.csv"\n'
+    )
+    Path("tuesday.csv").write_text("name,categoryId\nKit,cat\n")
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal(), "PETSYNC_CONFIG": "conf/petsync.toml"}
+    tuesday = CliRunner().invoke(cli, ["import", "tuesday.csv"], env=env, catch_exceptions=False)
+    assert tuesday.exit_code == 0, tuesday.output
+    assert pets(srv)[("Kit", 2)] == 1
+
+
+@needs_soffice
+def test_a_map_saved_by_libreoffice_reads(petstore_server: Any, isolated: Path) -> None:
+    srv = petstore_server()
+    Path("arrivals.csv").write_text(STAFF_SHEET)
+    Path("made").mkdir()
+    Path("made/categories.csv").write_text(MAP + "Bird,4\n")
+    saved = convert(Path("made/categories.csv"), "ods", Path("made"), infilter="CSV:44,34,76")
+    result = run(srv, "arrivals.csv", "--category-map", str(saved))
+    assert result.exit_code == 0, result.output
+    assert srv.store.count() == 5
