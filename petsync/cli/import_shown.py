@@ -48,7 +48,11 @@ class ImportShown:
         self._end_line()
         if self._text:
             # A file name can hold anything, a newline too: every line is shown escaped.
-            for line in import_summary(report, check_lines=False):
+            lines = import_summary(report, check_lines=False)
+            at = next((i + 1 for i, line in enumerate(lines) if line.startswith("rejects:")), None)
+            if at is not None:  # the first rejected rows, under the file that has them all
+                lines[at:at] = rejected_lines(report)
+            for line in lines:
                 click.echo(terminal_line(line))
             if report.archived_to:
                 click.echo(terminal_line(f"archived:  {archived(report)}"))
@@ -73,3 +77,26 @@ class ImportShown:
         tb: TracebackType | None,
     ) -> None:
         self._end_line()
+
+
+REASON_CHARS = 240  # of a rejected row's reason on the terminal (the reject file has it whole)
+
+
+def rejected_lines(report: ImportReport) -> list[str]:
+    """The first rejected rows (row, field, reason), then how many more the file holds.
+
+    >>> from petsync.importer.report import ImportReport
+    >>> report = ImportReport("p.csv", dry_run=True, rejected_local=3, first_rejects=[
+    ...     {"row": "4", "field": "categoryId", "message": "categoryId 'x' is not..."}])
+    >>> rejected_lines(report)
+    ["  row 4, categoryId: categoryId 'x' is not...", '  and 2 more rejected rows']
+    """
+    lines = []
+    for rejected in report.first_rejects:
+        field = f", {rejected['field'].replace(';', ', ')}" if rejected.get("field") else ""
+        reason = shown_text(rejected.get("message", ""), REASON_CHARS)
+        lines.append(f"  row {rejected['row']}{field}: {reason}")
+    rest = report.rejected - len(report.first_rejects)
+    if rest > 0:
+        lines.append(f"  and {rest} more rejected row{'s' if rest > 1 else ''}")
+    return lines

@@ -35,6 +35,9 @@ from petsync.importer.precheck import CheckedInput
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.validation import FieldError
 
+# Rejected rows a summary shows (row, field, reason), the first ones; the rest are counted.
+SHOWN_REJECTS = 10
+
 
 class OutputFiles:
     """The output files of one write pass; one small method per outcome writes a row.
@@ -66,6 +69,8 @@ class OutputFiles:
     ):
         self.dry_run = dry_run
         self.notices: list[str] = []
+        # The first rejected rows, as the summary shows them (the reject file has them all).
+        self.first_rejects: list[dict[str, str]] = []
         self._input = input_path
         self._input_encoding = input_encoding
         self.counts: Counter[Outcome] = Counter()
@@ -115,11 +120,19 @@ class OutputFiles:
 
     def reject_local(self, row: OutputRow) -> None:
         """A row validation refused: the reject file, every error joined in one line."""
-        self._rejects.write(local_reject_cells(row))
+        self._reject(local_reject_cells(row))
 
     def reject_api(self, row: OutputRow) -> None:
         """A row the API refused (a final 4xx): the reject file, with the API's answer."""
-        self._rejects.write(api_reject_cells(row))
+        self._reject(api_reject_cells(row))
+
+    def _reject(self, cells: list[str]) -> None:
+        self._rejects.write(cells)
+        if len(self.first_rejects) < SHOWN_REJECTS:
+            number, source, code, field, message = cells[-len(REJECT_COLUMNS) :][:5]
+            self.first_rejects.append(
+                {"row": number, "source": source, "code": code, "field": field, "message": message}
+            )
 
     def accept(self, row: OutputRow) -> None:
         """A created row: the accepted file, with the id the API gave it."""
@@ -194,6 +207,7 @@ class WrittenOutputs:
     normalisations: dict[str, int]
     files: dict[str, str]
     notices: tuple[str, ...] = ()
+    first_rejects: tuple[dict[str, str], ...] = ()
 
 
 def write_outputs(
@@ -255,7 +269,13 @@ def write_outputs(
             row = OutputRow(number, carried, errors, record, checked.output_origin, repeat_of)
             outputs.write(row)
     counted = {name: count for name, count in sorted(normalisations.items()) if count > 0}
-    return WrittenOutputs(outputs.counts, counted, outputs.written(), tuple(outputs.notices))
+    return WrittenOutputs(
+        outputs.counts,
+        counted,
+        outputs.written(),
+        tuple(outputs.notices),
+        tuple(outputs.first_rejects),
+    )
 
 
 def _same_file(path: Path, other: Path | None) -> bool:

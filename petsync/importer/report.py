@@ -70,6 +70,8 @@ class ImportReport:
     archived_to: str | None = None
     archived: list[str] = field(default_factory=list)  # the names of the files moved there
     notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
+    # The first rejected rows: row (its petsync_row), source, code, field, message.
+    first_rejects: list[dict[str, str]] = field(default_factory=list)
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
 
@@ -165,6 +167,7 @@ class ImportReport:
             "archived_to": self.archived_to,
             "archived": self.archived,
             "notices": self.notices,
+            "first_rejects": self.first_rejects,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),
             "exit_code": int(self.exit_code),

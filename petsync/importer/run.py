@@ -207,6 +207,7 @@ def _run_checked(
             return _finish(report, client, config, clock, started)
         _count_written(report, written)
         report.notices.extend(written.notices)
+        report.first_rejects = list(written.first_rejects)
         report.files = dict(written.files)
         if journal is not None:
             report.files["journal"] = str(paths.journal)

@@ -70,6 +70,8 @@ def test_rejected_rows_exit_4_and_name_the_fix_command(
         "normalised: integral_decimal 1, status_case_folded 1",
         result.output.splitlines()[4],  # timing
         "rejects:   pets.rejects.csv  (fix them, then: petsync import pets.rejects.csv)",
+        "  row 3, categoryId: categoryId '1.5' is not a whole number; write it as digits only, "
+        "like 12 (no decimals, exponents or separators; in Excel, store long ids as text)",
         "accepted:  pets.accepted.csv",
     ]
     report = json.loads(Path("report.json").read_text())

@@ -246,3 +246,29 @@ def test_a_map_saved_by_libreoffice_reads(petstore_server: Any, isolated: Path) 
     result = run(srv, "arrivals.csv", "--category-map", str(saved))
     assert result.exit_code == 0, result.output
     assert srv.store.count() == 5
+
+
+def test_a_dry_run_and_a_real_run_show_the_first_rejected_rows(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    rows = ["Rex,1,available", ",2,", "Tom,x,", "Mia,3,lost"] + [f"P{i},,sold" for i in range(10)]
+    Path("pets.csv").write_text("name,categoryId,status\n" + "\n".join(rows) + "\n")
+    for args in (["--dry-run"], []):
+        result = run(srv, "pets.csv", *args)
+        assert result.exit_code == 4, result.output
+        lines = result.output.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith("rejects:"))
+        assert lines[at + 1 : at + 4] == [
+            "  row 3, name: name is blank",
+            "  row 4, categoryId: categoryId 'x' is not a whole number; write the category's id "
+            "as digits, like 12, or pass --category-map FILE (a sheet of name and categoryId) "
+            "to read category names",
+            "  row 5, status: status 'lost' is not one of available, pending, sold (or leave it "
+            "blank)",
+        ]
+        assert lines[at + 4 : at + 11] == [
+            f"  row {n}, categoryId: categoryId is blank" for n in range(6, 13)
+        ]
+        assert lines[at + 11] == "  and 3 more rejected rows"
+    assert srv.store.count() == 1
