@@ -20,7 +20,9 @@ from petsync.importer.config import (
     DEFAULT_BASELINE,
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
+    MERGED_CHOICES,
     ImportConfig,
+    MergedCells,
 )
 from petsync.ops.metrics import record_run
 
@@ -59,6 +61,14 @@ from petsync.ops.metrics import record_run
     help="A CSV or sheet of category names and their ids (columns name and categoryId): "
     "a categoryId cell that is a name is read through it. Default: the environment's "
     "category_map, else none.",
+)
+@click.option(
+    "--merged-cells",
+    type=click.Choice(MERGED_CHOICES),
+    default="fill",
+    show_default=True,
+    help="Workbooks: a value merged over cells below the header fills each cell (as it "
+    "shows), or they stay blank (their rows are rejected). The summary names the ranges.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Check every row and write the reject file; send nothing."
@@ -147,6 +157,7 @@ def import_command(
     mappings: tuple[str, ...],
     header_row: int | None,
     category_map: Path | None,
+    merged_cells: MergedCells,
     dry_run: bool,
     concurrency: int,
     max_errors: int | None,
@@ -217,6 +228,7 @@ def import_command(
                 mappings=mappings,
                 header_row=header_row,
                 category_map=category_map,
+                merged_cells=merged_cells,
                 dry_run=dry_run,
                 concurrency=concurrency,
                 max_errors=max_errors,

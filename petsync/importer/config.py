@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from petsync.core.errors import ConfigError
 from petsync.importer.sheets.sheet import ReadOptions
@@ -14,6 +15,9 @@ MAX_CONCURRENCY = 64
 # can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
 # senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
 SENDING_WINDOW = 32
+# A value merged over cells below a workbook's header (petsync.importer.merged).
+MergedCells = Literal["fill", "blank"]
+MERGED_CHOICES: tuple[MergedCells, ...] = ("fill", "blank")
 DEFAULT_BASELINE = False  # no listing of the catalogue before the first POST unless asked
 
 
@@ -51,6 +55,8 @@ class ImportConfig:
     header_row: int | None = None
     # --category-map: a sheet of category names and ids (petsync.importer.category_map).
     category_map: Path | None = None
+    # A value merged over cells below the header: "fill" each cell, or leave them "blank".
+    merged_cells: MergedCells = "fill"
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:

@@ -22,6 +22,7 @@ from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
 from petsync.importer.header_row import choose_header
+from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import (
@@ -93,6 +94,7 @@ class CheckedInput:
     repeats: RepeatedRows | None = None  # rows repeating an earlier row, sent once
     allow_duplicates: bool = False
     header_row: int = 1  # the header's row number (rows above it are skipped)
+    merged: MergedFill | None = None  # a workbook's merged cells below the header
 
     @property
     def width(self) -> int:
@@ -239,6 +241,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
     """
     with open_spreadsheet(config.path, config.read_options) as sheet:
         choose_header(sheet, config.mappings, config.header_row)
+        merged = fill_merged_cells(sheet, config.merged_cells)
         columns = with_category_map(
             resolve_columns(sheet.header, config.mappings, config.path), config.category_map
         )
@@ -331,6 +334,7 @@ def check_input(config: ImportConfig) -> CheckedInput:
                 repeats=repeats,
                 allow_duplicates=config.allow_duplicates,
                 header_row=sheet.header_row,
+                merged=merged,
             )
         except BaseException:
             repeats.close()

@@ -42,6 +42,8 @@ class ImportReport:
     delimiter: str | None = None
     sheet: str | None = None
     header_row: int = 1  # rows above it were skipped (a title, notes, blank rows)
+    # A workbook's merged cells below the header: mode, cells filled, ranges.
+    merged_cells: dict[str, Any] | None = None
     columns: dict[str, str] = field(default_factory=dict)
     # Columns no field is read from (carried to the output files, not sent), and the
     # --map values that would send one where its header suggests a field.
@@ -138,6 +140,7 @@ class ImportReport:
             "delimiter": self.delimiter,
             "sheet": self.sheet,
             "header_row": self.header_row,
+            "merged_cells": self.merged_cells,
             "columns": self.columns,
             "columns_not_sent": self.columns_not_sent,
             "map_hints": self.map_hints,

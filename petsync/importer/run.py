@@ -334,6 +334,9 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         "their headers"
         for text in checked.columns.ignored_maps
     ]
+    merged = checked.merged
+    if merged is not None:
+        notices.append(merged.notice())
     return ImportReport(
         source=str(config.path),
         dry_run=config.dry_run,
@@ -344,6 +347,9 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         delimiter=checked.delimiter,
         sheet=checked.sheet,
         header_row=checked.header_row,
+        merged_cells=None
+        if merged is None
+        else {"mode": merged.mode, "cells": merged.cells, "ranges": list(merged.ranges)},
         columns=checked.column_names,
         columns_not_sent=checked.unsent_columns,
         map_hints=checked.columns.map_hints(checked.header),

@@ -272,3 +272,71 @@ def test_a_dry_run_and_a_real_run_show_the_first_rejected_rows(
         ]
         assert lines[at + 11] == "  and 3 more rejected rows"
     assert srv.store.count() == 1
+
+
+def merged_workbook(path: Path) -> None:
+    """A title merged over A1:C1, then a category merged over two rows (B3:B4), as
+    LibreOffice and Excel keep it: the value in the top cell only."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["April arrivals"])
+    sheet.merge_cells("A1:C1")
+    sheet.append(["name", "categoryId", "status"])
+    sheet.append(["Rex", 3, "available"])
+    sheet.append(["Tom", None, "available"])
+    sheet.merge_cells("B3:B4")
+    sheet.append(["Mia", 5, "sold"])
+    book.save(path)
+
+
+def test_a_value_merged_over_rows_is_each_rows_value_and_the_summary_says_where(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    merged_workbook(Path("april.xlsx"))
+    result = run(srv, "april.xlsx", "--report", "report.json")
+    assert result.exit_code == 0, result.output
+    assert (
+        "  note: 1 cell came from merged cells B3:B4 (each takes the value it shows; "
+        "--merged-cells blank leaves them blank)"
+    ) in result.output.splitlines()
+    assert pets(srv) == Counter({("Rex", 3): 1, ("Tom", 3): 1, ("Mia", 5): 1})
+    assert '"ranges": [\n      "B3:B4"\n    ]' in Path("report.json").read_text()
+
+
+def test_merged_cells_left_blank_reject_their_rows_and_say_why(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    merged_workbook(Path("april.xlsx"))
+    Path("job.toml").write_text('[import]\nfile = "april.xlsx"\nmerged_cells = "blank"\n')
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal(), "PETSYNC_BASE_URL": srv.base_url}
+    result = CliRunner().invoke(cli, ["run", "job.toml"], env=env, catch_exceptions=False)
+    assert result.exit_code == 4, result.output
+    assert (
+        "  note: merged cells B3:B4 were left blank below their first cell (--merged-cells "
+        "blank): those cells read blank"
+    ) in result.output.splitlines()
+    (tom,) = read_rows(Path("april.rejects.csv"))
+    assert (tom["name"], tom["petsync_row"], tom["petsync_error_code"]) == (
+        "Tom",
+        "4",
+        "category_missing",
+    )
+    assert pets(srv) == Counter({("Rex", 3): 1, ("Mia", 5): 1})
+
+
+@needs_soffice
+def test_merged_cells_of_libreoffice_sheets_are_filled(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    merged_workbook(Path("made.xlsx"))
+    Path("lo").mkdir()
+    for kind in ("ods", "xlsx"):
+        saved = convert(Path("made.xlsx"), kind, Path("lo"))
+        result = run(srv, str(saved), "--dry-run")
+        assert result.exit_code == 0, result.output
+        assert "1 cell came from merged cells B3:B4" in result.output
+        assert "dry run: 3 rows would be sent" in result.output
