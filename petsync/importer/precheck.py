@@ -24,6 +24,7 @@ from petsync.importer.duplicates import RepeatedRows
 from petsync.importer.header_row import choose_header
 from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
+from petsync.importer.sheets.merged_ranges import column_letters
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import (
     PETSYNC_MARKER_COLUMN,
@@ -352,25 +353,11 @@ def _cell_problems(sheet: Spreadsheet, row: SheetRow, columns: ColumnMap) -> tup
     found = []
     for column, why in sheet.cell_problems.get(row.line, ()):
         title = sheet.header[column] if column < len(sheet.header) else ""
-        where = f"cell {_column_letters(column)}{row.line}" + (f" ({title})" if title else "")
+        where = f"cell {column_letters(column)}{row.line}" + (f" ({title})" if title else "")
         found.append(
             FieldError(ErrorCode.FORMULA_WITHOUT_VALUE, columns.field_at(column), f"{where} {why}")
         )
     return tuple(found)
-
-
-def _column_letters(index: int) -> str:
-    """A 0-based column index as a spreadsheet names it.
-
-    >>> _column_letters(0), _column_letters(27)
-    ('A', 'AB')
-    """
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("A") + rest) + letters
-    return letters
 
 
 def _column(sheet: Spreadsheet, title: str) -> int | None:
