@@ -158,3 +158,18 @@ def test_libreoffice_saves_the_fixed_reject_file_and_it_imports(
     result = run(srv, "donations.rejects.csv")
     assert result.exit_code == 0, result.output
     assert names(srv) == Counter({"Rex": 1, "Café": 1, "Zoë": 1})
+
+
+def test_excels_unicode_text_saved_beside_as_txt_is_a_fix_too(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    rejects = first_round(srv)
+    # Excel's "Unicode Text" names the file .txt: the fix sits beside the old reject file.
+    Path("donations.rejects.txt").write_bytes(SAVES["excel-unicode-text"](fixed(rejects)))
+    result = run(srv, "donations.rejects.txt")
+    assert result.exit_code == 0, result.output
+    assert "encoding utf-16 (BOM), delimiter tab" in result.output
+    assert names(srv) == Counter({"Rex": 1, "Café": 1, "Zoë": 1})
+    assert not Path("donations.rejects.csv").exists()  # every reject fixed: the loop closed
+    assert len(read_rows(Path("donations.accepted.csv"))) == 3

@@ -111,6 +111,15 @@ def test_two_header_rows_are_ambiguous_until_header_row_says_which(
     past = run(srv, "pets.csv", "--header-row", "40")
     assert past.exit_code == 2
     assert "--header-row 40: the sheet ends at row 7" in past.output
+    # The job key says it too: from the April table on, where May's title and header
+    # are rows like any other (rejected), and Tom, row 7, is already done.
+    Path("job.toml").write_text('[import]\nfile = "pets.csv"\nheader_row = 2\n')
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal(), "PETSYNC_BASE_URL": srv.base_url}
+    job = CliRunner().invoke(cli, ["run", "job.toml"], env=env, catch_exceptions=False)
+    assert job.exit_code == 4, job.output
+    assert "header on row 2" in job.output
+    assert "created 1, already done 1 (earlier runs), rejected 2" in job.output
+    assert pets(srv) == Counter({("Tom", 2): 1, ("Rex", 1): 1})
 
 
 def test_a_header_past_row_20_is_named_with_the_option(
