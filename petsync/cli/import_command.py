@@ -33,7 +33,8 @@ from petsync.ops.metrics import record_run
 @click.option(
     "--encoding",
     metavar="NAME",
-    help="CSV encoding (e.g. cp1252). Default: detect (BOM, UTF-8, else cp1252 with a note).",
+    help="CSV encoding (e.g. cp1252). Default: detect (BOM, UTF-8, UTF-16, else cp1252 with a "
+    "note).",
 )
 @click.option(
     "--delimiter",
@@ -101,6 +102,7 @@ from petsync.ops.metrics import record_run
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
     help="Where the journals of each API live: DIR/journals/API/. Default: the environment's "
     "state_dir, else $XDG_STATE_HOME/petsync (~/.local/state/petsync).",
 )
