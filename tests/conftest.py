@@ -117,6 +117,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)  # import journals: under HOME
     for name in list(os.environ):
         if name.startswith("PETSYNC_"):
             monkeypatch.delenv(name)

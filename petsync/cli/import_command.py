@@ -5,29 +5,26 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING
 
 import click
 
-from petsync.cli.import_progress import ImportProgressLine, shows_progress
+from petsync.cli.import_progress import shows_progress
+from petsync.cli.import_shown import ImportShown
 from petsync.cli.options import grace_option, json_option, metrics_file_option, target_options
 from petsync.cli.output import ReportTo, echo_json
-from petsync.cli.render import import_check_lines, import_summary, import_total_line
+from petsync.cli.render import import_total_line
 from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, TargetOptions, pass_state, terminal_line
-from petsync.core.errors import ConfigError, PetsyncError
-from petsync.core.text import shown_text
+from petsync.core.errors import ConfigError
 from petsync.importer.config import (
     DEFAULT_BASELINE,
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
+    MERGED_CHOICES,
     ImportConfig,
+    MergedCells,
 )
 from petsync.ops.metrics import record_run
-
-if TYPE_CHECKING:
-    from petsync.importer.report import ImportReport
 
 
 @click.command("import")
@@ -36,7 +33,8 @@ if TYPE_CHECKING:
 @click.option(
     "--encoding",
     metavar="NAME",
-    help="CSV encoding (e.g. cp1252). Default: detect (BOM, UTF-8, else cp1252 with a note).",
+    help="CSV encoding (e.g. cp1252). Default: detect (BOM, UTF-8, UTF-16, else cp1252 with a "
+    "note).",
 )
 @click.option(
     "--delimiter",
@@ -49,6 +47,29 @@ if TYPE_CHECKING:
     multiple=True,
     metavar='"COLUMN=field"',
     help="Read a field (name, categoryId, status) from a column with another header. Repeatable.",
+)
+@click.option(
+    "--header-row",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="The header's row number. Default: the first row of the first 20 that names the "
+    "fields (rows above it, such as a title, are skipped).",
+)
+@click.option(
+    "--category-map",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A CSV or sheet of category names and their ids (columns name and categoryId): "
+    "a categoryId cell that is a name is read through it. Default: the environment's "
+    "category_map, else none.",
+)
+@click.option(
+    "--merged-cells",
+    type=click.Choice(MERGED_CHOICES),
+    default="fill",
+    show_default=True,
+    help="Workbooks: a value merged over cells below the header fills each cell (as it "
+    "shows), or they stay blank (their rows are rejected). The summary names the ranges.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Check every row and write the reject file; send nothing."
@@ -75,8 +96,15 @@ if TYPE_CHECKING:
     "--journal",
     "journal_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Journal path (one FILE only). Default: .petsync/journals/SHA256.jsonl in the "
-    "output directory, by the file's content.",
+    help="Journal path (one FILE only). Default: SHA256.jsonl, by the file's content, in "
+    "the journal folder of the API (see --state-dir).",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Where the journals of each API live: DIR/journals/API/. Default: the environment's "
+    "state_dir, else $XDG_STATE_HOME/petsync (~/.local/state/petsync).",
 )
 @click.option(
     "--report",
@@ -129,11 +157,15 @@ def import_command(
     encoding: str | None,
     delimiter: str | None,
     mappings: tuple[str, ...],
+    header_row: int | None,
+    category_map: Path | None,
+    merged_cells: MergedCells,
     dry_run: bool,
     concurrency: int,
     max_errors: int | None,
     out_dir: Path | None,
     journal_path: Path | None,
+    state_dir: Path | None,
     report_path: Path | None,
     settle: bool,
     baseline: bool,
@@ -184,7 +216,10 @@ def import_command(
         report_to = ReportTo.parse(report_path)  # checked before anything is sent
         text = not (as_json or report_to.stdout)
         live = text and not dry_run and shows_progress(sys.stderr, state.environ)
-        shown = _Shown(text=text, live=live)
+        shown = ImportShown(text=text, live=live)
+        home, category_map = _from_environment(
+            state, target, state_dir, category_map, dry_run=dry_run
+        )
 
         def config_for(path: Path) -> ImportConfig:
             return ImportConfig(
@@ -193,11 +228,15 @@ def import_command(
                 encoding=encoding,
                 delimiter=delimiter,
                 mappings=mappings,
+                header_row=header_row,
+                category_map=category_map,
+                merged_cells=merged_cells,
                 dry_run=dry_run,
                 concurrency=concurrency,
                 max_errors=max_errors,
                 out_dir=out_dir,
                 journal_path=journal_path,
+                journal_home=home,
                 resend_uncertain=resend_uncertain,
                 settle=settle,
                 baseline=baseline,
@@ -231,57 +270,25 @@ def import_command(
         batch.raise_for_outcome()
 
 
-def archived(report: ImportReport) -> str:
-    """Where a file went, with the names of the files moved (its reject file among them)."""
-    return f"{report.archived_to}/ ({', '.join(report.archived)} moved there)"
+def _from_environment(
+    state: CliState,
+    target: TargetOptions,
+    state_dir: Path | None,
+    category_map: Path | None,
+    *,
+    dry_run: bool,
+) -> tuple[Path | None, Path | None]:
+    """The API's journal folder (None: a dry run with no API) and the category map: the
+    options', else the environment's ``state_dir`` and ``category_map``."""
+    from petsync.importer.journal_home import journal_home
 
-
-class _Shown:
-    """What the command shows while its files import: a live line each, then its summary."""
-
-    def __init__(self, *, text: bool, live: bool) -> None:
-        self._text = text
-        self._live = live
-        self._line: ImportProgressLine | None = None
-
-    def progress(self, path: Path) -> ImportProgressLine | None:
-        self._end_line()
-        if self._live:
-            self._line = ImportProgressLine(sys.stderr, shown_text(path.name, 80))
-        return self._line
-
-    def checked(self, report: ImportReport) -> None:
-        """Before sending: what will not be sent as the sheet shows it (said once, here)."""
-        if self._text:
-            for line in import_check_lines(report):
-                click.echo(f"{report.source}: {line}")
-
-    def report(self, report: ImportReport) -> None:
-        self._end_line()
-        if self._text:
-            # A file name can hold anything, a newline too: every line is shown escaped.
-            for line in import_summary(report, check_lines=False):
-                click.echo(terminal_line(line))
-            if report.archived_to:
-                click.echo(terminal_line(f"archived:  {archived(report)}"))
-
-    def failure(self, path: Path, error: PetsyncError) -> None:
-        self._end_line()
-        if self._text:
-            click.echo(terminal_line(f"{path}: not imported: {error}"))
-
-    def _end_line(self) -> None:
-        if self._line is not None:
-            self._line.close()
-            self._line = None
-
-    def __enter__(self) -> _Shown:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._end_line()
+    try:
+        resolved = state.resolve_target(target, require_key=False)
+    except ConfigError:
+        if dry_run:  # a dry run needs no API: it reads the output folder's journals only
+            return None, category_map
+        raise
+    given = resolved.paths
+    state_dir = state_dir or (given["state_dir"][0] if "state_dir" in given else None)
+    category_map = category_map or (given["category_map"][0] if "category_map" in given else None)
+    return journal_home(resolved.base_url, state_dir, state.environ, Path.home()), category_map

@@ -118,6 +118,8 @@ def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[st
         read += f", sheet {report.sheet!r}"
     else:
         read += f", encoding {report.encoding}, delimiter {report.delimiter}"
+    if report.header_row > 1:
+        read += f", header on row {report.header_row}"
     lines = [read]
     if check_lines:
         lines.extend(import_check_lines(report))

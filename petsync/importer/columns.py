@@ -2,8 +2,9 @@
 
 Headers match the fields ``name``, ``categoryId`` and ``status`` case-, space- and
 underscore-insensitively (``categoryId``, ``category_id``, ``Category ID`` all match
-``categoryId``). ``--map "Column=field"`` names a column for a field when its header says
-something else; a mapped field no longer matches by header. Columns whose header starts
+``categoryId``; so does ``Category`` when no column is headed so). ``--map "Column=field"``
+names a column for a field when its header says something else; a mapped field no longer
+matches by header. Columns whose header starts
 with ``petsync_`` are petsync's own (reject and accepted files) and ignored on input, so a
 fixed reject file imports as it is. Every other column is carried to the output files and
 not sent.
@@ -11,7 +12,7 @@ not sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +21,19 @@ from petsync.core.errors import InputError
 FIELDS: tuple[str, ...] = ("name", "categoryId", "status")
 REQUIRED_FIELDS: tuple[str, ...] = ("name", "categoryId")
 PETSYNC_PREFIX = "petsync_"
+# A header read as categoryId when no column is headed so (nor mapped to it).
+CATEGORY_ALIAS = "category"
 # The column of created ids in accepted files: such a file must never be imported again.
 ACCEPTED_MARKER = "petsync_id"
+
+
+def category_key(name: str) -> str:
+    """How category names are compared (``--category-map``): case and spaces ignored.
+
+    >>> category_key(" Guinea  Pig "), category_key("guineapig")
+    ('guineapig', 'guineapig')
+    """
+    return "".join(name.casefold().split())
 
 
 def match_key(header: str) -> str:
@@ -55,6 +67,9 @@ class ColumnMap:
     carried: tuple[int, ...]
     mapped: tuple[str, ...] = ()  # fields named by --map, not by their header
     ignored_maps: tuple[str, ...] = ()  # --map values naming a column this file lacks
+    # --category-map: category ids by category_key(name), and the map's file name.
+    category_names: Mapping[str, int] | None = None
+    category_map_name: str = ""
 
     def field_at(self, index: int) -> str | None:
         """The field column ``index`` holds, if any."""
@@ -182,6 +197,15 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
                 f'pass --map "COLUMN={field}" to say which one holds it'
             )
         chosen[field] = indexes[0]
+    if "categoryId" not in chosen:
+        # Staff head the column "Category" (numbers, or names a --category-map reads).
+        loose = [
+            i
+            for i, title in enumerate(header)
+            if match_key(title) == CATEGORY_ALIAS and i not in chosen.values()
+        ]
+        if len(loose) == 1:
+            chosen["categoryId"] = loose[0]
     missing = [field for field in REQUIRED_FIELDS if field not in chosen]
     if missing:
         names = " and ".join(repr(f) for f in missing)

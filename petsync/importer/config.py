@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from petsync.core.errors import ConfigError
 from petsync.importer.sheets.sheet import ReadOptions
@@ -14,6 +15,9 @@ MAX_CONCURRENCY = 64
 # can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
 # senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
 SENDING_WINDOW = 32
+# A value merged over cells below a workbook's header (petsync.importer.merged).
+MergedCells = Literal["fill", "blank"]
+MERGED_CHOICES: tuple[MergedCells, ...] = ("fill", "blank")
 DEFAULT_BASELINE = False  # no listing of the catalogue before the first POST unless asked
 
 
@@ -35,6 +39,9 @@ class ImportConfig:
     max_errors: int | None = None
     out_dir: Path | None = None
     journal_path: Path | None = None
+    # The journals' home for this API (petsync.importer.journal_home); None keeps them in
+    # the output folder's .petsync/journals, as before.
+    journal_home: Path | None = None
     resend_uncertain: bool = False
     settle: bool = False
     # List the pets that exist already before the first POST, so --settle can also find
@@ -44,12 +51,20 @@ class ImportConfig:
     baseline: bool = DEFAULT_BASELINE
     # Rows repeated inside the sheet (every cell the same) are sent once unless this is set.
     allow_duplicates: bool = False
+    # The header's row number (--header-row); None finds it in the first 20 rows.
+    header_row: int | None = None
+    # --category-map: a sheet of category names and ids (petsync.importer.category_map).
+    category_map: Path | None = None
+    # A value merged over cells below the header: "fill" each cell, or leave them "blank".
+    merged_cells: MergedCells = "fill"
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
             raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
         if self.max_errors is not None and self.max_errors < 1:
             raise ConfigError("--max-errors must be at least 1")
+        if self.header_row is not None and self.header_row < 1:
+            raise ConfigError("--header-row must be at least 1 (the sheet's first row)")
 
     @property
     def sending_window(self) -> int:

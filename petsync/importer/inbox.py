@@ -10,8 +10,9 @@ files, hidden files). The files petsync writes beside an input (``*.rejects.csv`
 ``--archive DIR`` moves a fully processed file and its outputs into ``DIR/YYYY-MM-DD/``
 (:func:`archive_import`). Fully processed means the run was not stopped and every row of
 the file is final: created, or rejected (locally or by the API); none pending, none
-uncertain. The journal stays where it is (under the output folder's ``.petsync/``), so the
-same bytes dropped again are still recognised as imported.
+uncertain. The journal stays where it is (in the API's journal home, see
+:mod:`petsync.importer.journal_home`), so the same bytes dropped again are still
+recognised as imported.
 """
 
 from __future__ import annotations

@@ -81,8 +81,21 @@ class Journal:
         self._syncing = False
 
     @classmethod
-    def open(cls, path: Path, *, source: Path, sha256: str, settings: Mapping[str, Any]) -> Journal:
-        """Open (or create) the journal of ``source``; refuse one made for other content."""
+    def open(
+        cls,
+        path: Path,
+        *,
+        source: Path,
+        sha256: str,
+        settings: Mapping[str, Any],
+        outputs: Path | None = None,
+    ) -> Journal:
+        """Open (or create) the journal of ``source``; refuse one made for other content.
+
+        ``outputs`` (the output folder of the run that creates it) is recorded, so that in
+        a journal home shared by many folders an earlier file of the same name is only
+        that folder's (:func:`unfinished_journals`).
+        """
         fd = open_locked(
             path,
             f"another petsync import is using journal {path}; wait for it to finish "
@@ -97,6 +110,8 @@ class Journal:
                     "sha256": sha256,
                     "settings": dict(settings),
                 }
+                if outputs is not None:
+                    header["outputs"] = str(outputs.absolute())
                 os.ftruncate(fd, 0)
                 os.write(fd, (json.dumps(header) + "\n").encode())
                 os.fsync(fd)
@@ -352,8 +367,11 @@ class Unfinished:
 TAIL_BYTES = 64 * 1024  # where a journal's last summary line is looked for
 
 
-def unfinished_journals(directory: Path, source_name: str, current: Path) -> list[Unfinished]:
-    """Other journals in ``directory`` of files named ``source_name`` not finished.
+def unfinished_journals(
+    directory: Path, source_name: str, current: Path, outputs: Path | None = None
+) -> list[Unfinished]:
+    """Other journals in ``directory`` of files named ``source_name`` not finished (of
+    the output folder ``outputs``, when both it and the journal name one).
 
     A new file under an old name is a new import; this finds what the old one left (rows
     pending or uncertain), so the summary can say so rather than let it be forgotten. Reads
@@ -368,6 +386,9 @@ def unfinished_journals(directory: Path, source_name: str, current: Path) -> lis
                 header = json.loads(handle.readline())
                 if not isinstance(header, dict) or header.get("source") != source_name:
                     continue
+                folder = header.get("outputs")
+                if outputs is not None and folder and folder != str(outputs.absolute()):
+                    continue  # another folder's file of that name
                 size = path.stat().st_size
                 handle.seek(max(0, size - TAIL_BYTES))
                 tail = handle.read().decode("utf-8", errors="replace")

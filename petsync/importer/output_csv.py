@@ -16,6 +16,8 @@ from pathlib import Path
 from petsync.core.errors import PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer
 from petsync.importer.excel_safe import escape_row, unescape_cell
+from petsync.importer.sheets.csv_sheet import open_csv
+from petsync.importer.sheets.sheet import ReadOptions
 
 OUTPUT_ENCODING = "utf-8-sig"
 
@@ -72,39 +74,45 @@ class _Unwanted(Exception):
 
 
 def earlier_rows(
-    path: Path, header: Sequence[str], replaced: frozenset[int], origin: str = ""
+    path: Path,
+    header: Sequence[str],
+    replaced: frozenset[int],
+    origin: str = "",
+    *,
+    encoding: str | None = None,
 ) -> Iterator[list[str]]:
     """The rows of an earlier round's ``path`` to keep: those not in ``replaced``.
 
     A row whose ``petsync_origin`` names another first file than ``origin`` is another
     file's row of the same number: it is kept (a blank origin matches any).
 
-    Cells go under ``header`` by column name (blank where the old file had no such column),
-    with the Excel-safe prefix undone (the writer puts it back).
+    The file is read as an input is (:func:`~petsync.importer.sheets.csv_sheet.open_csv`:
+    BOM, UTF-8, UTF-16, cp1252, or ``encoding``; comma, semicolon or tab), since a person
+    may have fixed it in place in any editor. Cells go under ``header`` by column name
+    (blank where the old file had no such column), with the Excel-safe prefix undone (the
+    writer puts it back). A file that cannot be read raises
+    :class:`~petsync.core.errors.InputError` naming it.
     """
-    try:
-        handle = path.open(encoding=OUTPUT_ENCODING, newline="")
-    except FileNotFoundError:
+    if not path.exists():
         return
-    except OSError as exc:
-        raise _cannot_write(path, exc) from exc
-    with handle:
-        first = handle.readline()
-        delimiter = max((",", ";", "\t"), key=first.count)
-        handle.seek(0)
-        try:
-            for record in csv.DictReader(handle, delimiter=delimiter):
-                number = (record.get("petsync_row") or "").strip()
-                of = (record.get("petsync_origin") or "").strip()
-                same = not origin or not of or of == origin
-                if same and number.isdigit() and int(number) in replaced:
-                    continue
-                yield [unescape_cell(record.get(column) or "") for column in header]
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise PetsyncError(
-                f"cannot read the earlier {path} to keep its rows ({exc}); move it away and "
-                "re-run the same command"
-            ) from exc
+    with open_csv(path, ReadOptions(encoding=encoding)) as sheet:
+        titles = [title.strip() for title in sheet.header]
+        if not sheet.petsync_written:  # its cells still carry the Excel-safe prefix
+            titles = [unescape_cell(title) for title in titles]
+        where = {title: i for i, title in reversed(list(enumerate(titles)))}
+        number_at, origin_at = where.get("petsync_row"), where.get("petsync_origin")
+        for row in sheet.rows():
+            cells = row.cells if sheet.petsync_written else tuple(map(unescape_cell, row.cells))
+            number = _cell(cells, number_at).strip()
+            of = _cell(cells, origin_at).strip()
+            same = not origin or not of or of == origin
+            if same and number.isdigit() and int(number) in replaced:
+                continue
+            yield [_cell(cells, where.get(column.strip())) for column in header]
+
+
+def _cell(cells: Sequence[str], index: int | None) -> str:
+    return cells[index] if index is not None and index < len(cells) else ""
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from petsync.core.errors import PetsyncError
 from petsync.importer.journal import Journal
 from petsync.importer.output_csv import AtomicCsv, earlier_rows
 from petsync.importer.output_paths import OutputPaths
@@ -34,6 +35,9 @@ from petsync.importer.precheck import CheckedInput
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.validation import FieldError
 
+# Rejected rows a summary shows (row, field, reason), the first ones; the rest are counted.
+SHOWN_REJECTS = 10
+
 
 class OutputFiles:
     """The output files of one write pass; one small method per outcome writes a row.
@@ -46,6 +50,9 @@ class OutputFiles:
     ``delimiter`` is the input's, so a ``;`` file gets ``;`` outputs. ``replaced_rows``
     (for a fed-back petsync file: the ``petsync_row`` numbers it holds) keeps the rows of
     each file's old version whose numbers are not among them: earlier rounds' rows stay.
+    Those old versions are read as inputs are (any encoding; ``input_encoding`` for the
+    input itself, a file fixed in place); one that cannot be read is kept aside, and
+    ``notices`` says so.
     """
 
     def __init__(
@@ -57,8 +64,15 @@ class OutputFiles:
         delimiter: str = ",",
         replaced_rows: frozenset[int] | None = None,
         replaced_origin: str = "",
+        input_path: Path | None = None,
+        input_encoding: str | None = None,
     ):
         self.dry_run = dry_run
+        self.notices: list[str] = []
+        # The first rejected rows, as the summary shows them (the reject file has them all).
+        self.first_rejects: list[dict[str, str]] = []
+        self._input = input_path
+        self._input_encoding = input_encoding
         self.counts: Counter[Outcome] = Counter()
         self._files: list[AtomicCsv] = []
         self._delimiter = delimiter
@@ -106,11 +120,19 @@ class OutputFiles:
 
     def reject_local(self, row: OutputRow) -> None:
         """A row validation refused: the reject file, every error joined in one line."""
-        self._rejects.write(local_reject_cells(row))
+        self._reject(local_reject_cells(row))
 
     def reject_api(self, row: OutputRow) -> None:
         """A row the API refused (a final 4xx): the reject file, with the API's answer."""
-        self._rejects.write(api_reject_cells(row))
+        self._reject(api_reject_cells(row))
+
+    def _reject(self, cells: list[str]) -> None:
+        self._rejects.write(cells)
+        if len(self.first_rejects) < SHOWN_REJECTS:
+            number, source, code, field, message = cells[-len(REJECT_COLUMNS) :][:5]
+            self.first_rejects.append(
+                {"row": number, "source": source, "code": code, "field": field, "message": message}
+            )
 
     def accept(self, row: OutputRow) -> None:
         """A created row: the accepted file, with the id the API gave it."""
@@ -146,9 +168,27 @@ class OutputFiles:
     def _open(self, path: Path, header: Sequence[str]) -> AtomicCsv:
         output = AtomicCsv(path, header, delimiter=self._delimiter)
         self._files.append(output)
-        if self._replaced is not None:
-            for cells in earlier_rows(path, header, self._replaced, self._replaced_origin):
+        if self._replaced is None:
+            return output
+        # The input itself (a reject file fixed in place) is read as the check pass read it.
+        encoding = self._input_encoding if _same_file(path, self._input) else None
+        try:
+            for cells in earlier_rows(
+                path, header, self._replaced, self._replaced_origin, encoding=encoding
+            ):
                 output.write(cells)
+        except PetsyncError as exc:
+            # Pets may have been created: the outputs are written all the same, and the
+            # earlier file is kept under another name for its rows, with a word on why.
+            output.abort(None)
+            self._files.remove(output)
+            aside = keep_aside(path)
+            self.notices.append(
+                f"could not read the earlier {path.name} to keep its rows ({exc}); it is kept "
+                f"as {aside.name} and its earlier rows are not in the new {path.name}"
+            )
+            output = AtomicCsv(path, header, delimiter=self._delimiter)
+            self._files.append(output)
         return output
 
     def _abort(self, exc: BaseException) -> None:
@@ -166,6 +206,8 @@ class WrittenOutputs:
     counts: Counter[Outcome]
     normalisations: dict[str, int]
     files: dict[str, str]
+    notices: tuple[str, ...] = ()
+    first_rejects: tuple[dict[str, str], ...] = ()
 
 
 def write_outputs(
@@ -199,6 +241,8 @@ def write_outputs(
             delimiter=checked.delimiter_char,
             replaced_rows=checked.original_rows if checked.petsync_written else None,
             replaced_origin=checked.output_origin,
+            input_path=checked.path,
+            input_encoding=checked.options.encoding,
         ) as outputs,
     ):
         for sheet_row in sheet.rows():
@@ -225,4 +269,33 @@ def write_outputs(
             row = OutputRow(number, carried, errors, record, checked.output_origin, repeat_of)
             outputs.write(row)
     counted = {name: count for name, count in sorted(normalisations.items()) if count > 0}
-    return WrittenOutputs(outputs.counts, counted, outputs.written())
+    return WrittenOutputs(
+        outputs.counts,
+        counted,
+        outputs.written(),
+        tuple(outputs.notices),
+        tuple(outputs.first_rejects),
+    )
+
+
+def _same_file(path: Path, other: Path | None) -> bool:
+    try:
+        return other is not None and path.exists() and path.samefile(other)
+    except OSError:
+        return False
+
+
+def keep_aside(path: Path) -> Path:
+    """Rename ``path`` to a free ``NAME.unread-N.csv`` beside it, so no output replaces it."""
+    for number in range(1, 1000):
+        aside = path.with_name(f"{path.stem}.unread-{number}{path.suffix}")
+        if not aside.exists():
+            break
+    try:
+        path.rename(aside)
+    except OSError as exc:
+        raise PetsyncError(
+            f"cannot read the earlier {path} to keep its rows, nor move it aside to "
+            f"{aside.name} ({exc.strerror or exc}); move it away and re-run the same command"
+        ) from exc
+    return aside

@@ -19,10 +19,14 @@ from typing import Any
 from petsync.core.errors import InputError
 from petsync.core.models import NewPet
 from petsync.core.stop import StopRequest
+from petsync.importer.category_map import with_category_map
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import ImportConfig
 from petsync.importer.duplicates import RepeatedRows
+from petsync.importer.header_row import choose_header
+from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
+from petsync.importer.sheets.merged_ranges import column_letters
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import (
     PETSYNC_MARKER_COLUMN,
@@ -92,6 +96,8 @@ class CheckedInput:
     normalisations: Mapping[str, int] = field(default_factory=dict)
     repeats: RepeatedRows | None = None  # rows repeating an earlier row, sent once
     allow_duplicates: bool = False
+    header_row: int = 1  # the header's row number (rows above it are skipped)
+    merged: MergedFill | None = None  # a workbook's merged cells below the header
 
     @property
     def width(self) -> int:
@@ -213,6 +219,7 @@ class CheckedInput:
             from petsync.importer.sheets.workbook import reopen_workbook
 
             again = reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
+            again.use_header_row(self.header_row)
             # A row whose only cells could not be read is a row (rejected), not a blank one.
             again.cell_problems = {line: [] for line in self.problems}
             again.identity_column = self.identity_column
@@ -224,6 +231,7 @@ class CheckedInput:
                     f"{self.path} changed while the import was running; re-run the same "
                     "command once nobody is editing it"
                 )
+            sheet.use_header_row(self.header_row)
             sheet.identity_column = self.identity_column
             yield sheet
 
@@ -237,7 +245,11 @@ def check_input(config: ImportConfig, stop: StopRequest | None = None) -> Checke
     # A signal ends the check pass's read; the later passes run to write the outputs.
     options = dataclasses.replace(config.read_options, stop=stop)
     with open_spreadsheet(config.path, options) as sheet:
-        columns = resolve_columns(sheet.header, config.mappings, config.path)
+        choose_header(sheet, config.mappings, config.header_row)
+        merged = fill_merged_cells(sheet, config.merged_cells)
+        columns = with_category_map(
+            resolve_columns(sheet.header, config.mappings, config.path), config.category_map
+        )
         row_column = _row_column(sheet)
         origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
         if row_column is None and origin_column is not None:  # a reject file saved as a workbook
@@ -326,6 +338,8 @@ def check_input(config: ImportConfig, stop: StopRequest | None = None) -> Checke
                 normalisations=dict(normalised),
                 repeats=repeats,
                 allow_duplicates=config.allow_duplicates,
+                header_row=sheet.header_row,
+                merged=merged,
             )
         except BaseException:
             repeats.close()
@@ -343,25 +357,11 @@ def _cell_problems(sheet: Spreadsheet, row: SheetRow, columns: ColumnMap) -> tup
     found = []
     for column, why in sheet.cell_problems.get(row.line, ()):
         title = sheet.header[column] if column < len(sheet.header) else ""
-        where = f"cell {_column_letters(column)}{row.line}" + (f" ({title})" if title else "")
+        where = f"cell {column_letters(column)}{row.line}" + (f" ({title})" if title else "")
         found.append(
             FieldError(ErrorCode.FORMULA_WITHOUT_VALUE, columns.field_at(column), f"{where} {why}")
         )
     return tuple(found)
-
-
-def _column_letters(index: int) -> str:
-    """A 0-based column index as a spreadsheet names it.
-
-    >>> _column_letters(0), _column_letters(27)
-    ('A', 'AB')
-    """
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("A") + rest) + letters
-    return letters
 
 
 def _column(sheet: Spreadsheet, title: str) -> int | None:

@@ -41,6 +41,9 @@ class ImportReport:
     encoding_notice: str | None = None
     delimiter: str | None = None
     sheet: str | None = None
+    header_row: int = 1  # rows above it were skipped (a title, notes, blank rows)
+    # A workbook's merged cells below the header: mode, cells filled, ranges.
+    merged_cells: dict[str, Any] | None = None
     columns: dict[str, str] = field(default_factory=dict)
     # Columns no field is read from (carried to the output files, not sent), and the
     # --map values that would send one where its header suggests a field.
@@ -69,6 +72,8 @@ class ImportReport:
     archived_to: str | None = None
     archived: list[str] = field(default_factory=list)  # the names of the files moved there
     notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
+    # The first rejected rows: row (its petsync_row), source, code, field, message.
+    first_rejects: list[dict[str, str]] = field(default_factory=list)
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
 
@@ -134,6 +139,8 @@ class ImportReport:
             "encoding_notice": self.encoding_notice,
             "delimiter": self.delimiter,
             "sheet": self.sheet,
+            "header_row": self.header_row,
+            "merged_cells": self.merged_cells,
             "columns": self.columns,
             "columns_not_sent": self.columns_not_sent,
             "map_hints": self.map_hints,
@@ -163,6 +170,7 @@ class ImportReport:
             "archived_to": self.archived_to,
             "archived": self.archived,
             "notices": self.notices,
+            "first_rejects": self.first_rejects,
             "stopped_reason": self.stopped_reason,
             "error": None if self.stop is None else redact(str(self.stop)),
             "exit_code": int(self.exit_code),

@@ -37,6 +37,7 @@ from petsync.importer.baseline import take_baseline
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, unfinished_journals
+from petsync.importer.journal_home import journal_folder, make_home
 from petsync.importer.output_paths import OutputPaths, check_writable
 from petsync.importer.output_rows import Outcome
 from petsync.importer.outputs import WrittenOutputs, write_outputs
@@ -107,11 +108,20 @@ def _run_checked(
         raise stop.error(
             f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
         )
+    journal_file = config.journal_path
+    if journal_file is None:
+        folder = journal_folder(
+            config.out_dir if config.out_dir is not None else config.path.parent,
+            config.journal_home,
+            checked.sha256,
+            checked.origin,
+        )
+        journal_file = folder / f"{checked.sha256}.jsonl"
     paths = OutputPaths.for_input(
         config.path,
         config.out_dir,
         sha256=checked.sha256,
-        journal=config.journal_path,
+        journal=journal_file,
         fed_back=checked.petsync_written,
     )
     paths.check_writable()  # the folder, and no link or FIFO at an output's name
@@ -122,6 +132,8 @@ def _run_checked(
         ledger = load_ledger(paths.journal.parent, checked.origin, None, checked.invalid_rows)
     if not config.dry_run:
         journals = paths.journal.parent
+        if journals == config.journal_home:
+            make_home(journals)
         check_writable(journals, "journal")
         # Every import of the rows of one first file holds the lock of its journal: two
         # fixes of one row must not both send it (see petsync.importer.provenance). The
@@ -130,13 +142,18 @@ def _run_checked(
         if checked.fed_back and not _has_content(first):
             report.notices.append(
                 f"the journal of the first file these rows came from is not in {journals} "
-                "(its import used another output folder, or it was moved): if so, import "
-                "this file with that --out-dir, or rows created there could be created again"
+                "(its import used another state directory, API or output folder, or it was "
+                "moved): if so, import this file with that --state-dir or --out-dir, or rows "
+                "created there could be created again"
             )
         if paths.journal != first:
             held.enter_context(origin_lock(journals, checked.origin))
         journal = Journal.open(
-            paths.journal, source=config.path, sha256=checked.sha256, settings=checked.settings
+            paths.journal,
+            source=config.path,
+            sha256=checked.sha256,
+            settings=checked.settings,
+            outputs=paths.directory,
         )
         try:
             if checked.fed_back:
@@ -180,19 +197,40 @@ def _run_checked(
                     raise
                 journal.sync()
                 _count_sent(report, sent)
-        written = write_outputs(checked, paths, journal, ledger)
+        try:
+            written = write_outputs(checked, paths, journal, ledger)
+        except Exception as exc:
+            if journal is None or not report.created:
+                raise
+            # Pets were created: say so, and what failed, rather than lose the count.
+            _outputs_failed(report, exc, paths)
+            return _finish(report, client, config, clock, started)
         _count_written(report, written)
+        report.notices.extend(written.notices)
+        report.first_rejects = list(written.first_rejects)
         report.files = dict(written.files)
         if journal is not None:
             report.files["journal"] = str(paths.journal)
             journal.record_summary(pending=report.pending, uncertain=report.uncertain)
             if not journal.resumed and config.journal_path is None:
-                report.notices.extend(_earlier_unfinished(paths.journal, config.path))
+                report.notices.extend(
+                    _earlier_unfinished(paths.journal, config.path, paths.directory)
+                )
     finally:
         if journal is not None:
             report.journal_fsyncs = journal.fsyncs
             report.journal_fsync_seconds = journal.fsync_seconds
             journal.close()
+    return _finish(report, client, config, clock, started)
+
+
+def _finish(
+    report: ImportReport,
+    client: ImportClient | None,
+    config: ImportConfig,
+    clock: Callable[[], float],
+    started: float,
+) -> ImportReport:
     if client is not None and not config.dry_run:
         report.requests = client.requests
         report.retries = client.retries
@@ -202,6 +240,18 @@ def _run_checked(
         extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
     )
     return report
+
+
+def _outputs_failed(report: ImportReport, exc: Exception, paths: OutputPaths) -> None:
+    """The write pass failed after pets were created: a stop that says what and why."""
+    logger.debug("import_outputs_failed", exc_info=exc)
+    why = str(exc) if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
+    report.stop = PetsyncError(
+        f"{report.created} pets were created (the journal {paths.journal} records them), "
+        f"but the output files could not be written: {why}. Fix that, then re-run the same "
+        "command: it sends nothing twice and writes the files"
+    )
+    report.stopped_reason = "the output files could not be written"
 
 
 def _list_before_sending(
@@ -244,11 +294,11 @@ def _has_content(path: Path) -> bool:
         return False
 
 
-def _earlier_unfinished(journal: Path, source: Path) -> list[str]:
+def _earlier_unfinished(journal: Path, source: Path, outputs: Path) -> list[str]:
     """Notes on earlier files of this name whose rows are not all done (a new file replaced
     one that was not finished: its pending and uncertain rows would be forgotten)."""
     notes = []
-    for old in unfinished_journals(journal.parent, source.name, journal):
+    for old in unfinished_journals(journal.parent, source.name, journal, outputs):
         left = (
             "was stopped mid-run"
             if old.pending is None
@@ -284,6 +334,9 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         "their headers"
         for text in checked.columns.ignored_maps
     ]
+    merged = checked.merged
+    if merged is not None:
+        notices.append(merged.notice())
     return ImportReport(
         source=str(config.path),
         dry_run=config.dry_run,
@@ -293,6 +346,10 @@ def _checked_report(config: ImportConfig, checked: CheckedInput) -> ImportReport
         encoding_notice=checked.encoding_notice,
         delimiter=checked.delimiter,
         sheet=checked.sheet,
+        header_row=checked.header_row,
+        merged_cells=None
+        if merged is None
+        else {"mode": merged.mode, "cells": merged.cells, "ranges": list(merged.ranges)},
         columns=checked.column_names,
         columns_not_sent=checked.unsent_columns,
         map_hints=checked.columns.map_hints(checked.header),

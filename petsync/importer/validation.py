@@ -31,7 +31,7 @@ from enum import StrEnum
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
 from petsync.core.text import shown_text
-from petsync.importer.columns import ColumnMap
+from petsync.importer.columns import ColumnMap, category_key
 from petsync.importer.sheets.sheet import CutCell
 
 
@@ -42,6 +42,7 @@ class ErrorCode(StrEnum):
     CATEGORY_MISSING = "category_missing"
     CATEGORY_NOT_INTEGER = "category_not_integer"
     CATEGORY_OUT_OF_RANGE = "category_out_of_range"
+    CATEGORY_UNKNOWN = "category_unknown"  # a name the --category-map does not hold
     STATUS_INVALID = "status_invalid"
     EXTRA_CELLS = "extra_cells"
     CELL_TOO_LONG = "cell_too_long"
@@ -60,6 +61,7 @@ class Normalisation(StrEnum):
     TRIMMED = "trimmed"
     STATUS_CASE_FOLDED = "status_case_folded"
     INTEGRAL_DECIMAL = "integral_decimal"
+    CATEGORY_NAMED = "category_named"  # a category name read through --category-map
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,10 @@ def validate_row(
 
     raw_category = cell(columns.categoryId)
     category, category_error, integral = parse_category_id(raw_category)
+    if category_error is not None and category_error.code == ErrorCode.CATEGORY_NOT_INTEGER:
+        category, category_error = _category_by_name(raw_category.strip(), columns)
+        if category is not None:
+            normalised.append(Normalisation.CATEGORY_NAMED)
     if category_error is not None:
         errors.append(category_error)
     else:
@@ -213,6 +219,38 @@ def validate_row(
         normalised.insert(0, Normalisation.TRIMMED)
     assert category is not None  # no category error means a value
     return Validated(NewPet(name=name, categoryId=category, status=status), (), tuple(normalised))
+
+
+def _category_by_name(text: str, columns: ColumnMap) -> tuple[int | None, FieldError | None]:
+    """A categoryId cell that is no integer, looked up in the ``--category-map``; the error
+    names the map, or (with none, for a word) the option that gives one."""
+    names = columns.category_names
+    if names is not None:
+        found = names.get(category_key(text))
+        if found is not None:
+            return found, None
+        unknown = FieldError(
+            ErrorCode.CATEGORY_UNKNOWN,
+            "categoryId",
+            f"category {text!r} is not in the category map "
+            f"{columns.category_map_name}; add it there with its id, or write the id as digits",
+        )
+        return None, unknown
+    advice = (
+        "write it as digits only, like 12 (no decimals, exponents or separators; in Excel, "
+        "store long ids as text)"
+    )
+    if any(char.isalpha() for char in text) and not _NUMBER_LIKE.fullmatch(text):
+        advice = (
+            "write the category's id as digits, like 12, or pass --category-map FILE (a "
+            "sheet of name and categoryId) to read category names"
+        )
+    message = f"categoryId {text!r} is not a whole number; {advice}"
+    return None, FieldError(ErrorCode.CATEGORY_NOT_INTEGER, "categoryId", message)
+
+
+# A number in a form the categoryId check refuses (12.5, 1.2E+5, 1e20): no category name.
+_NUMBER_LIKE = re.compile(r"[+-]?[0-9.,]+(?:[eE][+-]?[0-9]+)?")
 
 
 def _field_of(column: int, columns: ColumnMap) -> str | None:

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import ConfigError
-from petsync.ops.settings import read_toml, secret_key_message
+from petsync.ops.settings import secret_key_message
+from petsync.ops.toml_file import read_toml
 
 JobKind = Literal["export", "import"]
 JOB_KINDS: tuple[JobKind, ...] = ("export", "import")

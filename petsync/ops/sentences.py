@@ -93,6 +93,10 @@ SENTENCES: dict[str, Callable[[Fields], str]] = {
         f"exact values ({_get(f, 'reason')}); the rows are read as the spreadsheet reader "
         "gives them"
     ),
+    "workbook_merged_cells_not_read": lambda f: (
+        f"the merged cells of sheet {_get(f, 'sheet')!r} in {_get(f, 'path')} could not be "
+        f"read ({_get(f, 'reason')}); the cells they cover read as the file holds them"
+    ),
     "orchestration.snapshots_unreadable": lambda f: (
         f"the snapshots under {_get(f, 'out')} could not be read ({_get(f, 'error')}): the "
         f"Dagster partitions begin at start_date {_get(f, 'start_date')}, not at the first "

@@ -32,23 +32,23 @@ from a config or job file; a key file that group or others can read is refused w
     api_key_file = "~/.config/petsync/staging.key"   # relative paths: to this file's folder
     timeout = 120                                    # and the other client limits
     extra_fields = "keep"                            # fields beyond the interface's
+    state_dir = "/srv/petsync/state"                 # petsync import: the journals' home
+    category_map = "categories.csv"                  # petsync import: category names
 """
 
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
 from petsync.client.config import ClientConfig, RetryPolicy, normalise_base_url
 from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
-from petsync.core.interface import SETTINGS_FILE_LIMIT, PaginationStyle
-from petsync.core.reading import read_regular
+from petsync.core.interface import PaginationStyle
 from petsync.ops.limits import LIMIT_KEYS, ClientLimits, check_limit, resolve_limits
+from petsync.ops.toml_file import read_toml
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
 ENV_ENVIRONMENT = "PETSYNC_ENV"  # chooses the environment, as AWS_PROFILE chooses a profile
@@ -56,7 +56,9 @@ ENV_CONFIG = "PETSYNC_CONFIG"  # names the config file
 DEFAULT_ENV = "production"
 CONFIG_FILE_NAME = "petsync.toml"
 _STRING_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file", "extra_fields")
-ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + LIMIT_KEYS
+# Paths an environment may set for the import: its journals' state folder, its category map.
+_PATH_KEYS: tuple[str, ...] = ("state_dir", "category_map")
+ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + _PATH_KEYS + LIMIT_KEYS
 
 _ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 # Key names that would put a secret into a config or job file; refused with the way out.
@@ -73,6 +75,7 @@ class Environment:
     api_key_file: Path | None = None
     limits: Mapping[str, float | int] = field(default_factory=dict)  # by LIMIT_KEYS name
     extra_fields: str | None = None  # the export's --extra-fields for this environment
+    paths: Mapping[str, Path] = field(default_factory=dict)  # by _PATH_KEYS name
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,8 @@ class Target:
     limits: ClientLimits = field(default_factory=ClientLimits)
     extra_fields: str | None = None  # the environment's extra_fields setting, if any
     extra_fields_source: str = "default"
+    # The environment's state_dir and category_map (petsync import), with where each is set.
+    paths: Mapping[str, tuple[Path, str]] = field(default_factory=dict)
 
     def client_config(self, *, pagination: PaginationStyle | None = None) -> ClientConfig:
         """The :class:`ClientConfig` for this target; ``pagination`` None keeps its default.
@@ -169,36 +174,6 @@ def find_config_file(
     return None
 
 
-def read_toml(path: Path, what: str) -> dict[str, Any]:
-    """A TOML file (``what``: "job file", "config file") parsed, within bounds.
-
-    Over :data:`~petsync.core.interface.SETTINGS_FILE_LIMIT` bytes, not UTF-8, not TOML,
-    or nested too deep for the parser (thousands of brackets) is a :class:`ConfigError`
-    naming the file, and so is a path that is no regular file (a FIFO, a device: checked
-    before a byte is read, see :mod:`petsync.core.reading`) or cannot be read.
-    """
-    try:
-        data = read_regular(path, what, limit=SETTINGS_FILE_LIMIT, error=ConfigError)
-    except ConfigError as exc:
-        if isinstance(exc.__cause__, OSError):
-            raise exc.__cause__ from None  # the caller names an unreadable file its own way
-        raise
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{what} {path} is not valid TOML: the byte at offset {exc.start} is not UTF-8; "
-            "save it as UTF-8"
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
-    except RecursionError:
-        raise ConfigError(
-            f"{what} {path} nests arrays or tables too deeply to read (thousands of "
-            "brackets); no setting needs that: is it the right file?"
-        ) from None
-
-
 def load_config_file(path: Path, *, source: str, home: Path) -> ConfigFile:
     """Parse a config file, naming the file and key of anything it does not allow."""
     try:
@@ -244,12 +219,10 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
         values[key] = value.strip()
     if "api_key_env" in values and "api_key_file" in values:
         raise ConfigError(f"{where}: set api_key_env or api_key_file, not both")
-    key_file: Path | None = None
-    if "api_key_file" in values:
-        raw = values["api_key_file"]
-        key_file = home / raw[2:] if raw.startswith("~/") else Path(raw)
-        if not key_file.is_absolute():
-            key_file = path.parent / key_file
+    key_file = (
+        _config_path(values["api_key_file"], path, home) if "api_key_file" in values else None
+    )
+    paths = {key: _config_path(values[key], path, home) for key in _PATH_KEYS if key in values}
     return Environment(
         name=name,
         base_url=values.get("base_url"),
@@ -257,6 +230,7 @@ def _parse_environment(path: Path, name: str, table: object, home: Path) -> Envi
         api_key_file=key_file,
         limits=limits,
         extra_fields=values.get("extra_fields"),
+        paths=paths,
     )
 
 
@@ -278,6 +252,8 @@ class TargetView:
     limits: ClientLimits
     extra_fields: str | None
     extra_fields_source: str
+    # The environment's state_dir and category_map (petsync import), with where each is set.
+    paths: Mapping[str, tuple[Path, str]] = field(default_factory=dict)
     problems: tuple[ConfigError, ...] = ()  # each names the setting and how to fix it
     missing_key: ConfigError | None = None  # no key found: what to set
 
@@ -294,6 +270,12 @@ class TargetView:
             raise self.missing_key
         assert self.base_url is not None  # no problem: the URL was found
         return Target(**{f.name: getattr(self, f.name) for f in fields(Target)})
+
+
+def _config_path(raw: str, path: Path, home: Path) -> Path:
+    """A path in a config file: ``~/`` is the home, a relative one the file's folder."""
+    found = home / raw[2:] if raw.startswith("~/") else Path(raw)
+    return found if found.is_absolute() else path.parent / found
 
 
 def resolve_target(
@@ -420,6 +402,11 @@ def inspect_target(
             if environment is not None and environment.extra_fields and config is not None
             else "default"
         ),
+        paths={
+            key: (value, f"{config.path} [environments.{name}] {key}")
+            for key, value in (environment.paths if environment is not None else {}).items()
+            if config is not None
+        },
         problems=tuple(problems),
         missing_key=missing_key,
     )

@@ -70,6 +70,8 @@ def test_rejected_rows_exit_4_and_name_the_fix_command(
         "normalised: integral_decimal 1, status_case_folded 1",
         result.output.splitlines()[4],  # timing
         "rejects:   pets.rejects.csv  (fix them, then: petsync import pets.rejects.csv)",
+        "  row 3, categoryId: categoryId '1.5' is not a whole number; write it as digits only, "
+        "like 12 (no decimals, exponents or separators; in Excel, store long ids as text)",
         "accepted:  pets.accepted.csv",
     ]
     report = json.loads(Path("report.json").read_text())
@@ -110,7 +112,8 @@ def test_missing_column_exits_2_naming_the_columns(petstore_server: Any, isolate
     assert result.exit_code == 2
     assert result.output.strip() == (
         "Error: pets.csv: no column for 'name' and 'categoryId'; columns found: 'Pet', 'Kind'. "
-        'Name the header name and categoryId, or pass --map "COLUMN=name"'
+        'Name the header name and categoryId, or pass --map "COLUMN=name" (no row of the '
+        "first 20 names the fields; to read another row as the header, pass --header-row N)"
     )
     mapped = run(srv, "pets.csv", "--map", "Pet=name", "--map", "Kind=categoryId")
     assert mapped.exit_code == 0, mapped.output
@@ -239,7 +242,7 @@ def test_journal_held_by_another_import_exits_75_and_the_metrics_say_so(
 ) -> None:
     srv = petstore_server()
     Path("pets.csv").write_text("name,categoryId\nRex,1\n")
-    journal = journal_of(Path("pets.csv"))
+    journal = journal_of(Path("pets.csv"), api=srv.base_url)
     journal.parent.mkdir(parents=True)
     journal.touch()
     with journal.open("rb") as held:

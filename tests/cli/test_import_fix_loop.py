@@ -12,6 +12,7 @@ import openpyxl
 from click.testing import CliRunner, Result
 
 from petsync.cli import cli
+from tests.importer.doubles import journal_of
 
 
 def run(srv: Any, *args: str) -> Result:
@@ -107,9 +108,8 @@ def test_an_uncertain_file_fed_back_never_sends_its_rows_again(
     Path("pets.csv").write_text("name,categoryId\nRex,1\nTom,2\n")
     assert run(srv, "pets.csv").exit_code == 0
     # A row of the first file left uncertain (sent, outcome unknown), as a kill leaves it.
-    rows = read_rows(Path("pets.accepted.csv"))
-    origin = rows[0]["petsync_origin"]
-    journal = Path(".petsync/journals") / f"{origin}.jsonl"
+    journal = journal_of(Path("pets.csv"))
+    assert journal.parent.parent.name == "journals"  # the API's home, not the folder's
     with journal.open("a") as handle:
         handle.write('{"row": 3, "state": "sending"}\n')
     assert run(srv, "pets.csv").exit_code == 4
@@ -170,20 +170,81 @@ def test_a_reject_file_saved_as_a_workbook_keeps_its_rows_identity(
     assert accepted["Rex"]["petsync_fixed_in"] == ""
 
 
+def test_a_fix_or_the_file_imported_from_another_folder_creates_nothing_twice(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\nNemo,fish\n")
+    assert run(srv, "pets.csv", "--out-dir", "imports").exit_code == 4
+    (row,) = read_rows(Path("imports/pets.rejects.csv"))
+    Path("desktop").mkdir()
+    write_rows(Path("desktop/pets.rejects.csv"), [{**row, "categoryId": "7"}])
+    Path("laptop").mkdir()
+    shutil.copy("desktop/pets.rejects.csv", "laptop/fixed.rejects.csv")
+    result = run(srv, "desktop/pets.rejects.csv")
+    assert result.exit_code == 0, result.output
+    assert "note:" not in result.output
+    # The same fix again from another folder, and the first file under another name
+    # elsewhere: one journal home for the API knows every row, so nothing is created.
+    assert run(srv, "laptop/fixed.rejects.csv").exit_code == 0
+    shutil.copy("pets.csv", "laptop/april.csv")
+    again = run(srv, "laptop/april.csv", "--out-dir", "elsewhere")
+    assert again.exit_code == 0, again.output
+    assert "created 0, already done 2 (earlier runs)" in again.output
+    assert names(srv) == Counter({"Rex": 1, "Nemo": 1})
+
+
+def test_journals_beside_the_outputs_of_an_older_petsync_are_still_honoured(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\nTom,2\n")
+    assert run(srv, "pets.csv").exit_code == 0
+    # As an older petsync left it: the journal in the output folder, none in the home.
+    home_journal = journal_of(Path("pets.csv"))
+    legacy = Path(".petsync/journals") / home_journal.name
+    legacy.parent.mkdir(parents=True)
+    home_journal.rename(legacy)
+    result = run(srv, "pets.csv")
+    assert result.exit_code == 0, result.output
+    assert "already imported" in result.output
+    assert names(srv) == Counter({"Rex": 1, "Tom": 1})
+    assert not home_journal.exists()  # the run kept to the journal it found
+
+
+def test_the_state_dir_option_and_the_environment_key_move_the_journal_home(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\n")
+    assert run(srv, "pets.csv", "--state-dir", "state").exit_code == 0
+    (journal,) = Path("state/journals").glob("*/*.jsonl")
+    assert journal.parent.name.startswith("127.0.0.1-")
+    Path("petsync.toml").write_text(
+        f'[environments.production]\nbase_url = "{srv.base_url}"\nstate_dir = "state"\n'
+    )
+    env = {"PETSYNC_API_KEY": srv.api_key.reveal()}
+    shutil.copy("pets.csv", "copy.csv")
+    again = CliRunner().invoke(cli, ["import", "copy.csv"], env=env, catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert "created 0, already done 1 (earlier runs)" in again.output
+    assert names(srv) == Counter({"Rex": 1})
+
+
 def test_a_fix_imported_away_from_the_first_files_journals_says_so(
     petstore_server: Any, isolated: Path
 ) -> None:
     srv = petstore_server()
     Path("pets.csv").write_text("name,categoryId\nNemo,fish\n")
-    assert run(srv, "pets.csv", "--out-dir", "imports").exit_code == 4
-    (row,) = read_rows(Path("imports/pets.rejects.csv"))
-    Path("desktop").mkdir()
-    write_rows(Path("desktop/pets.rejects.csv"), [{**row, "categoryId": "7"}])
-    result = run(srv, "desktop/pets.rejects.csv")
+    assert run(srv, "pets.csv", "--state-dir", "shared").exit_code == 4
+    (row,) = read_rows(Path("pets.rejects.csv"))
+    write_rows(Path("pets.rejects.csv"), [{**row, "categoryId": "7"}])
+    result = run(srv, "pets.rejects.csv")  # without the first run's --state-dir
     assert result.exit_code == 0, result.output
-    assert (
-        "  note: the journal of the first file these rows came from is not in "
-        "desktop/.petsync/journals (its import used another output folder, or it was moved): "
-        "if so, import this file with that --out-dir, or rows created there could be created "
-        "again"
-    ) in result.output.splitlines()
+    (note,) = [line for line in result.output.splitlines() if "note:" in line]
+    assert note.startswith("  note: the journal of the first file these rows came from is not in ")
+    assert note.endswith(
+        "(its import used another state directory, API or output folder, or it was moved): "
+        "if so, import this file with that --state-dir or --out-dir, or rows created there "
+        "could be created again"
+    )

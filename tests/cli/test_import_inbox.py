@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +74,17 @@ def test_archive_moves_done_files_with_their_outputs_and_empties_the_inbox(
         "done.rejects.csv",
     ]
     lines = result.stdout.splitlines()
-    # The reject file moved: the summary says where, and the fix command keeps the journals.
+    # The reject file moved: the summary says where; the journals are in the API's home,
+    # so the fix needs no --out-dir, and the inbox is empty.
     assert (
         f"archived:  archive/{day.name}/ (done.csv, done.rejects.csv, done.accepted.csv "
         "moved there)"
     ) in lines
     assert (
         f"rejects:   archive/{day.name}/done.rejects.csv  (fix them, then: petsync import "
-        f"archive/{day.name}/done.rejects.csv --out-dir inbox)"
+        f"archive/{day.name}/done.rejects.csv)"
     ) in lines
-    assert [p.name for p in Path("inbox").iterdir()] == [".petsync"]  # the journals stay
+    assert list(Path("inbox").iterdir()) == []
     # The same bytes dropped again are recognised: nothing created, archived again.
     Path("inbox/done.csv").write_text("name,categoryId\nRex,1\nBad,x\n")
     again = run(srv, "import", "inbox/*.csv", "--archive", "archive")
@@ -234,7 +236,8 @@ def test_run_takes_several_job_files_and_exits_with_the_worst(
     result = run(srv, "run", "good.toml", "bad.toml", "broken.toml")
     assert result.exit_code == 2, result.output
     assert srv.store.count() == 1
-    assert result.stdout.count("read ") == 2  # both imports ran
+    reads = [line for line in result.stdout.splitlines() if line.startswith("read ")]
+    assert len(reads) == 2  # both imports ran
     assert result.stderr.startswith("Error: job file broken.toml [import]: file must be")
 
 
@@ -296,7 +299,8 @@ def test_a_new_file_over_an_unfinished_one_says_what_the_old_one_left(
     second = run(srv, "import", "pets.csv")
     assert second.exit_code == 0, second.output
     (note,) = [line for line in second.stdout.splitlines() if line.startswith("  note: ")]
-    assert note.startswith("  note: an earlier pets.csv (journal .petsync/journals/")
+    home = isolated / ".local" / "state" / "petsync" / "journals"
+    assert note.startswith(f"  note: an earlier pets.csv (journal {home}/127.0.0.1-")
     assert note.endswith(
         "still has 2 pending and 0 uncertain rows: put that file back and import it (with "
         "--settle) to finish it"
@@ -345,7 +349,7 @@ def test_the_docs_inbox_command_takes_csv_and_workbooks_and_says_where_rejects_w
     ) in lines
     assert (
         f"rejects:   archive/{day.name}/monday.rejects.csv  (fix them, then: petsync import "
-        f"archive/{day.name}/monday.rejects.csv --out-dir imports)"
+        f"archive/{day.name}/monday.rejects.csv)"
     ) in lines
     assert sorted(p.name for p in Path("inbox").iterdir()) == ["README.txt", "~$tuesday.xlsx"]
     assert (
@@ -360,8 +364,14 @@ def test_the_docs_inbox_command_takes_csv_and_workbooks_and_says_where_rejects_w
         writer = csv.DictWriter(handle, fieldnames=list(row))
         writer.writeheader()
         writer.writerow({**row, "categoryId": "3"})
-    fixed = run(srv, "import", str(rejects), "--out-dir", "imports")
+    Path("desk").mkdir()
+    copy = shutil.copy(rejects, "desk")
+    fixed = run(srv, "import", str(rejects))
     assert fixed.exit_code == 0, fixed.output
+    assert sorted(p.name for p in srv.store.all()) == ["Bad", "Mia", "Rex"]
+    # The fix again from a copy elsewhere: the API's journals know the row, nothing is sent.
+    again = run(srv, "import", copy)
+    assert again.exit_code == 0, again.output
     assert sorted(p.name for p in srv.store.all()) == ["Bad", "Mia", "Rex"]
 
 
@@ -383,7 +393,8 @@ def test_one_map_serves_an_inbox_of_sheets_with_other_headers(
     assert (
         "inbox/c.csv: not imported: inbox/c.csv: no column for 'name'; columns found: 'Pet', "
         "'categoryId' (--map 'Animal=name' names no column of this file). Name the header "
-        'name, or pass --map "COLUMN=name"'
+        'name, or pass --map "COLUMN=name" (no row of the first 20 names the fields; to read '
+        "another row as the header, pass --header-row N)"
     ) in result.stdout.splitlines()
 
 
@@ -399,6 +410,7 @@ def test_the_bulk_import_job_takes_every_sheet_of_the_inbox(
     # The job as an operator edits it: the map of one sender's sheets, duplicates allowed.
     job = job.replace('# map = ["Animal=name"', 'map = ["Animal=name"')
     job = job.replace("# allow_duplicates = false", "allow_duplicates = true")
+    job = job.replace('# state_dir = "/srv/petsync/state"', 'state_dir = "state"')
     Path("jobs/bulk-import.toml").write_text(job)
     Path("petsync.toml").write_text(f'[environments.production]\nbase_url = "{srv.base_url}"\n')
     for folder in ("inbox", "imports", "metrics"):
@@ -426,4 +438,5 @@ def test_the_bulk_import_job_takes_every_sheet_of_the_inbox(
         ["photoUrls"],
         ["b.xlsx", "b.accepted.csv"],
     )
+    assert len(list(Path("state/journals").glob("*/*.jsonl"))) == 2  # the job's state_dir
     assert list(Path("inbox").iterdir()) == []

@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 from petsync.cli import cli
 from petsync.cli.signals import stop_on_signals
+from petsync.importer.journal_home import journal_home
 from petsync.server.faults import Faults
 
 TIMEOUT = 60.0  # seconds: any wait in these tests, generously above what it needs
@@ -91,10 +92,11 @@ class Petsync:
                 stream.close()
 
 
-def journal_of(source: Path) -> Path:
-    """Where an import keeps the journal of ``source`` (by the sha256 of its bytes)."""
+def journal_of(source: Path, srv: Any) -> Path:
+    """Where an import keeps the journal of ``source`` (by the sha256 of its bytes): the
+    API's journal home under HOME, which is the working folder here."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    return source.parent / ".petsync" / "journals" / f"{digest}.jsonl"
+    return journal_home(srv.base_url, None, {}, source.parent) / f"{digest}.jsonl"
 
 
 def journal_count(journal: Path, state: str) -> int:
@@ -120,7 +122,7 @@ def test_sigterm_mid_import_finishes_in_flight_rows_and_a_rerun_creates_the_rest
     srv = petstore_server(faults=Faults(latency_ms=20))
     source = tmp_path / "pets.csv"
     names = write_pets(source, 2000)
-    journal = journal_of(source)
+    journal = journal_of(source, srv)
     proc = Petsync(["import", "pets.csv", "--report", "report.json"], tmp_path, env_of(srv))
     try:
         proc.wait_for(lambda: journal_count(journal, "created") >= 40, "40 rows created")
@@ -142,7 +144,10 @@ def test_sigterm_mid_import_finishes_in_flight_rows_and_a_rerun_creates_the_rest
 
     srv.faults.latency_ms = 0  # the re-run need not wait
     again = CliRunner().invoke(
-        cli, ["import", str(source)], env=env_of(srv), catch_exceptions=False
+        cli,
+        ["import", str(source)],
+        env={**env_of(srv), "HOME": str(tmp_path)},
+        catch_exceptions=False,
     )
     assert again.exit_code == 0, again.output
     assert again.output.splitlines()[1].startswith(
@@ -155,7 +160,7 @@ def test_ctrl_c_prints_the_summary_and_exits_130(petstore_server: Any, tmp_path:
     srv = petstore_server(faults=Faults(latency_ms=20))
     source = tmp_path / "pets.csv"
     write_pets(source, 400)
-    journal = journal_of(source)
+    journal = journal_of(source, srv)
     proc = Petsync(["import", "pets.csv"], tmp_path, env_of(srv))
     try:
         proc.wait_for(lambda: journal_count(journal, "created") >= 10, "10 rows created")
@@ -176,7 +181,7 @@ def test_a_second_signal_stops_at_once_leaving_rows_in_flight_uncertain(
     srv = petstore_server(faults=Faults(latency_ms=2_000))  # answers come well after
     source = tmp_path / "pets.csv"
     write_pets(source, 50)
-    journal = journal_of(source)
+    journal = journal_of(source, srv)
     proc = Petsync(["import", "pets.csv", "--concurrency", "2"], tmp_path, env_of(srv))
     try:
         proc.wait_for(lambda: journal_count(journal, "sending") >= 1, "a row in flight")

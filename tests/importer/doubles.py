@@ -17,12 +17,23 @@ import pytest
 from petsync.client.listing import Page
 from petsync.client.records import PetColumns
 from petsync.core.models import NewPet, Pet, PetStatus
+from petsync.importer.journal_home import journal_home, state_root
 
 
-def journal_of(source: Path, out_dir: Path | None = None) -> Path:
-    """Where an import keeps the journal of ``source``: by the sha256 of its bytes."""
+def journal_of(source: Path, out_dir: Path | None = None, *, api: str | None = None) -> Path:
+    """Where an import keeps the journal of ``source``: by the sha256 of its bytes, in the
+    output folder (a library run, an older petsync) or the API's journal home under the
+    state directory (the command line), whichever holds it. ``api`` (a base URL) names
+    the home's, before it exists."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    return (out_dir or source.parent) / ".petsync" / "journals" / f"{digest}.jsonl"
+    if api is not None:
+        return journal_home(api, None, os.environ, Path.home()) / f"{digest}.jsonl"
+    legacy = (out_dir or source.parent) / ".petsync" / "journals" / f"{digest}.jsonl"
+    if legacy.exists():
+        return legacy
+    homes = state_root(None, os.environ, Path.home()) / "journals"
+    found = sorted(homes.glob(f"*/{digest}.jsonl"))
+    return found[0] if len(found) == 1 else legacy
 
 
 class EmptyListing:

@@ -112,3 +112,10 @@ def test_unsent_columns_and_the_map_that_would_send_one() -> None:
 def test_bad_map_values(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         resolve_columns(["A"], [text], PATH)
+
+
+def test_a_category_column_is_category_id_only_when_no_column_is_headed_so() -> None:
+    alone = resolve_columns(["Name", "Category", "Status"], [], Path("p.csv"))
+    assert (alone.name, alone.categoryId, alone.status) == (0, 1, 2)
+    both = resolve_columns(["name", "Category", "categoryId"], [], Path("p.csv"))
+    assert both.categoryId == 2 and both.unsent(["name", "Category", "categoryId"]) == ["Category"]

@@ -403,6 +403,12 @@ def test_api_rejections_go_to_the_reject_file(tmp_path: Path, petstore_server: S
         ("4", "local", "category_not_integer", rejects[1]["petsync_error_message"], ""),
         ("5", "api", "duplicate_name", "name already taken", "400"),
     ]  # fmt: skip
+    # The summary's first rejected rows: the API's reasons beside the local one.
+    assert [(r["row"], r["source"], r["message"]) for r in report.first_rejects] == [
+        ("3", "api", "name already taken"),
+        ("4", "local", rejects[1]["petsync_error_message"]),
+        ("5", "api", "name already taken"),
+    ]
     # An API rejection is final: a re-run does not send it again.
     with client_for(srv, transport=RejectingTransport()) as client:
         again = run_import(ImportConfig(path), client)

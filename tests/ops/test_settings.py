@@ -301,7 +301,8 @@ def test_old_call_without_new_arguments_still_works(
         (
             "[environments.production]\nurl = 'x'\n",
             "[environments.production]: unknown key 'url'; allowed: base_url, api_key_env, "
-            "api_key_file, extra_fields, timeout, retries, retry_budget, max_response_size",
+            "api_key_file, extra_fields, state_dir, category_map, timeout, retries, retry_budget, "
+            "max_response_size",
         ),
         (
             "[environments.production]\ntimeout = 0\n",

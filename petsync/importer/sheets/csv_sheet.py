@@ -5,7 +5,8 @@ Encoding, first rule that applies:
 1. ``encoding=`` given (``--encoding``): decode strictly with it (a UTF-8 BOM is still
    dropped when the encoding is UTF-8).
 2. A UTF-8 byte-order mark: UTF-8, BOM removed. A UTF-16 BOM: UTF-16. NUL bytes without a
-   BOM (UTF-16 that lost its mark) stop the read with the ``--encoding`` to pass.
+   BOM: UTF-16 that lost its mark, little- or big-endian by the side its NULs are on, if
+   the whole file decodes so; else the read stops with the ``--encoding`` to pass.
 3. The whole file decodes as strict UTF-8: UTF-8.
 4. Otherwise cp1252 (what Excel on Windows writes), with a notice for the summary; a byte
    cp1252 does not define stops the read. Replacement characters are never produced.
@@ -35,6 +36,7 @@ from typing import IO
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+from petsync.importer.sheets.csv_encoding import decode_error, utf16_order
 from petsync.importer.sheets.sheet import (
     CHUNK,
     CUT_KEEP,
@@ -134,7 +136,7 @@ def _fingerprint_and_detect(path: Path, options: ReadOptions) -> tuple[str, str,
         encoding = "utf-8-sig" if codec == "utf-8" else codec
         sha256, first, error = _decode_all(path, encoding, stop)
         if error is not None:
-            raise _decode_error(path, codec, error)
+            raise decode_error(path, codec, error)
         return sha256, encoding, codec, None
     sha256, first, error = _decode_all(path, "utf-8", stop)
     head = _head(path)
@@ -146,22 +148,26 @@ def _fingerprint_and_detect(path: Path, options: ReadOptions) -> tuple[str, str,
     if first.startswith(_UTF16_BOMS):
         _, _, error = _decode_all(path, "utf-16", stop)
         if error is not None:
-            raise _decode_error(path, "utf-16", error)
+            raise decode_error(path, "utf-16", error)
         return sha256, "utf-16", "utf-16 (BOM)", None
     if b"\x00" in head:
+        # UTF-16 that lost its mark: text in Latin letters has its NULs on one side.
+        order = utf16_order(head)
+        if order is not None and _decode_all(path, order, stop)[2] is None:
+            return sha256, order, f"{order} (no BOM)", None
         raise InputError(
             f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark "
             "does; pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
         )
     if first.startswith(_UTF8_BOM):
         if error is not None:
-            raise _decode_error(path, "utf-8", error)
+            raise decode_error(path, "utf-8", error)
         return sha256, "utf-8-sig", "utf-8 (BOM)", None
     if error is None:
         return sha256, "utf-8", "utf-8", None
     _, _, cp_error = _decode_all(path, "cp1252", stop)
     if cp_error is not None:
-        raise _decode_error(path, "utf-8 nor cp1252", cp_error)
+        raise decode_error(path, "utf-8 nor cp1252", cp_error)
     notice = (
         f"{path.name} is not valid UTF-8 (line {error[0]}, byte offset {error[1]}); read it "
         "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
@@ -209,15 +215,6 @@ def _decode_all(
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     return digest.hexdigest(), first, error
-
-
-def _decode_error(path: Path, encoding: str, error: tuple[int, int, str]) -> InputError:
-    line, offset, shown = error
-    return InputError(
-        f"{path}, line {line} (byte offset {offset}): the bytes {shown} are not valid "
-        f"{encoding}; pass --encoding with the file's real encoding (for example cp1252, "
-        "latin-1 or utf-16)"
-    )
 
 
 def _read_header_text(path: Path, encoding: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,8 @@ class Spreadsheet:
         # value), by row number: (0-based column, why).
         self.cell_problems: dict[int, list[tuple[int, str]]] = {}
         self._records: Iterator[Record] = iter(())
+        self._leading: list[Record] = []  # the rows read ahead for the header (see start)
+        self.header_row = 1  # the header's row number: rows above it are skipped
         # A workbook's rows, read once when it was opened (None for CSV, which streams).
         self.cached_records: list[Record] | None = None
         self._closers: list[Callable[[], object]] = []
@@ -182,6 +185,9 @@ class Spreadsheet:
 
     def rows(self) -> Iterator[SheetRow]:
         """Yield the rows after the header, skipping (and counting) all-blank ones."""
+        if len(self._leading) > 1:  # read ahead for a header that stayed on its row
+            self._records = itertools.chain(self._leading[1:], self._records)
+            self._leading = self._leading[:1]
         for number, cells, cut in self._records:
             if not cut and not "".join(cells).strip() and number not in self.cell_problems:
                 self.blank_rows += 1
@@ -199,26 +205,67 @@ class Spreadsheet:
                 yield SheetRow(number, cells, cut)
 
     def start(self, records: Iterator[Record]) -> None:
-        """Read the header row from ``records``; the rest are the rows (for the readers)."""
+        """Take row 1 as the header from ``records``; the rest are the rows (for the readers).
+
+        The import may choose another header row after this (:meth:`leading_rows`,
+        :meth:`use_header_row`): row 1 is only checked once it is used as the header.
+        """
         first = next(records, None)
         if first is None:
             raise InputError(f"{self.path}: the file is empty; row 1 must be the header row")
-        header = first[1]
-        if first[2]:
+        self._leading = [first]
+        self._records = records
+        self._set_header(first, check=False)
+
+    def leading_rows(self, count: int) -> list[Record]:
+        """The first rows of the sheet (at most ``count``, numbered as the sheet shows them,
+        header candidates), read once and kept for :meth:`use_header_row`."""
+        while len(self._leading) < count and self._leading[-1][0] < count:
+            record = next(self._records, None)
+            if record is None:
+                break
+            self._leading.append(record)
+        return [record for record in self._leading if record[0] <= count]
+
+    def use_header_row(self, number: int) -> None:
+        """Make row ``number`` the header: the rows above it are skipped, not read as rows.
+
+        Row numbers stay the sheet's own. A row past :meth:`leading_rows` is read up to.
+        """
+        while self._leading[-1][0] < number:
+            record = next(self._records, None)
+            if record is None:
+                raise InputError(
+                    f"{self.path}: --header-row {number}: the sheet ends at row "
+                    f"{self._leading[-1][0]}"
+                )
+            self._leading = [record]  # rows above a stated header are not kept
+        index = next((i for i, r in enumerate(self._leading) if r[0] >= number), 0)
+        header = self._leading[index]
+        if header[0] != number:  # a blank row a CSV reader does not yield
+            raise InputError(f"{self.path}: --header-row {number}: row {number} is blank")
+        self._set_header(header, check=True)
+        self._records = itertools.chain(self._leading[index + 1 :], self._records)
+        self._leading = [header]
+        self.header_row = number
+
+    def _set_header(self, record: Record, *, check: bool) -> None:
+        number, header, cut = record
+        row = f"row {number}"
+        if cut and check:
             raise InputError(
-                f"{self.path}: a header cell is over {CELL_LIMIT} characters; row 1 must be the "
+                f"{self.path}: a header cell is over {CELL_LIMIT} characters; {row} must be the "
                 "header row (name, categoryId, status)"
             )
         while header and not header[-1].strip():
             header = header[:-1]
-        if not header:
+        if not header and check:
             raise InputError(
-                f"{self.path}: row 1 is blank; row 1 must be the header row "
+                f"{self.path}: {row} is blank; {row} must be the header row "
                 "(name, categoryId, status)"
             )
         self.petsync_written = self.kind == "csv" and PETSYNC_MARKER_COLUMN in header
         self.header = tuple(unescape_row(header)) if self.petsync_written else header
-        self._records = records
 
 
 def identity_number(cells: Sequence[str], column: int, line: int) -> int:

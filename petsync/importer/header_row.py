@@ -1,0 +1,91 @@
+"""Which row of a sheet is its header: row 1, or the first of the first 20 that names the fields.
+
+Staff sheets often start with a title ("April arrivals", merged across the columns), a note
+or blank rows, then the header. The header is the first row, within the first
+:data:`HEADER_SCAN_ROWS`, whose cells name the fields as the column matching does
+(:func:`~petsync.importer.columns.resolve_columns`: ``name`` and ``categoryId`` by header
+or ``--map``). Row 1, when it names them, is the header without looking further (as
+always). Otherwise exactly one such row must exist: two are ambiguous and stop the import
+(exit 2) naming them, with ``--header-row N`` to say which; none stops it with the
+column-matching error of the row that came closest. Rows above the header are skipped;
+row numbers stay the sheet's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from petsync.core.errors import InputError
+from petsync.importer.columns import FIELDS, match_key, parse_mapping, resolve_columns
+from petsync.importer.sheets.sheet import Record, Spreadsheet
+
+HEADER_SCAN_ROWS = 20
+
+
+def choose_header(sheet: Spreadsheet, mappings: Sequence[str], stated: int | None = None) -> None:
+    """Make the header row of ``sheet`` the one ``stated`` (``--header-row``), else the
+    one found (see the module docstring); raise :class:`InputError` when none or two are."""
+    if stated is not None:
+        sheet.use_header_row(stated)
+        return
+    leading = sheet.leading_rows(1)
+    if leading[0][0] == 1 and _names_fields(leading[0], mappings, sheet.path):
+        sheet.use_header_row(1)  # the usual sheet: nothing read ahead
+        return
+    leading = sheet.leading_rows(HEADER_SCAN_ROWS)
+    found = [record[0] for record in leading if _names_fields(record, mappings, sheet.path)]
+    if len(found) == 1:
+        sheet.use_header_row(found[0])
+        return
+    if len(found) > 1:
+        rows = ", ".join(map(str, found[:-1])) + f" and {found[-1]}"
+        raise InputError(
+            f"{sheet.path}: cannot tell the header row: rows {rows} each name the fields "
+            f"(name, categoryId); pass --header-row N with the one that heads the rows to "
+            "import (job key header_row)"
+        )
+    closest = _closest(leading, mappings)
+    try:
+        resolve_columns(closest[1], mappings, sheet.path)
+    except InputError as exc:
+        where = (
+            f"no row of the first {HEADER_SCAN_ROWS} names the fields"
+            if closest[0] == 1
+            else f"in row {closest[0]}, the closest to a header of the first {HEADER_SCAN_ROWS}"
+        )
+        raise InputError(
+            f"{exc} ({where}; to read another row as the header, pass --header-row N)"
+        ) from exc
+    sheet.use_header_row(closest[0])  # names the fields, only with a cut cell: say that
+
+
+def _names_fields(record: Record, mappings: Sequence[str], path: Path) -> bool:
+    number, cells, cut = record
+    if cut or not any(cell.strip() for cell in cells):
+        return False
+    try:
+        resolve_columns(cells, mappings, path)
+    except InputError:
+        return False
+    return True
+
+
+def _closest(leading: Sequence[Record], mappings: Sequence[str]) -> Record:
+    """The row with most cells naming a field or a ``--map`` column (the first non-blank
+    row when none does): its column-matching error says what is missing."""
+    keys = {match_key(field) for field in FIELDS}
+    for text in mappings:
+        try:
+            keys.add(match_key(parse_mapping(text)[0]))
+        except InputError:
+            continue
+    best: Record | None = None
+    best_score = 0
+    for record in leading:
+        score = sum(1 for cell in record[1] if match_key(cell) in keys)
+        if score > best_score:
+            best, best_score = record, score
+    if best is not None:
+        return best
+    return next((r for r in leading if any(c.strip() for c in r[1])), leading[0])
