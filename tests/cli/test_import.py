@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.client.config import ClientConfig
+from petsync.importer.journal_home import journal_home
 from petsync.server.faults import Faults
 from tests.importer.doubles import journal_of
 
@@ -170,13 +172,16 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
     names = [f"Pet{i:03}" for i in range(80)]
     source = tmp_path / "pets.csv"
     source.write_text("name,categoryId\n" + "".join(f"{n},{i}\n" for i, n in enumerate(names)))
-    journal = journal_of(source)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "PETSYNC_API_KEY": srv.api_key.reveal(),
         "PETSYNC_BASE_URL": srv.base_url,
     }
+    # The command keeps its journal in the API's home under HOME; the library re-runs
+    # below are given that home, as the command would use it.
+    home = journal_home(srv.base_url, None, {}, tmp_path)
+    journal = home / f"{hashlib.sha256(source.read_bytes()).hexdigest()}.jsonl"
     proc = subprocess.Popen(
         # --baseline: settling below then finds the killed rows' pets created, too.
         [
@@ -213,7 +218,7 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
     srv.faults.latency_ms = 0
     client = PetstoreClient(ClientConfig(srv.base_url, srv.api_key))
     with client:
-        report = run_import(ImportConfig(source), client)
+        report = run_import(ImportConfig(source, journal_home=home), client)
     stored = Counter(p.name for p in srv.store.all())
     assert max(stored.values()) == 1  # never a duplicate
     # At most the rows journaled `sending` and not yet answered at the kill: one batch
@@ -226,7 +231,7 @@ def test_sigkilled_import_resumes_and_creates_each_row_once(
 
     # --settle asks the API which of them exist: those are accepted, the others sent once.
     with PetstoreClient(ClientConfig(srv.base_url, srv.api_key)) as client:
-        settled = run_import(ImportConfig(source, settle=True), client)
+        settled = run_import(ImportConfig(source, settle=True, journal_home=home), client)
     assert (settled.uncertain, settled.pending, settled.exit_code) == (0, 0, 0)
     assert settled.settled_created + settled.settled_not_created == report.uncertain
     assert settled.created == settled.settled_not_created
