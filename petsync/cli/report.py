@@ -38,8 +38,11 @@ def report_command(directory: str, output: str | None) -> None:
             param_hint="'--output'",
         )
     result = write_report(directory, Path(output) if output is not None else None)
+    if result.nights < 2:
+        said = "one night so far: come back tomorrow" if result.nights else "no night yet"
+        click.echo(f"{result.path}: {said} (the charts start with the second night)")
+        return
     click.echo(
-        f"{result.path}: {len(result.charts)} charts over {result.nights} "
-        f"night{'' if result.nights == 1 else 's'}, "
+        f"{result.path}: {len(result.charts)} charts over {result.nights} nights, "
         f"{result.bytes / 1e6:.1f} MB"
     )
