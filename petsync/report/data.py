@@ -2,10 +2,10 @@
 
 - the nights in ``_history.json``: which nights have a snapshot, which were incomplete or
   flagged, the nights between them with none (gaps), each night's quality;
-- the versions (:func:`~petsync.history.load.load_history`) and their
-  :func:`~petsync.history.load.transitions`: pets per night, category and status, the
-  changes, the status moves, the time from available to sold (:mod:`.catalogue`), and the
-  versions of the pets the page can look up (:mod:`.lookup`).
+- the versions (the history's files, read as :func:`~petsync.history.load.load_history`
+  reads them, but only into NumPy): pets per night, category and status, the changes, the
+  status moves, the time from available to sold (:mod:`.catalogue`), and the versions of
+  the pets the page can look up (:mod:`.lookup`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from petsync.history.load import load_history, read_history_state, transitions
-from petsync.history.table import HistoryState, Night
+from petsync.core.errors import InputError
+from petsync.history.load import read_history_state
+from petsync.history.table import HistoryFiles, HistoryState, Night
 from petsync.report.catalogue import (
+    COLUMNS,
     FROM_STATUS,
     TO_STATUS,
     Catalogue,
+    Versions,
     count_catalogue,
+    versions_from_table,
 )
 from petsync.report.lookup import Lookup, pick_pets
 
@@ -70,12 +74,61 @@ def verdict(night: Night) -> str:
 def report_data(directory: Path | str) -> ReportData:
     """The report's numbers for the history under ``directory`` (the export's --out)."""
     state = read_history_state(directory)
-    versions = load_history(directory)
-    return tables(state, versions, transitions(versions))
+    return tables(state, read_versions(directory, state))
 
 
-def tables(state: HistoryState, versions: pd.DataFrame, moves: pd.DataFrame) -> ReportData:
-    """The report's numbers from a history's state, its versions and their transitions."""
+def read_versions(directory: Path | str, state: HistoryState) -> Versions:
+    """The versions in the history's files, read in the state's order (oldest night first,
+    the open versions last), a few files at a time on threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from petsync.history.table import HISTORY_SCHEMA
+
+    files = HistoryFiles.open(directory)
+    first = state.nights[0].date if state.nights else dt.date(1970, 1, 1)
+    schema = pa.schema([HISTORY_SCHEMA.field(c) for c in COLUMNS])
+
+    def read(name: str, columns: list[str] = COLUMNS[:1] + COLUMNS[2:]) -> pa.Table:
+        try:
+            return pq.read_table(
+                files.path(name),
+                columns=columns,
+                filesystem=files.filesystem,
+                read_dictionary=["status"],
+            )
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise InputError(
+                f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
+                f"`petsync history {files.location.uri} --rebuild`"
+            ) from exc
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        tables = list(pool.map(read, state.files))
+    if not tables:
+        return versions_from_table(schema.empty_table(), first)
+    starts = np.cumsum([0] + [t.num_rows for t in tables])
+
+    def names(rows: np.ndarray) -> list[str]:
+        """The names of ``rows``, reading the name column of the files that hold them."""
+        out: list[str] = [""] * len(rows)
+        which = np.searchsorted(starts, rows, side="right") - 1
+        for index in np.unique(which).tolist():
+            mine = np.flatnonzero(which == index)
+            column = read(state.files[index], ["name"]).column("name")
+            taken = column.take(pa.array(rows[mine] - starts[index])).to_pylist()
+            for at, name in zip(mine.tolist(), taken, strict=True):
+                out[at] = name
+        return out
+
+    return versions_from_table(pa.concat_tables(tables), first, names)
+
+
+def tables(state: HistoryState, versions: Versions) -> ReportData:
+    """The report's numbers from a history's state and its versions."""
     import pandas as pd
 
     nights = list(state.nights)
@@ -98,7 +151,7 @@ def tables(state: HistoryState, versions: pd.DataFrame, moves: pd.DataFrame) -> 
     return ReportData(
         nights=tuple(nights),
         gaps=tuple(gaps),
-        catalogue=count_catalogue(versions, moves, dates),
+        catalogue=count_catalogue(versions, dates),
         quality=quality,
         lookup=pick_pets(versions),
     )

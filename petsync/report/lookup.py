@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import pandas as pd
+from petsync.report.catalogue import NO_STATUS, Versions
 
 LOOKUP_PETS = 1_000
 
@@ -28,42 +27,41 @@ class Lookup:
     rows: list[list[Any]]  # [id, name, first night, last night or None, status, categoryId]
 
 
-def pick_pets(versions: pd.DataFrame, limit: int = LOOKUP_PETS) -> Lookup:
+def pick_pets(v: Versions, limit: int = LOOKUP_PETS) -> Lookup:
     """Every version of the ``limit`` pets whose newest version started last."""
-    import pandas as pd
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    if versions.empty:
+    if not len(v):
         return Lookup(0, 0, [])
-    newest = versions.groupby("id", sort=False)["valid_from"].max()
-    ranked = newest.reset_index().sort_values(["valid_from", "id"], ascending=False)
-    chosen = set(ranked["id"].head(limit).tolist())
-    mine = versions[versions["id"].isin(chosen)].sort_values(["id", "valid_from"])
-    rows = [
+    # The newest version of each pet is among the ``limit`` * 3 versions that started
+    # last (a pet has a few there at most); those pets, newest first, ties to the higher id.
+    top = min(len(v), limit * 3)
+    recent = np.argpartition(v.start, len(v) - top)[len(v) - top :]
+    recent = recent[np.lexsort((-v.id[recent], -v.start[recent]))]
+    _, first_seen = np.unique(v.id[recent], return_index=True)
+    chosen = v.id[recent[np.sort(first_seen)]][:limit]
+    rows = np.flatnonzero(pc.is_in(pa.array(v.id), value_set=pa.array(chosen)).to_numpy(False))
+    names = v.names(v.row[rows])
+    pets = int(np.count_nonzero(v.id[1:] != v.id[:-1])) + 1
+    first = v.first
+    return Lookup(
+        len(chosen),
+        pets,
         [
-            int(pet_id),
-            str(name),
-            _day(start),
-            _day(end),
-            None if pd.isna(status) else str(status),
-            int(category),
-        ]
-        for pet_id, name, start, end, status, category in zip(
-            mine["id"],
-            mine["name"],
-            mine["valid_from"],
-            mine["valid_to"],
-            mine["status"].astype(object),
-            mine["categoryId"],
-            strict=True,
-        )
-    ]
-    return Lookup(len(chosen), int(newest.size), rows)
+            [
+                int(v.id[r]),
+                str(name),
+                _day(first, int(v.start[r])),
+                _day(first, int(v.end[r])) if v.end[r] >= 0 else None,
+                None if v.statuses[v.status[r]] == NO_STATUS else v.statuses[v.status[r]],
+                int(v.category[r]),
+            ]
+            for r, name in zip(rows.tolist(), names, strict=True)
+        ],
+    )
 
 
-def _day(value: Any) -> str | None:
-    import pandas as pd
-
-    if pd.isna(value):
-        return None
-    day: dt.date = value.date()
-    return day.isoformat()
+def _day(first: dt.date, number: int) -> str:
+    return (first + dt.timedelta(days=number)).isoformat()
