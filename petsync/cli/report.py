@@ -21,8 +21,10 @@ def report_command(directory: str, output: str | None) -> None:
 
     Charts of pets per status per night, pets added, changed and removed, status
     transitions, time from available to sold and each night's data quality, with the
-    numbers in tooltips and tables. The file opens offline: it loads nothing. Run
-    `petsync history DIR` first.
+    numbers in tooltips and tables, a filter by category and status, the nights without
+    a snapshot or not trusted named, and a pet lookup. The file opens offline: it loads
+    nothing, and gets your umask's permissions (0644 under 022). Run `petsync history DIR`
+    first.
 
     \b
     Example:

@@ -288,7 +288,9 @@ def status_transitions(data: ReportData) -> Spec:
                         "type": "quantitative",
                         "scale": {"scheme": "blues"},
                         "title": "pets",
-                        "legend": {"format": ",d", "tickMinStep": 1},
+                        # Each cell prints its count; a gradient legend would label
+                        # fractions of a pet on a small range.
+                        "legend": None,
                     },
                     "tooltip": [
                         {"field": "from", "type": "nominal"},
