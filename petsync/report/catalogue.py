@@ -87,16 +87,20 @@ def versions_from_table(
     recode = np.array([statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]])
     status = recode[pc.fill_null(status_array.indices, len(words)).to_numpy()]
     ids = table.column("id").to_numpy()
-    order, ids = pet_order(ids, start)
+    order = np.argsort(ids, kind="stable")
+    ids, start, end, status = ids[order], start[order], end[order], status[order]
+    if not in_pet_order(ids, start):
+        again = np.lexsort((start, ids))
+        order, ids, start, end, status = (a[again] for a in (order, ids, start, end, status))
     if names is None:
         column = table.column("name")
         names = lambda rows: column.take(rows).to_pylist()  # noqa: E731
     return Versions(
         id=ids,
         category=table.column("categoryId").to_numpy()[order],
-        status=status[order],
-        start=start[order],
-        end=end[order],
+        status=status,
+        start=start,
+        end=end,
         names=names,
         row=order,
         statuses=tuple(statuses),
@@ -104,22 +108,16 @@ def versions_from_table(
     )
 
 
-def pet_order(ids: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The order of the versions by pet, then by start.
+def in_pet_order(ids: np.ndarray, start: np.ndarray) -> bool:
+    """Whether versions sorted by id have each pet's versions in order of start.
 
     The history's files come oldest night first, each in id order, and a pet's versions
-    close night after night: a stable sort by id alone (merging sorted runs, several
-    times quicker than a sort by both keys) puts each pet's versions in order. A table laid
-    out otherwise is sorted by both."""
+    close night after night: a stable sort by id alone (merging sorted runs, several times
+    quicker than a sort by both keys) puts them in order. A table laid out otherwise is
+    sorted again, by both."""
     import numpy as np
 
-    order = np.argsort(ids, kind="stable")
-    ordered = ids[order]
-    same_pet = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if bool((start[order[same_pet + 1]] > start[order[same_pet]]).all()):
-        return order, ordered
-    order = np.lexsort((start, ids))
-    return order, ids[order]
+    return bool(np.all((ids[1:] != ids[:-1]) | (start[1:] > start[:-1])))
 
 
 def _status_order(present: list[str]) -> list[str]:
@@ -169,14 +167,15 @@ def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
     follows[1:] &= v.start[1:] == v.end[:-1]
     followed = np.zeros(len(v), dtype=bool)
     followed[:-1] = follows[1:]
+    change, since = _changes(v, follows)
     return Catalogue(
         statuses=v.statuses,
         categories=tuple(categories),
         category_ids=tuple(category_ids),
         counts=_counts(v, group, night_days, shape),
         churn=_churn(v, group, follows, followed, shape),
-        moves=_moves(v, group, follows, shape),
-        sold=_sold(v, group, follows),
+        moves=_moves(v, group, change, shape),
+        sold=_sold(v, group, change, since),
     )
 
 
@@ -223,15 +222,17 @@ def _churn(
 ) -> pd.DataFrame:
     import numpy as np
 
-    removed = (v.end >= 0) & ~followed
-    n = np.concatenate([v.start, v.end[removed]])
-    c = np.concatenate([group, group[removed]])
-    s = np.concatenate([v.status, v.status[removed]])
-    k = np.concatenate([follows.astype(np.int64), np.full(int(removed.sum()), 2)])
-    if not len(n):
+    if not len(v):
         return _frame(["n", "c", "s", "k", "p"], [np.zeros(0)] * 5)
-    key = ((n.astype(np.int64) * shape[0] + c) * shape[1] + s) * 3 + k
-    counted = np.bincount(key)  # the key space is small: days x groups x statuses x 3
+    cell = group * shape[1] + v.status  # a version's category group and status
+    cells = shape[0] * shape[1]
+    size = (int(max(v.start.max(), v.end.max())) + 1) * cells * 3
+    # Opened (k 0 added, 1 changed) where a version starts; removed (k 2) where one ends
+    # with none after it. The key space is small: days x groups x statuses x 3.
+    opened = np.bincount((v.start * cells + cell) * 3 + follows, minlength=size)
+    removed = (v.end >= 0) & ~followed
+    key = (v.end[removed] * cells + cell[removed]) * 3 + 2
+    counted = opened + np.bincount(key, minlength=size)
     found = np.flatnonzero(counted)
     pets = counted[found]
     rest, k = np.divmod(found, 3)
@@ -253,11 +254,10 @@ def _changes(v: Versions, follows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _moves(
-    v: Versions, group: np.ndarray, follows: np.ndarray, shape: tuple[int, int]
+    v: Versions, group: np.ndarray, change: np.ndarray, shape: tuple[int, int]
 ) -> pd.DataFrame:
     import numpy as np
 
-    change, _ = _changes(v, follows)
     at = np.flatnonzero(change)
     key = (group[at] * shape[1] + v.status[at - 1]) * shape[1] + v.status[at]
     counted = np.bincount(key, minlength=1)
@@ -268,12 +268,11 @@ def _moves(
     return _frame(["c", "f", "t", "p"], [c, f, t, pets])
 
 
-def _sold(v: Versions, group: np.ndarray, follows: np.ndarray) -> pd.DataFrame:
+def _sold(v: Versions, group: np.ndarray, change: np.ndarray, since: np.ndarray) -> pd.DataFrame:
     import numpy as np
 
     if FROM_STATUS not in v.statuses or TO_STATUS not in v.statuses:
         return _frame(["c", "d", "p"], [np.zeros(0)] * 3)
-    change, since = _changes(v, follows)
     at = np.flatnonzero(change)
     at = at[
         (v.status[at - 1] == v.statuses.index(FROM_STATUS))
