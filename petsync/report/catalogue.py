@@ -84,7 +84,9 @@ def versions_from_table(
     present = set(words) | ({NO_STATUS} if status_array.null_count else set())
     statuses = _status_order(sorted(present))
     # Each dictionary index (and len(words) for null) to its place in ``statuses``.
-    recode = np.array([statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]])
+    # int16 codes (and int32 days) keep the versions' columns a few bytes a row.
+    codes = [statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]]
+    recode = np.array(codes, dtype=np.int16)
     status = recode[pc.fill_null(status_array.indices, len(words)).to_numpy()]
     ids = table.column("id").to_numpy()
     order = np.argsort(ids, kind="stable")
@@ -147,7 +149,7 @@ def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
     ids, sizes = np.unique(v.category[current], return_counts=True)
     ranked = np.lexsort((ids, -sizes))[:TOP_CATEGORIES]  # largest first, then by id
     top = ids[ranked]
-    group = np.full(len(v), len(top), dtype=np.int64)
+    group = np.full(len(v), len(top), dtype=np.int16)
     if len(top):
         by_id = np.argsort(top)
         at = np.searchsorted(top[by_id], v.category).clip(0, len(top) - 1)
@@ -200,7 +202,7 @@ def _counts(
         return _frame(["n", "c", "s", "p"], [np.zeros(0)] * 4)
     cells = shape[0] * shape[1]
     days = night_days[-1] + 1
-    key = group * shape[1] + v.status
+    key = group.astype(np.int32) * shape[1] + v.status
     opened = np.bincount(v.start * cells + key, minlength=days * cells)
     ended = v.end >= 0
     closed: np.ndarray = np.bincount(v.end[ended] * cells + key[ended], minlength=days * cells)
@@ -224,7 +226,7 @@ def _churn(
 
     if not len(v):
         return _frame(["n", "c", "s", "k", "p"], [np.zeros(0)] * 5)
-    cell = group * shape[1] + v.status  # a version's category group and status
+    cell = group.astype(np.int32) * shape[1] + v.status  # a version's group and status
     cells = shape[0] * shape[1]
     size = (int(max(v.start.max(), v.end.max())) + 1) * cells * 3
     # Opened (k 0 added, 1 changed) where a version starts; removed (k 2) where one ends
@@ -259,7 +261,7 @@ def _moves(
     import numpy as np
 
     at = np.flatnonzero(change)
-    key = (group[at] * shape[1] + v.status[at - 1]) * shape[1] + v.status[at]
+    key = (group[at].astype(np.int64) * shape[1] + v.status[at - 1]) * shape[1] + v.status[at]
     counted = np.bincount(key, minlength=1)
     found = np.flatnonzero(counted)
     pets = counted[found]
@@ -280,7 +282,7 @@ def _sold(v: Versions, group: np.ndarray, change: np.ndarray, since: np.ndarray)
     ]
     days = v.start[at] - since[at - 1]
     span = int(days.max()) + 1 if len(days) else 1
-    counted = np.bincount(group[at] * span + days, minlength=1)
+    counted = np.bincount(group[at].astype(np.int64) * span + days, minlength=1)
     found = np.flatnonzero(counted)
     pets = counted[found]
     c, d = np.divmod(found, span)
