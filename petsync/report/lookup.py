@@ -38,8 +38,9 @@ def pick_pets(v: Versions, limit: int = LOOKUP_PETS) -> Lookup:
     # The newest version of each pet is among the ``limit`` * 3 versions that started
     # last (a pet has a few there at most); those pets, newest first, ties to the higher id.
     top = min(len(v), limit * 3)
-    recent = np.argpartition(v.start, len(v) - top)[len(v) - top :]
-    recent = recent[np.lexsort((-v.id[recent], -v.start[recent]))]
+    newest = np.partition(v.start, len(v) - top)[len(v) - top]
+    recent = np.flatnonzero(v.start >= newest)  # every version tied at the edge too
+    recent = recent[np.lexsort((v.id[recent], v.start[recent]))[::-1]]
     _, first_seen = np.unique(v.id[recent], return_index=True)
     chosen = v.id[recent[np.sort(first_seen)]][:limit]
     rows = np.flatnonzero(pc.is_in(pa.array(v.id), value_set=pa.array(chosen)).to_numpy(False))

@@ -411,3 +411,29 @@ def test_report_file_takes_the_umask(
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["files-reversed", "rows-shuffled"])
+def test_report_numbers_do_not_depend_on_how_the_files_are_laid_out(
+    history_out: Path, shuffle: bool
+) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from petsync.history.load import read_history_state
+    from petsync.report.catalogue import versions_from_table
+    from petsync.report.data import tables
+
+    files = sorted((history_out / "history").glob("*.parquet"), reverse=True)
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    if shuffle:  # no night's versions in id order: pets are paired by a sort instead
+        table = table.take(np.random.default_rng(5).permutation(table.num_rows))
+    state = read_history_state(history_out)
+
+    laid_out = tables(state, versions_from_table(table, state.nights[0].date))
+    expected = report_data(history_out)
+
+    for name in ("counts", "churn", "moves", "sold"):
+        assert getattr(laid_out.catalogue, name).equals(getattr(expected.catalogue, name)), name
+    assert laid_out.lookup.rows == expected.lookup.rows
