@@ -123,6 +123,8 @@ class NightScale:
             {"calculate": f"{self.first_ms} + datum.n * {DAY_MS}", "as": "t"},
             {"calculate": f"datum.t - {half} * {DAY_MS}", "as": "t0"},
             {"calculate": f"datum.t + {half} * {DAY_MS}", "as": "t1"},
+            # The night's date as text, in UTC: a tooltip's time format is local time.
+            {"calculate": "utcFormat(datum.t, '%Y-%m-%d')", "as": "night"},
         ]
 
     def x(self, field: str = "t") -> Spec:
@@ -151,13 +153,7 @@ class NightScale:
         }
 
     def tip(self) -> Spec:
-        return {
-            "field": "t",
-            "type": "temporal",
-            "title": "night",
-            "format": "%Y-%m-%d",
-            "formatType": "utc",
-        }
+        return {"field": "night", "type": "nominal", "title": "night"}
 
 
 def _ms(day: dt.date) -> int:

@@ -174,6 +174,8 @@ def test_report_renders_every_chart_in_chromium_and_requests_nothing(
         blocked = browser.evaluate("document.body.dataset.blocked || ''")
         stats = browser.evaluate(CHART_STATS)
         browser_points = browser.evaluate(f"[document.querySelectorAll('{POINTS}').length]")
+        # What a tooltip and a screen reader say of the first point: its night, in UTC.
+        said = browser.evaluate(f"document.querySelector('{POINTS}').getAttribute('aria-label')")
         browser.screenshot(shot)
         requested = browser.requested_urls()
 
@@ -184,6 +186,7 @@ def test_report_renders_every_chart_in_chromium_and_requests_nothing(
         assert chart["marks"] >= 3, chart  # bars, lines, points, cells: drawn, not empty
     points = browser_points[0]  # one point per night and status in the first chart
     assert points == len(report_data(history_out).catalogue.counts.groupby(["n", "s"]))
+    assert said.startswith(f"night: {START}; pets: ")  # not the day before (local time)
     assert requested == [url]  # the page itself, and nothing else
     width, height = png_size(shot)
     assert width == 1000 and height > 2000  # the whole page, every chart on it
