@@ -25,12 +25,19 @@ from petsync.export.location import is_uri
     help="Pets in the seeded catalogue.",
 )
 @click.option(
+    "--nights",
+    type=click.IntRange(min=1, max=366),
+    default=7,
+    show_default=True,
+    help="Nights to export, ending today; the catalogue changes between them.",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False),
     default="petsync-demo",
     show_default=True,
-    help="Snapshot directory.",
+    help="Snapshot directory: new, empty, or an earlier demo's (replaced).",
 )
 @click.option(
     "--extra-fields-demo",
@@ -38,12 +45,15 @@ from petsync.export.location import is_uri
     help="Serve pets with fields beyond the interface's, and keep them as columns.",
 )
 @pass_state
-def demo(state: CliState, pets: int, out_dir: str, extra_fields_demo: bool) -> None:
-    """Run the nightly export against a seeded reference server, in-process.
+def demo(state: CliState, pets: int, nights: int, out_dir: str, extra_fields_demo: bool) -> None:
+    """Run a week of nightly exports against a seeded reference server, in-process.
 
     Starts the reference server on a free 127.0.0.1 port with a generated key and PETS
-    pets, exports it into OUT and prints the two lines that load the result in pandas and
-    DuckDB. No network, no key to set up.
+    pets, and exports it into OUT once for each of NIGHTS nights ending today, the
+    catalogue changing between them as a shelter's does: arrivals, adoptions, reservations,
+    renames, one pet leaving and coming back. Prints each night, the lines that load the
+    result in pandas and DuckDB, and the commands that show what changed. No network, no
+    key to set up.
 
     \b
     Example:
@@ -63,12 +73,23 @@ def demo(state: CliState, pets: int, out_dir: str, extra_fields_demo: bool) -> N
         progress_display(sys.stderr, json_logs=state.json_logs, environ=state.environ) as display,
     ):
         result = run_demo(
-            Path(out_dir), pets, progress=display, stop=stop, extra_fields=extra_fields_demo
+            Path(out_dir),
+            pets,
+            nights=nights,
+            progress=display,
+            stop=stop,
+            extra_fields=extra_fields_demo,
         )
+    for export in result.exports[:-1]:
+        click.echo(export_summary(export)[0])
     for line in export_summary(result.export):
         click.echo(line)
     click.echo("")
-    click.echo("Load it in Python with pandas, or query it with DuckDB:")
+    click.echo("Load every night in Python with pandas, or query them with DuckDB:")
     click.echo(f"  {result.pandas_line}")
     click.echo(f"  {result.duckdb_line}")
+    click.echo("")
+    click.echo("See what changed: the last night's diff, each pet's history and its report:")
+    for line in result.next_commands:
+        click.echo(f"  {line}")
     result.export.raise_for_outcome()

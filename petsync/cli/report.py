@@ -21,8 +21,10 @@ def report_command(directory: str, output: str | None) -> None:
 
     Charts of pets per status per night, pets added, changed and removed, status
     transitions, time from available to sold and each night's data quality, with the
-    numbers in tooltips and tables. The file opens offline: it loads nothing. Run
-    `petsync history DIR` first.
+    numbers in tooltips and tables, a filter by category and status, the nights without
+    a snapshot or not trusted named, and a pet lookup. The file opens offline: it loads
+    nothing, and gets your umask's permissions (0644 under 022). Run `petsync history DIR`
+    first.
 
     \b
     Example:
@@ -38,8 +40,11 @@ def report_command(directory: str, output: str | None) -> None:
             param_hint="'--output'",
         )
     result = write_report(directory, Path(output) if output is not None else None)
+    if result.nights < 2:
+        said = "one night so far: come back tomorrow" if result.nights else "no night yet"
+        click.echo(f"{result.path}: {said} (the charts start with the second night)")
+        return
     click.echo(
-        f"{result.path}: {len(result.charts)} charts over {result.nights} "
-        f"night{'' if result.nights == 1 else 's'}, "
+        f"{result.path}: {len(result.charts)} charts over {result.nights} nights, "
         f"{result.bytes / 1e6:.1f} MB"
     )

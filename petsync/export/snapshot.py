@@ -448,11 +448,12 @@ def load_snapshots(
 ) -> pd.DataFrame:
     """Several snapshots as one DataFrame: ``snapshot_date`` first, then the union of columns.
 
-    Every complete snapshot under ``directory`` by default (every one with
-    ``complete_only=False``), or the given ``dates``, oldest first. Each night keeps its own
-    schema, so a field kept as a column (``--extra-fields keep``) from some night on is null
+    Every trusted snapshot under ``directory`` by default (complete, no flagged drop; every
+    one with ``complete_only=False``), or the given ``dates``, oldest first. Each night keeps
+    its own schema, so a field kept as a column (``--extra-fields keep``) from some night on is null
     in the nights before it. Dtypes are those of :func:`load_snapshot`; ``snapshot_date`` is
-    a string (``YYYY-MM-DD``). Raises :class:`InputError` when a field's column type differs
+    a date (``datetime64[ns]``, midnight), so ``frame[frame.snapshot_date >= "2026-11-22"]``
+    compares dates. Raises :class:`InputError` when a field's column type differs
     between two nights.
 
     >>> frame = load_snapshots("petsync-demo")                          # doctest: +SKIP
@@ -463,7 +464,9 @@ def load_snapshots(
     from petsync.export.schema import to_dataframe
 
     if dates is None:
-        infos = [s for s in list_snapshots(directory) if s.complete or not complete_only]
+        # Trusted, as load_snapshot() and the other readers take them: a complete night
+        # with a flagged drop is no more to be read blindly than an incomplete one.
+        infos = [s for s in list_snapshots(directory) if s.trusted or not complete_only]
     else:
         infos = [
             find_snapshot(d if isinstance(d, dt.date) else str(d), directory=directory)
@@ -488,10 +491,10 @@ def load_snapshots(
 
 
 def _dates_column(nights: list[str], counts: list[int]) -> pd.Series:
-    """One date string per row: each night repeated as many times as it has pets."""
+    """One date per row (``datetime64[ns]``, as ``load_history``'s dates): each night
+    repeated as many times as it has pets."""
+    import numpy as np
     import pandas as pd
 
-    return pd.Series(
-        [night for night, count in zip(nights, counts, strict=True) for _ in range(count)],
-        dtype="string",
-    )
+    days = np.repeat(np.array(nights, dtype="datetime64[D]"), counts)
+    return pd.Series(days.astype("datetime64[ns]"))

@@ -1,100 +1,157 @@
-"""The numbers behind the report's charts, as small tables (one row per mark).
+"""The numbers behind the report, from the history alone (the report never reads a snapshot).
 
-Everything here comes from the history: the nights in ``_history.json`` (counts per
-status, added / changed / removed, status changes, the manifest's quality) and the
-transitions view (time from ``available`` to ``sold``). The report never reads a snapshot.
+- the nights in ``_history.json``: which nights have a snapshot, which were incomplete or
+  flagged, the nights between them with none (gaps), each night's quality;
+- the versions (the history's files, read as :func:`~petsync.history.load.load_history`
+  reads them, but only into NumPy): pets per night, category and status, the changes, the
+  status moves, the time from available to sold (:mod:`.catalogue`), and the versions of
+  the pets the page can look up (:mod:`.lookup`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from petsync.history.fold import ARROW
-from petsync.history.load import load_history, read_history_state, transitions
-from petsync.history.table import HistoryState
+from petsync.core.errors import InputError
+from petsync.history.load import read_history_state
+from petsync.history.table import HistoryFiles, HistoryState, Night
+from petsync.report.catalogue import (
+    COLUMNS,
+    FROM_STATUS,
+    TO_STATUS,
+    Catalogue,
+    Versions,
+    count_catalogue,
+    versions_from_table,
+)
+from petsync.report.lookup import Lookup, pick_pets
 
 if TYPE_CHECKING:
     import pandas as pd
 
-FROM_STATUS = "available"
-TO_STATUS = "sold"
+__all__ = ["FROM_STATUS", "TO_STATUS", "ReportData", "report_data", "tables"]
+
+VERDICTS = ("complete", "incomplete", "drop flagged")
 
 
 @dataclass(frozen=True)
 class ReportData:
-    """One table per chart; see :func:`report_data`."""
+    """Everything the page shows; see :func:`report_data`."""
 
-    nights: int
-    first: str | None
-    last: str | None
-    pets_per_status: pd.DataFrame  # night, status, pets
-    churn: pd.DataFrame  # night, change (added/changed/removed), pets
-    transitions: pd.DataFrame  # from_status, to_status, pets (all nights)
-    transitions_by_night: pd.DataFrame  # night, transition, pets
-    time_to_sold: pd.DataFrame  # days, pets
-    quality: pd.DataFrame  # night, verdict, complete, drop_flagged, quarantined, pets
+    nights: tuple[Night, ...]
+    gaps: tuple[dt.date, ...]  # days between the first and last night with no snapshot
+    catalogue: Catalogue
+    quality: pd.DataFrame  # n, g, night, verdict, pets, quarantined (nights with a snapshot)
+    lookup: Lookup
+
+    @property
+    def first(self) -> str | None:
+        return self.nights[0].date.isoformat() if self.nights else None
+
+    @property
+    def last(self) -> str | None:
+        return self.nights[-1].date.isoformat() if self.nights else None
+
+    @property
+    def untrusted(self) -> list[tuple[str, str]]:
+        """(night, verdict) of every night that is not complete and trusted."""
+        return [(n.date.isoformat(), verdict(n)) for n in self.nights if not n.trusted]
+
+    def day(self, number: int) -> str:
+        """The date ``number`` days after the first night."""
+        assert self.nights
+        return (self.nights[0].date + dt.timedelta(days=number)).isoformat()
+
+
+def verdict(night: Night) -> str:
+    """``complete`` (trusted), ``drop flagged`` (complete, count fell too far) or ``incomplete``."""
+    return "complete" if night.trusted else "drop flagged" if night.complete else "incomplete"
 
 
 def report_data(directory: Path | str) -> ReportData:
-    """The report's tables for the history under ``directory`` (the export's --out)."""
+    """The report's numbers for the history under ``directory`` (the export's --out)."""
     state = read_history_state(directory)
-    moves = transitions(load_history(directory))
-    return tables(state, moves)
+    return tables(state, read_versions(directory, state))
 
 
-def tables(state: HistoryState, moves: pd.DataFrame) -> ReportData:
-    """The report's tables from a history's state and its transitions view."""
+def read_versions(directory: Path | str, state: HistoryState) -> Versions:
+    """The versions in the history's files, read in the state's order (oldest night first,
+    the open versions last), a few files at a time on threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from petsync.history.table import HISTORY_SCHEMA
+
+    files = HistoryFiles.open(directory)
+    first = state.nights[0].date if state.nights else dt.date(1970, 1, 1)
+    schema = pa.schema([HISTORY_SCHEMA.field(c) for c in COLUMNS])
+
+    def read(name: str, columns: list[str] = COLUMNS[:1] + COLUMNS[2:]) -> pa.Table:
+        try:
+            return pq.read_table(
+                files.path(name),
+                columns=columns,
+                filesystem=files.filesystem,
+                read_dictionary=["status"],
+            )
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise InputError(
+                f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
+                f"`petsync history {files.location.uri} --rebuild`"
+            ) from exc
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        tables = list(pool.map(read, state.files))
+    if not tables:
+        return versions_from_table(schema.empty_table(), first)
+    starts = np.cumsum([0] + [t.num_rows for t in tables])
+
+    def names(rows: np.ndarray) -> list[str]:
+        """The names of ``rows``, reading the name column of the files that hold them."""
+        out: list[str] = [""] * len(rows)
+        which = np.searchsorted(starts, rows, side="right") - 1
+        for index in np.unique(which).tolist():
+            mine = np.flatnonzero(which == index)
+            column = read(state.files[index], ["name"]).column("name")
+            taken = column.take(pa.array(rows[mine] - starts[index])).to_pylist()
+            for at, name in zip(mine.tolist(), taken, strict=True):
+                out[at] = name
+        return out
+
+    return versions_from_table(pa.concat_tables(tables), first, names)
+
+
+def tables(state: HistoryState, versions: Versions) -> ReportData:
+    """The report's numbers from a history's state and its versions."""
     import pandas as pd
 
-    per_status, churn, by_night, quality = [], [], [], []
-    for night in state.nights:
-        day = night.date.isoformat()
-        for status, pets in night.by_status.items():
-            per_status.append({"night": day, "status": status, "pets": pets})
-        for change in ("added", "changed", "removed"):
-            churn.append({"night": day, "change": change, "pets": getattr(night, change)})
-        for transition, pets in night.status_changes.items():
-            by_night.append({"night": day, "transition": transition, "pets": pets})
-        verdict = (
-            "complete" if night.trusted else "drop flagged" if night.complete else "incomplete"
-        )
-        quality.append(
-            {
-                "night": day,
-                "verdict": verdict,
-                "complete": night.complete,
-                "drop_flagged": night.drop_flagged,
-                "quarantined": night.quarantined,
-                "pets": night.pets,
-            }
-        )
-    transitions_by_night = pd.DataFrame(by_night, columns=["night", "transition", "pets"])
-    totals = transitions_by_night.groupby("transition", sort=True)["pets"].sum().reset_index()
-    split = totals["transition"].str.split(ARROW, n=1, expand=True, regex=False)
-    totals_table = pd.DataFrame(
+    nights = list(state.nights)
+    dates = [n.date for n in nights]
+    gaps: list[dt.date] = []
+    for before, after in zip(dates, dates[1:], strict=False):
+        gaps.extend(before + dt.timedelta(days=d) for d in range(1, (after - before).days))
+    first = dates[0] if dates else None
+    numbers = [(d - first).days for d in dates] if first else []
+    quality = pd.DataFrame(
         {
-            "from_status": split[0] if len(totals) else [],
-            "to_status": split[1] if len(totals) else [],
-            "pets": totals["pets"],
+            "n": pd.Series(numbers, dtype="int64"),
+            "g": pd.Series([n - i for i, n in enumerate(numbers)], dtype="int64"),
+            "night": [d.isoformat() for d in dates],
+            "verdict": [verdict(n) for n in nights],
+            "pets": pd.Series([n.pets for n in nights], dtype="int64"),
+            "quarantined": pd.Series([n.quarantined for n in nights], dtype="int64"),
         }
     )
-    sold = moves[(moves["from_status"] == FROM_STATUS) & (moves["to_status"] == TO_STATUS)]
-    time_to_sold = (
-        sold.groupby("days")["id"].count().rename("pets").reset_index().astype({"days": "int64"})
-    )
     return ReportData(
-        nights=len(state.nights),
-        first=state.nights[0].date.isoformat() if state.nights else None,
-        last=state.nights[-1].date.isoformat() if state.nights else None,
-        pets_per_status=pd.DataFrame(per_status, columns=["night", "status", "pets"]),
-        churn=pd.DataFrame(churn, columns=["night", "change", "pets"]),
-        transitions=totals_table,
-        transitions_by_night=transitions_by_night,
-        time_to_sold=time_to_sold,
-        quality=pd.DataFrame(
-            quality,
-            columns=["night", "verdict", "complete", "drop_flagged", "quarantined", "pets"],
-        ),
+        nights=tuple(nights),
+        gaps=tuple(gaps),
+        catalogue=count_catalogue(versions, dates),
+        quality=quality,
+        lookup=pick_pets(versions),
     )

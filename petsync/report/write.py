@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from petsync.core.errors import InputError
 from petsync.core.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from petsync.report.data import ReportData
 
 REPORT_NAME = "report.html"
 
@@ -24,13 +30,19 @@ class ReportResult:
 
 
 def write_report(
-    directory: Path | str, output: Path | None = None, *, cache_dir: Path | None = None
+    directory: Path | str,
+    output: Path | None = None,
+    *,
+    cache_dir: Path | None = None,
+    now: Callable[[], dt.datetime] | None = None,
 ) -> ReportResult:
     """Write the report of the history under ``directory`` to ``output`` (``DIR/report.html``).
 
     The history must exist (``petsync history DIR`` builds it). The page opens offline
     in any browser: everything it shows is in the file. ``directory`` may be an object-store
-    URI; the page is then written only where ``output`` (a local path) says.
+    URI; the page is then written only where ``output`` (a local path) says. The file gets
+    the permissions a new file gets (``0o666`` less the umask: 0644 under umask 022), as a
+    page meant to be served should; ``now`` (UTC) is the time the page says it was made.
 
     >>> write_report("/srv/petsync").path                   # doctest: +SKIP
     PosixPath('/srv/petsync/report.html')
@@ -47,13 +59,13 @@ def write_report(
         )
     data = report_data(directory)
     made = charts(data)
-    span = f"{data.first} to {data.last}" if data.nights else "no night yet"
     page = render_page(
         f"petsync history of {directory}",
-        f"{data.nights} night{'' if data.nights == 1 else 's'}, {span}. Hover a mark for its "
-        "numbers; each chart's table is under it.",
+        about(directory, data, (now or _utc_now)()),
+        data,
         made,
-        bundle=vega_bundle(cache_dir),
+        directory=str(directory),
+        bundle=vega_bundle(cache_dir) if made else "",
     )
     target = Path(output) if output is not None else Path(directory) / REPORT_NAME
     try:
@@ -64,4 +76,26 @@ def write_report(
             "writable path"
         ) from exc
     size = len(page.encode("utf-8"))
-    return ReportResult(target, size, data.nights, data.first, data.last, tuple(c.id for c in made))
+    return ReportResult(
+        target, size, len(data.nights), data.first, data.last, tuple(c.id for c in made)
+    )
+
+
+def about(directory: Path | str, data: ReportData, made: dt.datetime) -> list[tuple[str, str]]:
+    """What the page says of itself: when, from which folder and history, by which petsync."""
+    from petsync._version import __version__
+    from petsync.history.table import HistoryFiles
+
+    files = HistoryFiles.open(directory)
+    folder = str(Path(directory).resolve()) if files.is_local else str(directory)
+    last = f", last night {data.last}" if data.last else ""
+    return [
+        ("generated", made.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
+        ("folder", folder),
+        ("history", f"{files.shown()} ({len(data.nights)} nights{last})"),
+        ("petsync", __version__),
+    ]
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)

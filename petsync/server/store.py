@@ -96,13 +96,30 @@ class PetStore:
 
     def insert_many(self, rows: Iterable[Row]) -> int:
         """Store rows ``(id, name, categoryId, status)`` in one transaction; return how many."""
+        return self._in_one_transaction(
+            "INSERT INTO pets (id, name, category_id, status) VALUES (?, ?, ?, ?)", rows
+        )
+
+    def update_many(self, rows: Iterable[Row]) -> int:
+        """Change the name, category and status of pets ``(id, name, categoryId, status)``.
+
+        The interface has no update: this is the shelter's own system at work, as the demo
+        plays it between two nights. Returns how many pets changed."""
+        changes = [(name, category, status, pet_id) for pet_id, name, category, status in rows]
+        return self._in_one_transaction(
+            "UPDATE pets SET name = ?, category_id = ?, status = ? WHERE id = ?", changes
+        )
+
+    def delete_many(self, ids: Iterable[int]) -> int:
+        """Remove pets by id (no endpoint does: the shelter's own system, as above)."""
+        return self._in_one_transaction("DELETE FROM pets WHERE id = ?", [(i,) for i in ids])
+
+    def _in_one_transaction(self, sql: str, rows: Iterable[tuple[object, ...]]) -> int:
         with self._lock:
             before = self._conn.total_changes
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany(
-                    "INSERT INTO pets (id, name, category_id, status) VALUES (?, ?, ?, ?)", rows
-                )
+                self._conn.executemany(sql, rows)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise

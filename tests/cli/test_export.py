@@ -227,10 +227,10 @@ def test_demo_exports_a_seeded_catalogue_and_prints_the_loading_lines(isolated: 
     result = CliRunner().invoke(cli, ["demo", "--pets", "300"], catch_exceptions=False)
 
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"snapshot {TODAY}: 300 pets (")
-    assert '  import pandas as pd; df = pd.read_parquet("petsync-demo/pets")' in result.stdout
+    assert result.stdout.startswith(f"snapshot {TODAY - dt.timedelta(days=6)}: 300 pets (")
+    assert '  import petsync; df = petsync.load_snapshots("petsync-demo")' in result.stdout
     assert "read_parquet('petsync-demo/pets/*/*.parquet', hive_partitioning=true)" in result.stdout
-    assert len(load_snapshot("petsync-demo")) == 300
+    assert len(load_snapshot("petsync-demo", date=TODAY - dt.timedelta(days=6))) == 300
 
 
 def _crafted_snapshots(srv: Any, directory: Path) -> None:

@@ -27,6 +27,8 @@ import datetime as dt
 import re
 import secrets
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
 DEMO_DIR = "petsync-demo"
 DEMO_PETS = 150
@@ -61,6 +64,28 @@ S3_NIGHTS = (dt.date(2026, 11, 21), dt.date(2026, 11, 22))
 
 def python_blocks(page: Path) -> list[str]:
     return PYTHON_BLOCK.findall(page.read_text(encoding="utf-8"))
+
+
+def run_demo_shell_lines(page: Path, cwd: Path) -> None:
+    """Run the page's :func:`demo_shell_lines` in ``cwd``, with this Python's petsync."""
+    for line in demo_shell_lines(page):
+        command = re.sub(r"(^|&& )petsync ", rf"\1{sys.executable} -m petsync ", line)
+        done = subprocess.run(
+            command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (page.name, line, done.stderr)
+
+
+def demo_shell_lines(page: Path) -> list[str]:
+    """The ```sh lines that run petsync on the demo's folder (``petsync history
+    petsync-demo``...), which the page's Python blocks may read the result of."""
+    blocks = SHELL_BLOCK.findall(page.read_text(encoding="utf-8"))
+    return [
+        line
+        for block in blocks
+        for line in block.splitlines()
+        if line.startswith("petsync ") and DEMO_DIR in line
+    ]
 
 
 def is_demo(block: str) -> bool:
@@ -85,6 +110,7 @@ class Workplace:
     bucket: S3Bucket | None = None
 
     def run_page(self, page: Path) -> dict[str, Any]:
+        run_demo_shell_lines(page, self.path)  # first, as a reader would: `petsync history`
         namespace: dict[str, Any] = {}
         for number, block in enumerate(python_blocks(page), start=1):
             source = block
@@ -135,11 +161,17 @@ def nulls_as_none(values: list[Any]) -> list[Any]:
 
 
 def check_readme(ns: dict[str, Any], shown: str) -> None:
-    frame = ns["df"]  # load_snapshot() replaced the pandas line's frame
-    assert len(frame) == DEMO_PETS and str(frame["id"].dtype) == "Int64"
-    assert frame.attrs["snapshot_date"] == ns["snapshots"][-1].date.isoformat()
-    assert ns["d"].added == 0 and ns["d"].removed == 0
+    frame = ns["df"]  # load_snapshot() replaced the loading line's frame
+    snapshots = ns["snapshots"]
+    assert len(frame) == snapshots[-1].pets and str(frame["id"].dtype) == "Int64"
+    assert frame.attrs["snapshot_date"] == snapshots[-1].date.isoformat()
+    assert len(ns["first"]) == DEMO_PETS  # the demo's first night: the seeded catalogue
+    assert len(snapshots) == 7 and ns["d"].added > 0 and ns["d"].removed > 0  # a week moved
+    week = ns["week"]
+    assert str(week["snapshot_date"].dtype) == "datetime64[ns]"
+    assert len(week) == sum(s.pets for s in snapshots)
     assert "snapshot_date" in shown and "available" in shown  # the DuckDB table
+    assert len(ns["moves"]) > 0 and "sold" in shown  # transitions, after `petsync history`
 
 
 def check_export(ns: dict[str, Any], shown: str) -> None:
@@ -166,7 +198,10 @@ def check_export(ns: dict[str, Any], shown: str) -> None:
 
 
 def check_notebooks(ns: dict[str, Any], shown: str) -> None:
-    check_readme(ns, shown)
+    frame = ns["df"]  # load_snapshot() replaced the loading line's frame
+    assert frame.attrs["snapshot_date"] == ns["snapshots"][-1].date.isoformat()
+    assert len(frame) == ns["snapshots"][-1].pets and str(frame["id"].dtype) == "Int64"
+    assert "snapshot_date" in shown and "available" in shown  # the DuckDB table
     # The S3 blocks: the Parquet export read three ways, the Delta table four.
     assert len(ns["pets"]) == SERVER_PETS and "snapshot_date" in ns["pets"].columns
     assert ns["table"].num_rows == SERVER_PETS
@@ -226,9 +261,11 @@ def test_pandas_line_reads_every_snapshot_with_its_date(workplace: Workplace) ->
     exec(pandas_line(Path(DEMO_DIR)), namespace)
 
     frame = namespace["df"]
-    assert len(frame) == DEMO_PETS
-    assert list(frame.columns) == ["id", "name", "categoryId", "status", "snapshot_date"]
-    assert str(frame["id"].dtype) == "int64"
+    assert len(frame) == sum(s.pets for s in petsync.list_snapshots(DEMO_DIR))
+    assert list(frame.columns) == ["snapshot_date", "id", "name", "categoryId", "status"]
+    assert str(frame["id"].dtype) == "Int64"
+    assert str(frame["snapshot_date"].dtype) == "datetime64[ns]"
+    assert len(frame[frame.snapshot_date > "2026-01-01"]) == len(frame)  # dates compare
 
 
 def test_duckdb_line_queries_every_snapshot(

@@ -21,7 +21,14 @@ from petsync.core.errors import ExitCode
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
-from tests.docs.test_code_blocks import DEMO_DIR, README, ROOT, is_demo, python_blocks
+from tests.docs.test_code_blocks import (
+    DEMO_DIR,
+    README,
+    ROOT,
+    is_demo,
+    python_blocks,
+    run_demo_shell_lines,
+)
 from tests.export.scripted import BASE, ScriptedClient
 
 TRUSTED, INCOMPLETE, DROPPED = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
@@ -45,6 +52,7 @@ def three_nights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_demo_blocks(page: Path) -> dict[str, Any]:
+    run_demo_shell_lines(page, Path.cwd())  # `petsync history petsync-demo`, as in the page
     namespace: dict[str, Any] = {}
     for number, block in enumerate(python_blocks(page), start=1):
         if is_demo(block):

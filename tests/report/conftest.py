@@ -17,11 +17,19 @@ def bundle_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("bundle-cache")
 
 
+GAP = 3  # the night without a snapshot, counted from the first
+FLAGGED = 5  # the night whose pet count fell too far (drop flagged)
+
+
 @pytest.fixture
 def history_out(tmp_path: Path) -> Path:
-    """An export folder with 30 nights of 60 pets (some incomplete) and their history."""
+    """An export folder with 30 days of 60 pets and their history: 29 nights, the fourth
+    day without a snapshot, the sixth drop-flagged, some incomplete."""
     out = tmp_path / "out"
-    for date, rows, complete in random_nights(7, nights=30, pets=60):
-        publish_snapshot(out, date, rows, complete=complete)
+    for number, (date, rows, complete) in enumerate(random_nights(7, nights=30, pets=60)):
+        if number == GAP:
+            continue
+        drop = {"flagged": True, "reason": "the count fell by 40%"} if number == FLAGGED else None
+        publish_snapshot(out, date, rows, complete=complete, drop_check=drop)
     update_history(out)
     return out

@@ -1,0 +1,289 @@
+"""The catalogue's numbers by night, category and status, from the history's versions.
+
+Every table here is small whatever the catalogue: one row per night, category group and
+status (``counts``), per night, group, status and kind of change (``churn``, only the
+non-zero ones), per group and pair of statuses (``moves``), per group and number of days
+(``sold``). Categories are grouped: the :data:`TOP_CATEGORIES` largest on the last night
+each have a code, every other category shares the last one ("other categories"); so the
+page's size does not grow with the number of categories.
+
+Codes rather than labels fill the tables (``n`` days since the first night, ``c`` a
+category group, ``s`` a status, ``k`` a change), which keeps the page's data about a third
+of its size as text; the page turns them back into labels.
+
+The versions are counted with NumPy over their columns (:class:`Versions`), not through
+pandas: a year of nights at a million pets is some 5 million versions, and the report has
+two seconds. The rules are those of the history: a version that starts the night another
+version of the same pet ends follows it (a change, and a status change if the statuses
+differ); any other is an arrival (new, or back); a version that ends with none after it
+is a removal. The tests check these numbers against ``load_history(as_of=...)``,
+``transitions()`` and the nights' own counts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+TOP_CATEGORIES = 8
+NO_STATUS = "(none)"
+KNOWN_STATUSES = ("available", "pending", "sold")
+CHANGES = ("added", "changed", "removed")
+FROM_STATUS = "available"
+TO_STATUS = "sold"
+COLUMNS = ["id", "name", "categoryId", "status", "valid_from", "valid_to"]
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The history's versions as NumPy columns, ordered by pet and then by start.
+
+    ``start`` and ``end`` are days since the first night (``end`` -1 while current);
+    ``status`` indexes ``statuses`` (its order: available, pending, sold, any other, none).
+    Names are read only for the versions shown (``names(row[...])``): most never are.
+    """
+
+    id: np.ndarray
+    category: np.ndarray  # categoryId
+    status: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    names: Callable[[np.ndarray], list[str]]  # the names of rows of the table read
+    row: np.ndarray  # version i's row in the table read
+    statuses: tuple[str, ...]
+    first: dt.date
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+
+def versions_from_table(
+    table: pa.Table, first: dt.date, names: Callable[[np.ndarray], list[str]] | None = None
+) -> Versions:
+    """:class:`Versions` from a table with the history's columns (:data:`COLUMNS`; ``name``
+    may be left out when ``names`` gives the names of rows of the table)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    epoch = (first - dt.date(1970, 1, 1)).days
+    start = table.column("valid_from").cast(pa.int32()).to_numpy() - np.int32(epoch)
+    end_days = pc.fill_null(table.column("valid_to").cast(pa.int32()), epoch - 1)
+    end = end_days.to_numpy() - np.int32(epoch)
+    status_array = table.unify_dictionaries().column("status").combine_chunks()
+    if not pa.types.is_dictionary(status_array.type):
+        status_array = pc.dictionary_encode(status_array)
+    words = [str(w) for w in status_array.dictionary.to_pylist()]
+    present = set(words) | ({NO_STATUS} if status_array.null_count else set())
+    statuses = _status_order(sorted(present))
+    # Each dictionary index (and len(words) for null) to its place in ``statuses``.
+    # int16 codes (and int32 days) keep the versions' columns a few bytes a row.
+    codes = [statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]]
+    recode = np.array(codes, dtype=np.int16)
+    status = recode[pc.fill_null(status_array.indices, len(words)).to_numpy()]
+    ids = table.column("id").to_numpy()
+    order = np.argsort(ids, kind="stable")
+    ids, start, end, status = ids[order], start[order], end[order], status[order]
+    if not in_pet_order(ids, start):
+        again = np.lexsort((start, ids))
+        order, ids, start, end, status = (a[again] for a in (order, ids, start, end, status))
+    if names is None:
+        column = table.column("name")
+        names = lambda rows: column.take(rows).to_pylist()  # noqa: E731
+    return Versions(
+        id=ids,
+        category=table.column("categoryId").to_numpy()[order],
+        status=status,
+        start=start,
+        end=end,
+        names=names,
+        row=order,
+        statuses=tuple(statuses),
+        first=first,
+    )
+
+
+def in_pet_order(ids: np.ndarray, start: np.ndarray) -> bool:
+    """Whether versions sorted by id have each pet's versions in order of start.
+
+    The history's files come oldest night first, each in id order, and a pet's versions
+    close night after night: a stable sort by id alone (merging sorted runs, several times
+    quicker than a sort by both keys) puts them in order. A table laid out otherwise is
+    sorted again, by both."""
+    import numpy as np
+
+    return bool(np.all((ids[1:] != ids[:-1]) | (start[1:] > start[:-1])))
+
+
+def _status_order(present: list[str]) -> list[str]:
+    known = [s for s in KNOWN_STATUSES if s in present]
+    rest = sorted(s for s in present if s not in KNOWN_STATUSES and s != NO_STATUS)
+    return known + rest + ([NO_STATUS] if NO_STATUS in present else [])
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The history's versions counted; see the module's docstring for the codes."""
+
+    statuses: tuple[str, ...]  # code s -> label
+    categories: tuple[str, ...]  # code c -> label ("12", ..., "other categories")
+    category_ids: tuple[int | None, ...]  # code c -> categoryId (None for "other")
+    counts: pd.DataFrame  # n, c, s, p: pets valid that night (dense over nights with a snapshot)
+    churn: pd.DataFrame  # n, c, s, k, p: versions opened (added, changed) or closed (removed)
+    moves: pd.DataFrame  # c, f, t, p: status changes (f, t status codes) over all nights
+    sold: pd.DataFrame  # c, d, p: pets sold after d days available
+
+
+def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
+    """The tables of :class:`Catalogue` from the versions and the nights folded in."""
+    import numpy as np
+
+    current = v.end < 0
+    ids, sizes = np.unique(v.category[current], return_counts=True)
+    ranked = np.lexsort((ids, -sizes))[:TOP_CATEGORIES]  # largest first, then by id
+    top = ids[ranked]
+    group = np.full(len(v), len(top), dtype=np.int16)
+    if len(top):
+        by_id = np.argsort(top)
+        at = np.searchsorted(top[by_id], v.category).clip(0, len(top) - 1)
+        hit = top[by_id][at] == v.category
+        group[hit] = by_id[at[hit]]
+    categories = [str(int(c)) for c in top]
+    category_ids: list[int | None] = [int(c) for c in top]
+    if bool((group == len(top)).any()):
+        categories.append("other categories")
+        category_ids.append(None)
+
+    night_days = [(night - v.first).days for night in nights]
+    shape = (len(categories), len(v.statuses))
+    same_pet_before = np.zeros(len(v), dtype=bool)
+    same_pet_before[1:] = v.id[1:] == v.id[:-1]
+    follows = same_pet_before.copy()
+    follows[1:] &= v.start[1:] == v.end[:-1]
+    followed = np.zeros(len(v), dtype=bool)
+    followed[:-1] = follows[1:]
+    change, since = _changes(v, follows)
+    return Catalogue(
+        statuses=v.statuses,
+        categories=tuple(categories),
+        category_ids=tuple(category_ids),
+        counts=_counts(v, group, night_days, shape),
+        churn=_churn(v, group, follows, followed, shape),
+        moves=_moves(v, group, change, shape),
+        sold=_sold(v, group, change, since),
+    )
+
+
+def _frame(columns: list[str], values: list[np.ndarray]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {c: pd.Series(a, dtype="int64") for c, a in zip(columns, values, strict=True)}
+    )
+
+
+def _counts(
+    v: Versions, group: np.ndarray, night_days: list[int], shape: tuple[int, int]
+) -> pd.DataFrame:
+    """Pets valid on each night: +1 where a version starts, -1 where it ends, summed up.
+
+    Versions start and end only on nights with a snapshot, so the running sum over the
+    days is exact on those nights (what ``load_history(as_of=night)`` counts)."""
+    import numpy as np
+
+    if not night_days:
+        return _frame(["n", "c", "s", "p"], [np.zeros(0)] * 4)
+    cells = shape[0] * shape[1]
+    days = night_days[-1] + 1
+    key = group.astype(np.int32) * shape[1] + v.status
+    opened = np.bincount(v.start * cells + key, minlength=days * cells)
+    ended = v.end >= 0
+    closed: np.ndarray = np.bincount(v.end[ended] * cells + key[ended], minlength=days * cells)
+    running: np.ndarray = np.cumsum((opened - closed).reshape(days, *shape), axis=0)[night_days]
+    grid: np.ndarray = np.indices(running.shape)
+    used = (running != 0).any(axis=0)  # a category and status seen on some night
+    keep = np.broadcast_to(used, running.shape)
+    nights: np.ndarray = np.take(np.asarray(night_days), grid[0])
+    columns = [nights[keep], grid[1][keep], grid[2][keep], running[keep]]
+    return _frame(["n", "c", "s", "p"], columns)
+
+
+def _churn(
+    v: Versions,
+    group: np.ndarray,
+    follows: np.ndarray,
+    followed: np.ndarray,
+    shape: tuple[int, int],
+) -> pd.DataFrame:
+    import numpy as np
+
+    if not len(v):
+        return _frame(["n", "c", "s", "k", "p"], [np.zeros(0)] * 5)
+    cell = group.astype(np.int32) * shape[1] + v.status  # a version's group and status
+    cells = shape[0] * shape[1]
+    size = (int(max(v.start.max(), v.end.max())) + 1) * cells * 3
+    # Opened (k 0 added, 1 changed) where a version starts; removed (k 2) where one ends
+    # with none after it. The key space is small: days x groups x statuses x 3.
+    opened = np.bincount((v.start * cells + cell) * 3 + follows, minlength=size)
+    removed = (v.end >= 0) & ~followed
+    key = (v.end[removed] * cells + cell[removed]) * 3 + 2
+    counted = opened + np.bincount(key, minlength=size)
+    found = np.flatnonzero(counted)
+    pets = counted[found]
+    rest, k = np.divmod(found, 3)
+    rest, s = np.divmod(rest, shape[1])
+    n, c = np.divmod(rest, shape[0])
+    return _frame(["n", "c", "s", "k", "p"], [n, c, s, k, pets])
+
+
+def _changes(v: Versions, follows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The status changes (a version following one of another status) and, for each
+    version, the first night of its run of the same status (across renames)."""
+    import numpy as np
+
+    same_status = np.zeros(len(v), dtype=bool)
+    same_status[1:] = v.status[1:] == v.status[:-1]
+    run_start = ~(follows & same_status)
+    since = v.start[np.maximum.accumulate(np.where(run_start, np.arange(len(v)), 0))]
+    return follows & ~same_status, since
+
+
+def _moves(
+    v: Versions, group: np.ndarray, change: np.ndarray, shape: tuple[int, int]
+) -> pd.DataFrame:
+    import numpy as np
+
+    at = np.flatnonzero(change)
+    key = (group[at].astype(np.int64) * shape[1] + v.status[at - 1]) * shape[1] + v.status[at]
+    counted = np.bincount(key, minlength=1)
+    found = np.flatnonzero(counted)
+    pets = counted[found]
+    rest, t = np.divmod(found, shape[1])
+    c, f = np.divmod(rest, shape[1])
+    return _frame(["c", "f", "t", "p"], [c, f, t, pets])
+
+
+def _sold(v: Versions, group: np.ndarray, change: np.ndarray, since: np.ndarray) -> pd.DataFrame:
+    import numpy as np
+
+    if FROM_STATUS not in v.statuses or TO_STATUS not in v.statuses:
+        return _frame(["c", "d", "p"], [np.zeros(0)] * 3)
+    at = np.flatnonzero(change)
+    at = at[
+        (v.status[at - 1] == v.statuses.index(FROM_STATUS))
+        & (v.status[at] == v.statuses.index(TO_STATUS))
+    ]
+    days = v.start[at] - since[at - 1]
+    span = int(days.max()) + 1 if len(days) else 1
+    counted = np.bincount(group[at].astype(np.int64) * span + days, minlength=1)
+    found = np.flatnonzero(counted)
+    pets = counted[found]
+    c, d = np.divmod(found, span)
+    return _frame(["c", "d", "p"], [c, d, pets])
