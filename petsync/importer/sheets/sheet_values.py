@@ -1,8 +1,10 @@
 """One sheet of a workbook read by calamine: the sheet chosen by name, its cell values.
 
 The one place calamine's exceptions for damaged files (zip, XML, its own errors) become an
-:class:`InputError`. An .xlsx or .xlsm sheet is measured first (:mod:`.sheet_range`); this
-runs in a child process for .xls and .xlsb (:mod:`.isolated_read`).
+:class:`InputError`. An .xlsx or .xlsm sheet is measured first: its used range
+(:mod:`.sheet_range`) and the bytes its shared strings would take in its cells
+(:mod:`.shared_strings`); an .ods is measured before this is called (:mod:`.ods_content`);
+this runs in a child process for .xls and .xlsb (:mod:`.isolated_read`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError
+from petsync.importer.sheets.shared_strings import (
+    check_shared_string_uses,
+    measure_shared_strings,
+)
 from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, check_used_range
 
 
@@ -27,6 +33,8 @@ def read_sheet_values(
     try:
         from python_calamine import CalamineWorkbook
 
+        # calamine reads the shared strings when it opens the workbook: counted first.
+        strings = measure_shared_strings(path)
         workbook = CalamineWorkbook.from_path(str(path))
         names = list(workbook.sheet_names)
         worksheets = [
@@ -44,6 +52,7 @@ def read_sheet_values(
         # calamine holds the sheet as a grid from A1 to its last value: measured first, so a
         # far cell is refused here instead of aborting the process (sheet_range).
         check_sheet_range(path, chosen)
+        check_shared_string_uses(path, chosen, strings)
         grid = workbook.get_sheet_by_name(chosen)
         if check_grid and grid.end is not None:
             check_used_range(path, chosen, UsedRange(grid.end[0] + 1, grid.end[1] + 1))

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
+from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
 from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells, file_sha256
 from petsync.importer.sheets.sheet_values import read_sheet_values
 from petsync.importer.sheets.xlsx_cells import ExactCells, read_exact_cells
@@ -46,14 +47,21 @@ _MAX_EXACT_FLOAT = 2**53
 def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
     """Open a workbook, choose the sheet (the first worksheet by default), read it whole."""
     sha256 = file_sha256(path)
-    if path.suffix.lower() in ISOLATED_SUFFIXES:
+    suffix = path.suffix.lower()
+    if suffix in ISOLATED_SUFFIXES:
         # Not measurable beforehand: read in a child process (isolated_read).
         chosen, values = read_in_child(path, sheet_name)
+        exact = ExactCells()
+    elif suffix in ODS_SUFFIXES:
+        # calamine expands every sheet of an .ods when it opens it: measured first.
+        measured = measure_ods(path, sheet_name)
+        chosen, values = read_sheet_values(path, sheet_name)
+        exact = measured.exact if measured else ExactCells()
     else:
         chosen, values = read_sheet_values(path, sheet_name)
-    exact = read_exact_cells(path, chosen)
-    records = list(_records(values, exact))
+        exact = read_exact_cells(path, chosen)
     sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
+    records = list(_records(values, exact, sheet.cell_problems))
     for number, column in sorted(exact.formulas):
         sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
     sheet.start(iter(records))
@@ -77,15 +85,29 @@ FORMULA_WITHOUT_VALUE = (
 )
 
 
-def _records(values: list[list[Any]], exact: ExactCells) -> Iterator[Record]:
+NUMBER_NOT_EXACT = (
+    "holds {value}, a number the workbook stores only as a floating-point value, which is "
+    "exact only up to 2^53 (9007199254740992): its last digits are lost. Type it as text "
+    "(a leading apostrophe: '12345678901234567), or save the workbook as .xlsx or .ods, "
+    "which keep every digit of a whole number"
+)
+
+
+def _records(
+    values: list[list[Any]], exact: ExactCells, problems: dict[int, list[tuple[int, str]]]
+) -> Iterator[Record]:
     by_row: dict[int, dict[int, str]] = {}
     for (number, column), text in exact.integers.items():
         by_row.setdefault(number, {})[column] = text
+    runs = exact.runs
     for number, row in enumerate(values, start=1):
         cells = [render_cell(value) for value in row]
-        for column, text in by_row.get(number, {}).items():
-            if column < len(cells):  # the integer as the file holds it, not as a double
-                cells[column] = text
+        exact_here = by_row.get(number, {})
+        for first, last, column, count, text in runs:
+            if first <= number <= last:
+                exact_here.update(dict.fromkeys(range(column, column + count), text))
+        if "e+" in "".join(cells):  # a number past 2**53 shows in exponent form
+            _large_numbers(number, row, cells, exact_here, problems)
         while cells and not cells[-1]:
             cells.pop()
         kept, cut = cut_cells(cells)
@@ -94,6 +116,26 @@ def _records(values: list[list[Any]], exact: ExactCells) -> Iterator[Record]:
     # formulas without a value are rows all the same (rejected, not skipped as blank).
     for number in sorted({row for row, _ in exact.formulas if row > len(values)}):
         yield number, (), ()
+
+
+def _large_numbers(
+    number: int,
+    row: list[Any],
+    cells: list[str],
+    exact: dict[int, str],
+    problems: dict[int, list[tuple[int, str]]],
+) -> None:
+    """A row's numbers past 2**53: the file's digits where it holds them, else a problem."""
+    for column, cell in enumerate(cells):
+        value = row[column]
+        if not isinstance(value, float) or abs(value) < _MAX_EXACT_FLOAT:
+            continue
+        text = exact.get(column)
+        if text is not None and value == float(text):
+            cells[column] = text  # the integer as the file holds it, not as a double
+        else:
+            why = NUMBER_NOT_EXACT.format(value=cell)
+            problems.setdefault(number, []).append((column, why))
 
 
 def render_cell(value: object) -> str:

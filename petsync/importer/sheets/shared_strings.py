@@ -1,0 +1,162 @@
+"""The shared strings of an .xlsx or .xlsm, measured before calamine copies them into cells.
+
+A cell of type ``s`` holds the index of a string in ``xl/sharedStrings.xml``; calamine
+gives every such cell its own copy. So a 7.5 KB workbook whose 2,000 cells point at one
+1 MB string asks for 2 GB (and calamine reserves room for as many strings as the file's
+``uniqueCount`` announces, whatever it says). Measured here, in bounded memory, a megabyte
+of inflated XML at a time (:mod:`.inflating`):
+
+* :func:`measure_shared_strings`, before calamine opens the workbook: the strings' count,
+  and the announced one, held to :data:`~petsync.core.interface.SHARED_STRING_LIMIT`; and
+  each string's size, the length of its ``<si>`` element (at least the bytes of its text);
+* :func:`check_shared_string_uses`, once the sheet is chosen: the bytes the sheet's cells
+  would hold, each string's size once per cell that uses it, held to
+  :data:`~petsync.core.interface.WORKBOOK_TEXT_LIMIT`. Usually one count settles it (the
+  cells of type ``s`` times the longest string); only past that are the cells' indexes read.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from petsync.core.errors import InputError
+from petsync.core.interface import SHARED_STRING_LIMIT, WORKBOOK_TEXT_LIMIT
+from petsync.importer.sheets.inflating import (
+    CHUNK,
+    DAMAGED_ZIP,
+    InflationBudget,
+    member_chunks,
+    whole_tags,
+)
+from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, sheet_part
+
+_STRINGS = "xl/sharedStrings.xml"  # where calamine looks (xl_path + "sharedStrings.xml")
+_SI = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si(?=[\s/>])")
+_SST_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sst\s*>")
+_SST = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?sst(?=[\s/>])([^>]*)>")
+_UNIQUE = re.compile(rb"""\buniqueCount\s*=\s*["']\s*([0-9]+)""")
+_SHARED = re.compile(rb"""\st\s*=\s*["']s["']""")
+_VALUE_CELL = re.compile(
+    rb"<(?:[A-Za-z_][\w.-]*:)?c\s([^>]*)>\s*<(?:[A-Za-z_][\w.-]*:)?v>\s*([0-9]{1,12})\s*<"
+)
+
+
+@dataclass(frozen=True)
+class SharedStrings:
+    """Each shared string's size in bytes of XML, by index, and the largest."""
+
+    sizes: array[int]
+    largest: int
+
+
+def measure_shared_strings(path: Path) -> SharedStrings | None:
+    """Refuse (:class:`InputError`) a workbook listing too many shared strings; their sizes.
+
+    None for another format, a workbook without shared strings, or one this cannot read
+    (calamine's own error then says what is wrong with it).
+    """
+    if path.suffix.lower() not in XLSX_SUFFIXES:
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if _STRINGS not in archive.NameToInfo:
+                return None
+            return _sizes(path, member_chunks(archive, _STRINGS, InflationBudget(path)))
+    except (OSError, *DAMAGED_ZIP):
+        return None
+
+
+def _sizes(path: Path, chunks: Iterator[bytes]) -> SharedStrings:
+    sizes: array[int] = array("q")
+    last = -1  # where the string being measured starts
+    end = -1
+    for offset, buffer in whole_tags(chunks):
+        if last < 0 and (sst := _SST.search(buffer)) is not None:
+            announced = _UNIQUE.search(sst.group(1))
+            if announced is not None:
+                _check_count(path, int(announced.group(1)), "announces")
+        starts = [offset + match.start() for match in _SI.finditer(buffer)]
+        if starts:
+            if last >= 0:
+                sizes.append(starts[0] - last)
+            sizes.extend(b - a for a, b in zip(starts, starts[1:], strict=False))
+            last = starts[-1]
+            _check_count(path, len(sizes) + 1, "lists")
+        closing = _SST_END.search(buffer)
+        if closing is not None:
+            end = offset + closing.start()
+    if last >= 0:
+        sizes.append(max(end - last, 0) if end > last else 0)
+    return SharedStrings(sizes, max(sizes, default=0))
+
+
+def _check_count(path: Path, count: int, how: str) -> None:
+    if count > SHARED_STRING_LIMIT:
+        raise InputError(
+            f"{path}: the workbook {how} {count} shared strings, more than petsync reads "
+            f"({SHARED_STRING_LIMIT}); a damaged file? Open it in Excel or LibreOffice and "
+            "save it again, or save the sheet as CSV UTF-8"
+        )
+
+
+def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | None) -> None:
+    """Refuse (:class:`InputError`) a sheet whose cells would hold too many bytes of
+    shared strings, naming the bound and the fix."""
+    if strings is None or not strings.sizes:
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            part = sheet_part(archive, sheet, InflationBudget(path))
+            if part is None:
+                return
+            shared = 0
+            for chunk in member_chunks(archive, part, InflationBudget(path)):
+                shared += len(_SHARED.findall(chunk)) + 1  # one more: a tag cut in two
+            if shared * strings.largest <= WORKBOOK_TEXT_LIMIT:
+                return
+            held = _bytes_held(member_chunks(archive, part, InflationBudget(path)), strings)
+    except (OSError, *DAMAGED_ZIP):
+        return
+    if held > WORKBOOK_TEXT_LIMIT:
+        raise InputError(
+            f"{path}: the cells of sheet {sheet!r} would hold more than {WORKBOOK_TEXT_LIMIT} "
+            f"bytes of shared strings (at least {held}: the workbook's reader copies a shared "
+            "string into every cell that uses it); petsync reads workbooks up to that. Save "
+            "the sheet as CSV UTF-8, which petsync reads a row at a time, or split it"
+        )
+
+
+def _bytes_held(chunks: Iterator[bytes], strings: SharedStrings) -> int:
+    """The sizes of the strings the sheet's ``s`` cells point at, once per cell."""
+    sizes, count = strings.sizes, len(strings.sizes)
+    held = 0
+    for buffer in _whole_cells(chunks):
+        for attrs, index in _VALUE_CELL.findall(buffer):
+            if _SHARED.search(b" " + attrs):
+                number = int(index)
+                held += sizes[number] if number < count else 0
+        if held > WORKBOOK_TEXT_LIMIT:
+            break
+    return held
+
+
+def _whole_cells(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The chunks, each ending before the last cell tag it starts (so a cell's tag and its
+    value arrive together), unless that cell is longer than a chunk (no index then)."""
+    carry = b""
+    for chunk in chunks:
+        buffer = carry + chunk
+        last = max(buffer.rfind(b"<c "), buffer.rfind(b":c "))
+        start = buffer.rfind(b"<", 0, last + 1) if last >= 0 else -1
+        if start < 0 or len(buffer) - start > CHUNK:
+            yield buffer
+            carry = b""
+        else:
+            yield buffer[:start]
+            carry = buffer[start:]
+    yield carry
