@@ -12,7 +12,9 @@ from __future__ import annotations
 import zipfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from petsync.core.errors import InputError
 from petsync.core.interface import WORKBOOK_XML_LIMIT
@@ -26,9 +28,9 @@ _SMALL_PART_LIMIT = 64 << 20  # a list of sheets or relationships: names and ids
 class InflationBudget:
     """The bytes a workbook's members inflate to, in all; refused past ``limit``."""
 
-    def __init__(self, path: Path, limit: int = WORKBOOK_XML_LIMIT) -> None:
+    def __init__(self, path: Path, limit: int | None = None) -> None:
         self.path = path
-        self.limit = limit
+        self.limit = WORKBOOK_XML_LIMIT if limit is None else limit
         self.used = 0
 
     def take(self, size: int, member: str) -> None:
@@ -41,24 +43,38 @@ class InflationBudget:
             )
 
 
+@contextmanager
 def member_chunks(
     archive: zipfile.ZipFile, name: str | zipfile.ZipInfo, budget: InflationBudget
-) -> Iterator[bytes]:
-    """The inflated bytes of one member, a chunk at a time, each counted first."""
+) -> Iterator[Iterator[bytes]]:
+    """The inflated bytes of one member, a chunk at a time, each counted first; the member
+    is closed on leaving the ``with``, whether or not every chunk was read."""
     info = name if isinstance(name, zipfile.ZipInfo) else archive.getinfo(name)
     with archive.open(info) as member:
-        while chunk := member.read(CHUNK):
-            budget.take(len(chunk), info.filename)
-            yield chunk
+        yield _counted(member, budget, info.filename)
+
+
+def _counted(member: IO[bytes], budget: InflationBudget, name: str) -> Iterator[bytes]:
+    while chunk := member.read(CHUNK):
+        budget.take(len(chunk), name)
+        yield chunk
+
+
+def skip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflationBudget) -> None:
+    """Inflate a member only to count it against the budget."""
+    with member_chunks(archive, info, budget) as chunks:
+        for _ in chunks:
+            pass
 
 
 def read_small(archive: zipfile.ZipFile, name: str, budget: InflationBudget) -> bytes:
     """A member that lists names and ids (never cells), whole; ValueError past 64 MiB."""
     data = bytearray()
-    for chunk in member_chunks(archive, name, budget):
-        data += chunk
-        if len(data) > _SMALL_PART_LIMIT:
-            raise ValueError(f"{name} is too large")
+    with member_chunks(archive, name, budget) as chunks:
+        for chunk in chunks:
+            data += chunk
+            if len(data) > _SMALL_PART_LIMIT:
+                raise ValueError(f"{name} is too large")
     return bytes(data)
 
 

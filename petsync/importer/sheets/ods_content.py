@@ -39,6 +39,7 @@ from petsync.importer.sheets.inflating import (
     DAMAGED_ZIP,
     InflationBudget,
     member_chunks,
+    skip_member,
     whole_tags,
 )
 from petsync.importer.sheets.sheet_range import UsedRange, check_used_range
@@ -92,10 +93,10 @@ def measure_ods(path: Path, sheet_name: str | None) -> OdsMeasure | None:
             found = None
             for info in archive.infolist():
                 if info.filename == _CONTENT:
-                    found = _Scan(path, sheet_name).run(member_chunks(archive, info, budget))
+                    with member_chunks(archive, info, budget) as chunks:
+                        found = _Scan(path, sheet_name).run(chunks)
                 else:  # every member counts against the budget, as for .xlsx
-                    for _ in member_chunks(archive, info, budget):
-                        pass
+                    skip_member(archive, info, budget)
             return found
         except DAMAGED_ZIP:
             return None
@@ -170,6 +171,11 @@ class _Scan:
         has_value = _HAS_VALUE.search(attrs) is not None or _STRING_TYPE.search(attrs)
         if formula or has_value or b"office:value-type" in attrs:
             self.row_used = self.column + repeats
+            if (repeats > 1 or self.row_repeats > 1) and self.table is not None:
+                # A repeated value: the range it reaches, before the bytes it copies.
+                reach = max(self.table.used_columns, self.row_used)
+                rows = self.table.rows + self.row_repeats
+                check_used_range(self.path, self.table.name, UsedRange(rows, reach))
             if self.chosen:
                 self._note(attrs, formula and not has_value, repeats)
             if attrs.rstrip().endswith(b"/"):

@@ -66,7 +66,8 @@ def measure_shared_strings(path: Path) -> SharedStrings | None:
         with zipfile.ZipFile(path) as archive:
             if _STRINGS not in archive.NameToInfo:
                 return None
-            return _sizes(path, member_chunks(archive, _STRINGS, InflationBudget(path)))
+            with member_chunks(archive, _STRINGS, InflationBudget(path)) as chunks:
+                return _sizes(path, chunks)
     except (OSError, *DAMAGED_ZIP):
         return None
 
@@ -115,11 +116,13 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
             if part is None:
                 return
             shared = 0
-            for chunk in member_chunks(archive, part, InflationBudget(path)):
-                shared += len(_SHARED.findall(chunk)) + 1  # one more: a tag cut in two
+            with member_chunks(archive, part, InflationBudget(path)) as chunks:
+                for chunk in chunks:
+                    shared += len(_SHARED.findall(chunk)) + 1  # one more: a tag cut in two
             if shared * strings.largest <= WORKBOOK_TEXT_LIMIT:
                 return
-            held = _bytes_held(member_chunks(archive, part, InflationBudget(path)), strings)
+            with member_chunks(archive, part, InflationBudget(path)) as chunks:
+                held = _bytes_held(chunks, strings)
     except (OSError, *DAMAGED_ZIP):
         return
     if held > WORKBOOK_TEXT_LIMIT:

@@ -82,9 +82,13 @@ def read_exact_cells(path: Path, sheet_name: str) -> ExactCells:
     try:
         with zipfile.ZipFile(path) as archive:
             part = sheet_part(archive, sheet_name, InflationBudget(path))
-            if part is None or not _worth_parsing(member_chunks(archive, part, InflationBudget(path))):
+            if part is None:
                 return ExactCells()
-            return _parse(member_chunks(archive, part, InflationBudget(path)))
+            with member_chunks(archive, part, InflationBudget(path)) as chunks:
+                if not _worth_parsing(chunks):
+                    return ExactCells()
+            with member_chunks(archive, part, InflationBudget(path)) as chunks:
+                return _parse(chunks)
     except (OSError, ElementTree.ParseError, *DAMAGED_ZIP) as exc:
         logger.warning(
             "workbook_cells_not_checked",
@@ -131,7 +135,9 @@ def _parse(chunks: Iterable[bytes]) -> ExactCells:
     found = ExactCells()
     row_number = 0
     column = -1
-    parser = ElementTree.XMLPullParser(events=("start", "end"))
+    parser: ElementTree.XMLPullParser[ElementTree.Element] = ElementTree.XMLPullParser(
+        events=("start", "end")
+    )
     for event, element in _events(parser, chunks):
         name = _local(element.tag)
         if event == "start":
@@ -149,7 +155,7 @@ def _parse(chunks: Iterable[bytes]) -> ExactCells:
 
 
 def _events(
-    parser: ElementTree.XMLPullParser, chunks: Iterable[bytes]
+    parser: ElementTree.XMLPullParser[ElementTree.Element], chunks: Iterable[bytes]
 ) -> Iterator[tuple[str, ElementTree.Element]]:
     for chunk in chunks:
         parser.feed(chunk)
