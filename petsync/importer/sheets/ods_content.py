@@ -58,6 +58,11 @@ _NAME = re.compile(rb"""table:name\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _VALUE = re.compile(rb"""office:value\s*=\s*["']\s*([^"']*)["']""")
 _HAS_VALUE = re.compile(rb"office:(?:value|string-value|date-value|time-value|boolean-value)\s*=")
 _STRING_TYPE = re.compile(rb"""office:value-type\s*=\s*["']string["']""")
+# A 16-digit number written with 15 significant digits, LibreOffice's most: it may have
+# had a 16th (9007199254740993 is written 9.00719925474099E+015). Fewer digits are exact;
+# from 2**53 on, every format's rule applies (workbook.py).
+_ROUNDED = re.compile(r"[-+]?[1-9]\.[0-9]{14}[eE]\+?0*15")
+_EXACT_FROM = 2**53
 _PROBLEMS_PER_ROW = 8  # a row with one cell calamine cannot render is rejected already
 
 
@@ -201,9 +206,18 @@ class _Scan:
                         targets.add((number, column))
             return
         value = _VALUE.search(attrs)
-        text = exact_integer(value.group(1).decode("ascii", "replace")) if value else None
+        raw = value.group(1).decode("ascii", "replace").strip() if value else ""
+        text = exact_integer(raw) if raw else None
         if text is not None:
             exact.runs.append((row, row + self.row_repeats - 1, self.column, repeats, text))
+        elif (
+            _ROUNDED.fullmatch(raw)
+            and abs(float(raw)) < _EXACT_FROM
+            and len(exact.rounded) < SHEET_CELL_LIMIT
+        ):
+            for column in range(self.column, self.column + min(repeats, _PROBLEMS_PER_ROW)):
+                for number in range(row, row + min(self.row_repeats, _PROBLEMS_PER_ROW)):
+                    exact.rounded[(number, column)] = raw
 
     def _cell_text(self, size: int, repeats: int) -> None:
         if size < 0:

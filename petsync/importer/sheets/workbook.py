@@ -64,6 +64,9 @@ def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
     records = list(_records(values, exact, sheet.cell_problems))
     for number, column in sorted(exact.formulas):
         sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
+    for (number, column), shown in sorted(exact.rounded.items()):
+        why = NUMBER_ROUNDED.format(value=shown)
+        sheet.cell_problems.setdefault(number, []).append((column, why))
     sheet.start(iter(records))
     sheet.cached_records = records
     return sheet
@@ -85,12 +88,26 @@ FORMULA_WITHOUT_VALUE = (
 )
 
 
+_NOT_EXACT_END = "(a leading apostrophe: '12345678901234567) and save the workbook again"
 NUMBER_NOT_EXACT = (
-    "holds {value}, a number the workbook stores only as a floating-point value, which is "
-    "exact only up to 2^53 (9007199254740992): its last digits are lost. Type it as text "
-    "(a leading apostrophe: '12345678901234567), or save the workbook as .xlsx or .ods, "
-    "which keep every digit of a whole number"
+    "holds {value}, a number the workbook stores only as a floating-point value, exact only "
+    "below 2^53 (9007199254740992): its last digits may be lost. Type it as text " + _NOT_EXACT_END
 )
+
+NUMBER_ROUNDED = (
+    "holds {value}, a whole number of 16 digits that the workbook stores with fewer "
+    "significant digits (LibreOffice keeps 15): its last digits are lost. Type it as text "
+    + _NOT_EXACT_END
+)
+
+
+def cell_problem_code(why: str) -> str:
+    """The ``petsync_error_code`` of a cell problem this reader found (its reason's kind).
+
+    >>> cell_problem_code(FORMULA_WITHOUT_VALUE)
+    'formula_without_value'
+    """
+    return "number_not_exact" if why.endswith(_NOT_EXACT_END) else "formula_without_value"
 
 
 def _records(

@@ -52,11 +52,14 @@ class ExactCells:
 
     ``runs`` holds large integers repeated over a block of cells (an .ods repeated cell):
     ``(first row, last row, first column, columns, text)``, so that a repeat is one entry.
+    ``rounded``: whole numbers of 16 digits or more that the file writes with fewer
+    significant digits (LibreOffice's ``9.00719925474099E+015``), as the file writes them.
     """
 
     integers: dict[tuple[int, int], str] = field(default_factory=dict)
     formulas: set[tuple[int, int]] = field(default_factory=set)
     runs: list[tuple[int, int, int, int, str]] = field(default_factory=list)
+    rounded: dict[tuple[int, int], str] = field(default_factory=dict)
 
 
 def exact_integer(text: str) -> str | None:
