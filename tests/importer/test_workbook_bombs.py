@@ -1,7 +1,7 @@
 """Workbooks measured before they are expanded (issue: every local input bounded): an .ods
-of repeated rows and cells, of repeated long text or of whitespace, an .xlsx whose cells
-share one long string or whose string table announces billions. Each is that file's exit 2,
-naming the bound, in under 1 GiB of address space; a glob goes on with the next file."""
+of repeated rows and cells, of repeated long text or of whitespace, an .xlsx or .xlsb whose
+cells share one long string, an .xlsx whose string table announces billions. Each is that
+file's exit 2, naming the bound, in under 1 GiB of address space; a glob goes on."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from tests.importer.workbook_bombs import (
     write_ods,
     write_shared_xlsx,
 )
+from tests.importer.xlsb_builder import Shared, write_xlsb
 
 GIB = 1 << 30
 REX = ods_row(ods_cell("Rex") + ods_cell(1))
@@ -45,6 +46,13 @@ def repeated_text_ods(path: Path) -> Path:
 def shared_string_xlsx(path: Path) -> Path:
     """The issue's .xlsx: 2,000 cells pointing at one 1 MB shared string (2 GB of cells)."""
     return write_shared_xlsx(path, ["x" * 1_000_000], [0] * 2_000)
+
+
+def shared_string_xlsb(path: Path) -> Path:
+    """The same in an .xlsb: 2,000 cells pointing at one 1 MB shared string."""
+    cells = [(0, 0, "name"), (0, 1, "categoryId")]
+    cells += [(row, 0, Shared(0)) for row in range(1, 2_001)]
+    return write_xlsb(path, cells, strings=["x" * 1_000_000])
 
 
 def announced_strings_xlsx(path: Path) -> Path:
@@ -120,6 +128,25 @@ def test_an_xlsx_whose_cells_share_one_long_string_is_refused_naming_the_bound(
     assert "copies a shared string into every cell that uses it" in message
 
 
+def test_an_xlsb_whose_cells_share_one_long_string_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    path = shared_string_xlsb(tmp_path / "shared.xlsb")
+    assert path.stat().st_size < 20_000
+    with pytest.raises(InputError) as caught:
+        open_workbook(path, None)
+    message = str(caught.value)
+    assert f"sheet 'Pets' would hold more than {WORKBOOK_TEXT_LIMIT} bytes of shared" in message
+    assert "the workbook reader stopped" not in message  # measured, not aborted
+
+
+def test_xlsb_shared_strings_under_the_bound_are_read(tmp_path: Path) -> None:
+    cells = [(0, 0, "name"), (1, 0, Shared(1)), (2, 0, Shared(0)), (3, 0, Shared(1))]
+    path = write_xlsb(tmp_path / "ok.xlsb", cells, strings=["Rex", "y" * 10_000])
+    records = open_workbook(path, None).cached_records or []
+    assert [cells[0] for _, cells, _ in records] == ["name", "y" * 10_000, "Rex", "y" * 10_000]
+
+
 def test_an_xlsx_announcing_billions_of_shared_strings_is_refused(tmp_path: Path) -> None:
     path = announced_strings_xlsx(tmp_path / "count.xlsx")
     with pytest.raises(
@@ -146,14 +173,14 @@ BOMBS = {
     "ods-text": (repeated_text_ods, f"would hold more than {WORKBOOK_TEXT_LIMIT} bytes"),
     "xlsx-shared": (shared_string_xlsx, f"would hold more than {WORKBOOK_TEXT_LIMIT} bytes"),
     "xlsx-count": (announced_strings_xlsx, "announces 100000000000 shared strings"),
+    "xlsb-shared": (shared_string_xlsb, f"would hold more than {WORKBOOK_TEXT_LIMIT} bytes"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BOMBS), ids=sorted(BOMBS))
 def test_each_bomb_is_exit_2_in_under_a_gibibyte(tmp_path: Path, case: str) -> None:
     build, said = BOMBS[case]
-    suffix = ".ods" if case.startswith("ods") else ".xlsx"
-    path = build(tmp_path / f"bomb{suffix}")
+    path = build(tmp_path / f"bomb.{case.split('-')[0]}")
     done = subprocess.run(
         [sys.executable, "-m", "petsync", "import", str(path), "--dry-run"],
         capture_output=True,

@@ -1,4 +1,5 @@
-"""The shared strings of an .xlsx or .xlsm, measured before calamine copies them into cells.
+"""The shared strings of an .xlsx, .xlsm or .xlsb, measured before calamine copies them
+into cells.
 
 A cell of type ``s`` holds the index of a string in ``xl/sharedStrings.xml``; calamine
 gives every such cell its own copy. So a 7.5 KB workbook whose 2,000 cells point at one
@@ -13,6 +14,9 @@ of inflated XML at a time (:mod:`.inflating`):
   would hold, each string's size once per cell that uses it, held to
   :data:`~petsync.core.interface.WORKBOOK_TEXT_LIMIT`. Usually one count settles it (the
   cells of type ``s`` times the longest string); only past that are the cells' indexes read.
+
+An .xlsb holds the same table in binary records (:mod:`.xlsb_records`): measured the same
+way, in the child process that reads it (:mod:`.isolated_read`), before calamine.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from petsync.core.errors import InputError
 from petsync.core.interface import SHARED_STRING_LIMIT, WORKBOOK_TEXT_LIMIT
+from petsync.importer.sheets import xlsb_records
 from petsync.importer.sheets.inflating import (
     CHUNK,
     DAMAGED_ZIP,
@@ -36,6 +41,8 @@ from petsync.importer.sheets.inflating import (
 from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, sheet_part
 
 _STRINGS = "xl/sharedStrings.xml"  # where calamine looks (xl_path + "sharedStrings.xml")
+_XLSB_STRINGS = "xl/sharedStrings.bin"
+MEASURED_SUFFIXES = XLSX_SUFFIXES | {".xlsb"}
 _SI = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si(?=[\s/>])")
 _SST_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sst\s*>")
 _SST = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?sst(?=[\s/>])([^>]*)>")
@@ -60,16 +67,22 @@ def measure_shared_strings(path: Path) -> SharedStrings | None:
     None for another format, a workbook without shared strings, or one this cannot read
     (calamine's own error then says what is wrong with it).
     """
-    if path.suffix.lower() not in XLSX_SUFFIXES:
+    suffix = path.suffix.lower()
+    if suffix not in MEASURED_SUFFIXES:
         return None
+    member = _XLSB_STRINGS if suffix == ".xlsb" else _STRINGS
     try:
         with zipfile.ZipFile(path) as archive:
-            if _STRINGS not in archive.NameToInfo:
+            if member not in archive.NameToInfo:
                 return None
-            with member_chunks(archive, _STRINGS, InflationBudget(path)) as chunks:
-                return _sizes(path, chunks)
+            with member_chunks(archive, member, InflationBudget(path)) as chunks:
+                if suffix != ".xlsb":
+                    return _sizes(path, chunks)
+                sizes = xlsb_records.string_sizes(chunks)
     except (OSError, *DAMAGED_ZIP):
         return None
+    _check_count(path, len(sizes), "lists")
+    return SharedStrings(sizes, max(sizes, default=0))
 
 
 def _sizes(path: Path, chunks: Iterator[bytes]) -> SharedStrings:
@@ -110,19 +123,25 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
     shared strings, naming the bound and the fix."""
     if strings is None or not strings.sizes:
         return
+    binary = path.suffix.lower() == ".xlsb"
+    find_part = xlsb_records.sheet_part if binary else sheet_part
     try:
         with zipfile.ZipFile(path) as archive:
-            part = sheet_part(archive, sheet, InflationBudget(path))
+            part = find_part(archive, sheet, InflationBudget(path))
             if part is None:
                 return
             shared = 0
             with member_chunks(archive, part, InflationBudget(path)) as chunks:
                 for chunk in chunks:
-                    shared += len(_SHARED.findall(chunk)) + 1  # one more: a tag cut in two
+                    # An .xlsb cell pointing at a string takes 14 bytes at least.
+                    shared += len(chunk) // 14 + 1 if binary else len(_SHARED.findall(chunk)) + 1
             if shared * strings.largest <= WORKBOOK_TEXT_LIMIT:
                 return
             with member_chunks(archive, part, InflationBudget(path)) as chunks:
-                held = _bytes_held(chunks, strings)
+                if binary:
+                    held = xlsb_records.string_uses(chunks, strings.sizes, WORKBOOK_TEXT_LIMIT)
+                else:
+                    held = _bytes_held(chunks, strings)
     except (OSError, *DAMAGED_ZIP):
         return
     if held > WORKBOOK_TEXT_LIMIT:
