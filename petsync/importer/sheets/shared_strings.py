@@ -55,14 +55,17 @@ _VALUE_CELL = re.compile(
 
 @dataclass(frozen=True)
 class SharedStrings:
-    """Each shared string's size in bytes of XML, by index, and the largest."""
+    """How many shared strings a workbook lists, and the largest's size in bytes of XML
+    (or of its record); each one's size, by index, is read only when needed."""
 
-    sizes: array[int]
+    count: int
     largest: int
+    sizes: array[int] | None = None  # known at once for an .xlsb
 
 
 def measure_shared_strings(path: Path) -> SharedStrings | None:
-    """Refuse (:class:`InputError`) a workbook listing too many shared strings; their sizes.
+    """Refuse (:class:`InputError`) a workbook listing too many shared strings; their count
+    and the largest's size.
 
     None for another format, a workbook without shared strings, or one this cannot read
     (calamine's own error then says what is wrong with it).
@@ -77,36 +80,55 @@ def measure_shared_strings(path: Path) -> SharedStrings | None:
                 return None
             with member_chunks(archive, member, InflationBudget(path)) as chunks:
                 if suffix != ".xlsb":
-                    return _sizes(path, chunks)
+                    return _table(path, chunks)
                 sizes = xlsb_records.string_sizes(chunks)
     except (OSError, *DAMAGED_ZIP):
         return None
     _check_count(path, len(sizes), "lists")
-    return SharedStrings(sizes, max(sizes, default=0))
+    return SharedStrings(len(sizes), max(sizes, default=0), sizes)
 
 
-def _sizes(path: Path, chunks: Iterator[bytes]) -> SharedStrings:
+def _table(path: Path, chunks: Iterator[bytes]) -> SharedStrings:
+    """The count and the largest size, split in C at each ``<si`` (no object per string)."""
+    count = largest = 0
+    current = -1  # bytes so far of the string the last buffer ended in (-1: none yet)
+    for _, buffer in whole_tags(chunks):
+        if current < 0 and (sst := _SST.search(buffer)) is not None:
+            announced = _UNIQUE.search(sst.group(1))
+            if announced is not None:
+                _check_count(path, int(announced.group(1)), "announces")
+        parts = _SI.split(buffer)
+        if len(parts) == 1:
+            current += len(buffer) if current >= 0 else 0
+            continue
+        if current >= 0:
+            largest = max(largest, current + len(parts[0]))
+        if len(parts) > 2:
+            largest = max(largest, max(map(len, parts[1:-1])))
+        count += len(parts) - 1
+        _check_count(path, count, "lists")
+        current = len(parts[-1])
+    return SharedStrings(count, max(largest, current))
+
+
+def _sizes(chunks: Iterator[bytes]) -> array[int]:
+    """Each string's size: from its ``<si`` to the next one's (or to ``</sst>``)."""
     sizes: array[int] = array("q")
     last = -1  # where the string being measured starts
     end = -1
     for offset, buffer in whole_tags(chunks):
-        if last < 0 and (sst := _SST.search(buffer)) is not None:
-            announced = _UNIQUE.search(sst.group(1))
-            if announced is not None:
-                _check_count(path, int(announced.group(1)), "announces")
         starts = [offset + match.start() for match in _SI.finditer(buffer)]
         if starts:
             if last >= 0:
                 sizes.append(starts[0] - last)
             sizes.extend(b - a for a, b in zip(starts, starts[1:], strict=False))
             last = starts[-1]
-            _check_count(path, len(sizes) + 1, "lists")
         closing = _SST_END.search(buffer)
         if closing is not None:
             end = offset + closing.start()
     if last >= 0:
         sizes.append(max(end - last, 0) if end > last else 0)
-    return SharedStrings(sizes, max(sizes, default=0))
+    return sizes
 
 
 def _check_count(path: Path, count: int, how: str) -> None:
@@ -121,7 +143,7 @@ def _check_count(path: Path, count: int, how: str) -> None:
 def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | None) -> None:
     """Refuse (:class:`InputError`) a sheet whose cells would hold too many bytes of
     shared strings, naming the bound and the fix."""
-    if strings is None or not strings.sizes:
+    if strings is None or not strings.count:
         return
     binary = path.suffix.lower() == ".xlsb"
     find_part = xlsb_records.sheet_part if binary else sheet_part
@@ -133,15 +155,23 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
             shared = 0
             with member_chunks(archive, part, InflationBudget(path)) as chunks:
                 for chunk in chunks:
-                    # An .xlsb cell pointing at a string takes 14 bytes at least.
-                    shared += len(chunk) // 14 + 1 if binary else len(_SHARED.findall(chunk)) + 1
+                    # At most: an .xlsb cell pointing at a string takes 14 bytes at least;
+                    # an .xlsx one has an attribute whose value is "s" (t="s"). One more a
+                    # chunk: a cell cut in two.
+                    shared += 1 + (
+                        len(chunk) // 14 if binary else chunk.count(b'"s"') + chunk.count(b"'s'")
+                    )
             if shared * strings.largest <= WORKBOOK_TEXT_LIMIT:
                 return
+            sizes = strings.sizes
+            if sizes is None:
+                with member_chunks(archive, _STRINGS, InflationBudget(path)) as chunks:
+                    sizes = _sizes(chunks)
             with member_chunks(archive, part, InflationBudget(path)) as chunks:
                 if binary:
-                    held = xlsb_records.string_uses(chunks, strings.sizes, WORKBOOK_TEXT_LIMIT)
+                    held = xlsb_records.string_uses(chunks, sizes, WORKBOOK_TEXT_LIMIT)
                 else:
-                    held = _bytes_held(chunks, strings)
+                    held = _bytes_held(chunks, sizes)
     except (OSError, *DAMAGED_ZIP):
         return
     if held > WORKBOOK_TEXT_LIMIT:
@@ -153,9 +183,9 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
         )
 
 
-def _bytes_held(chunks: Iterator[bytes], strings: SharedStrings) -> int:
+def _bytes_held(chunks: Iterator[bytes], sizes: array[int]) -> int:
     """The sizes of the strings the sheet's ``s`` cells point at, once per cell."""
-    sizes, count = strings.sizes, len(strings.sizes)
+    count = len(sizes)
     held = 0
     for buffer in _whole_cells(chunks):
         for attrs, index in _VALUE_CELL.findall(buffer):
