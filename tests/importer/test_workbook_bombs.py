@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.core.interface import SHARED_STRING_LIMIT, WORKBOOK_TEXT_LIMIT
-from petsync.importer.sheets import inflating
+from petsync.core.interface import SHARED_STRING_LIMIT, SHEET_CELL_LIMIT, WORKBOOK_TEXT_LIMIT
+from petsync.importer.sheets import inflating, isolated_read, sheet_values, workbook
+from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.ods_content import measure_ods
 from petsync.importer.sheets.workbook import open_workbook
 from tests.cli.test_import_bounds import run
+from tests.docs.markdown import DOCS, table_rows
 from tests.importer.workbook_bombs import (
     HEADER_ROW,
     ods_cell,
@@ -209,3 +211,45 @@ def test_a_bomb_in_a_glob_is_that_files_failure_and_the_glob_goes_on(
     assert "inbox/a.ods: not imported: inbox/a.ods: sheet 'Pets' uses the range" in result.stdout
     assert "inbox/b.xlsx: not imported: inbox/b.xlsx: the cells of sheet 'Pets'" in result.stdout
     assert [p.name for p in srv.store.all()] == ["Rex"]
+
+
+def test_the_limits_table_states_the_workbook_bounds() -> None:
+    rows = {row[0]: row for row in table_rows((DOCS / "limits.md").read_text(encoding="utf-8"))}
+    stated = {
+        name: int(rows[name][2].split(" ")[0].replace(",", ""))
+        for name in ("bytes the cells would hold", "shared strings of a workbook")
+    }
+    assert stated == {
+        "bytes the cells would hold": WORKBOOK_TEXT_LIMIT,
+        "shared strings of a workbook": SHARED_STRING_LIMIT,
+    }
+    assert rows["cells of all sheets together"][2] == f"{SHEET_CELL_LIMIT:,}"
+
+
+def test_an_ods_the_measure_cannot_read_through_is_read_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cell whose one attribute is longer than a tag may be (1 MiB): not measured here.
+    long = f'<table:table-cell office:value-type="string" office:string-value="{"x" * (3 << 20)}"/>'
+    path = write_ods(tmp_path / "odd.ods", ("Pets", HEADER_ROW + ods_row(ods_cell("Rex") + long)))
+    children: list[Path] = []
+
+    def in_child(path: Path, sheet_name: str | None) -> Any:
+        children.append(path)
+        return isolated_read.read_in_child(path, sheet_name)
+
+    monkeypatch.setattr(workbook, "read_in_child", in_child)
+    records = open_workbook(path, None).cached_records or []
+    assert children == [path]
+    assert records[1][1][0] == "Rex"
+
+
+def test_an_xlsx_whose_range_cannot_be_measured_is_read_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_shared_xlsx(tmp_path / "odd.xlsx", ["Rex"], [0])
+    monkeypatch.setattr(sheet_values, "check_sheet_range", lambda *_: None)
+    with pytest.raises(UnmeasuredWorkbook):
+        sheet_values.read_sheet_values(path, None)
+    monkeypatch.setattr(workbook, "read_in_child", lambda *_: ("Pets", [["name"], ["Rex"]]))
+    assert (open_workbook(path, None).cached_records or [])[1][1] == ("Rex",)

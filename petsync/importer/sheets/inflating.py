@@ -25,6 +25,12 @@ DAMAGED_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, N
 _SMALL_PART_LIMIT = 64 << 20  # a list of sheets or relationships: names and ids only
 
 
+class UnmeasuredWorkbook(Exception):
+    """A workbook the measure could not read through (a damaged or unusual zip): never
+    shown to the user, it sends the file to the reader in a bounded child process
+    (:mod:`.isolated_read`), where a bomb costs that process only."""
+
+
 class InflationBudget:
     """The bytes a workbook's members inflate to, in all; refused past ``limit``."""
 

@@ -38,6 +38,7 @@ from petsync.core.interface import SHEET_CELL_LIMIT, WORKBOOK_TEXT_LIMIT
 from petsync.importer.sheets.inflating import (
     DAMAGED_ZIP,
     InflationBudget,
+    UnmeasuredWorkbook,
     member_chunks,
     skip_member,
     whole_tags,
@@ -82,29 +83,31 @@ class OdsMeasure:
     exact: ExactCells = field(default_factory=ExactCells)
 
 
-def measure_ods(path: Path, sheet_name: str | None) -> OdsMeasure | None:
+def measure_ods(path: Path, sheet_name: str | None) -> OdsMeasure:
     """Refuse (:class:`InputError`) an .ods too big to expand; else what calamine loses.
 
-    ``sheet_name`` None means the first sheet. None when ``path`` is not a zip holding a
-    ``content.xml`` this scan can read (calamine's own error then says what is wrong).
+    ``sheet_name`` None means the first sheet. :class:`UnmeasuredWorkbook` when ``path`` is
+    not a zip holding a ``content.xml`` this scan can read through.
     """
     try:
         archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile, ValueError):
-        return None
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise UnmeasuredWorkbook(str(exc)) from exc
     with archive:
         try:
             budget = InflationBudget(path)
-            found = None
+            found: OdsMeasure | None = None
             for info in archive.infolist():
                 if info.filename == _CONTENT:
                     with member_chunks(archive, info, budget) as chunks:
                         found = _Scan(path, sheet_name).run(chunks)
                 else:  # every member counts against the budget, as for .xlsx
                     skip_member(archive, info, budget)
-            return found
-        except DAMAGED_ZIP:
-            return None
+        except DAMAGED_ZIP as exc:
+            raise UnmeasuredWorkbook(str(exc)) from exc
+    if found is None:
+        raise UnmeasuredWorkbook(f"no {_CONTENT}")
+    return found
 
 
 class _Scan:

@@ -35,6 +35,7 @@ from petsync.importer.sheets.inflating import (
     CHUNK,
     DAMAGED_ZIP,
     InflationBudget,
+    UnmeasuredWorkbook,
     member_chunks,
     whole_tags,
 )
@@ -67,8 +68,8 @@ def measure_shared_strings(path: Path) -> SharedStrings | None:
     """Refuse (:class:`InputError`) a workbook listing too many shared strings; their count
     and the largest's size.
 
-    None for another format, a workbook without shared strings, or one this cannot read
-    (calamine's own error then says what is wrong with it).
+    None for another format or a workbook without shared strings;
+    :class:`UnmeasuredWorkbook` for one this cannot read through.
     """
     suffix = path.suffix.lower()
     if suffix not in MEASURED_SUFFIXES:
@@ -82,8 +83,8 @@ def measure_shared_strings(path: Path) -> SharedStrings | None:
                 if suffix != ".xlsb":
                     return _table(path, chunks)
                 sizes = xlsb_records.string_sizes(chunks)
-    except (OSError, *DAMAGED_ZIP):
-        return None
+    except (OSError, *DAMAGED_ZIP) as exc:
+        raise UnmeasuredWorkbook(str(exc)) from exc
     _check_count(path, len(sizes), "lists")
     return SharedStrings(len(sizes), max(sizes, default=0), sizes)
 
@@ -172,8 +173,8 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
                     held = xlsb_records.string_uses(chunks, sizes, WORKBOOK_TEXT_LIMIT)
                 else:
                     held = _bytes_held(chunks, sizes)
-    except (OSError, *DAMAGED_ZIP):
-        return
+    except (OSError, *DAMAGED_ZIP) as exc:
+        raise UnmeasuredWorkbook(str(exc)) from exc
     if held > WORKBOOK_TEXT_LIMIT:
         raise InputError(
             f"{path}: the cells of sheet {sheet!r} would hold more than {WORKBOOK_TEXT_LIMIT} "

@@ -4,27 +4,34 @@ python-calamine parses the whole sheet in Rust, about ten times faster than open
 reads the old ``.xls``, ``.xlsb`` and OpenDocument ``.ods`` too. It gives each cell's cached
 value, never its formula. The sheet is read once when the workbook is opened; the import's
 later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed once per run.
-An ``.xls`` or ``.xlsb`` is read in a child process whose memory is limited
-(:mod:`.isolated_read`), so a sheet that makes calamine abort costs that file only.
+Every workbook is measured before calamine expands it (docs/limits.md, "Workbooks"): an
+.xlsx or .xlsm in :mod:`.sheet_values`, an .ods here (:mod:`.ods_content`: calamine expands
+every sheet of an .ods as it opens it); an ``.xls`` or ``.xlsb`` is read in a child process
+whose memory is limited (:mod:`.isolated_read`), so a sheet that makes calamine abort
+costs that file only.
 
 Values become text by :func:`render_cell`: text as it is; whole numbers without a decimal
 point (``12``; ``12.0`` gives ``12``) below 2**53 in magnitude, where doubles stop being
-exact; whole numbers beyond that, in .xlsx and .xlsm, exactly as the file stores them
-(``9007199254740993``, read by :mod:`petsync.importer.sheets.xlsx_cells`), in the other formats
-in exponent form (``9.007199254740992e+15``, which the categoryId check rejects rather
-than send a rounded id); other numbers in Python's shortest
-round-trip form (``12.5``, ``1e+20``); booleans ``TRUE``/``FALSE``; dates ``2024-03-01``,
-date-times ``2024-03-01 14:30:00``, times ``14:30:00``; durations as Python writes them
-(``1:30:00``). An empty cell and an error cell (``#N/A``, ``#DIV/0!``) are blank. A
-formula without a cached value in .xlsx/.xlsm rejects its row, naming the cell
-(:attr:`Spreadsheet.cell_problems`); in the other formats it reads blank. Number formats
-are not applied (a cell showing ``007`` that holds the number 7 reads ``7``): store
-identifiers as text cells.
+exact; other numbers in Python's shortest round-trip form (``12.5``); booleans
+``TRUE``/``FALSE``; dates ``2024-03-01``, date-times ``2024-03-01 14:30:00``, times
+``14:30:00``; durations as Python writes them (``1:30:00``). An empty cell and an error
+cell (``#N/A``, ``#DIV/0!``) are blank. Number formats are not applied (a cell showing
+``007`` that holds the number 7 reads ``7``): store identifiers as text cells.
+
+What calamine cannot render rejects its row, naming the cell
+(:attr:`Spreadsheet.cell_problems`, :func:`cell_problem_code`):
+
+* a whole number from 2**53 on is read as the file writes it where the file holds its
+  digits (.xlsx, .xlsm: :mod:`.xlsx_cells`; .ods: :mod:`.ods_content`); where the file
+  holds only a double (.xls, .xlsb, any float form), it is ``number_not_exact``;
+* a 16-digit .ods number written with 15 significant digits (LibreOffice's most:
+  ``9.00719925474099E+015`` for 9007199254740993) is ``number_not_exact`` too;
+* a formula with no saved value (.xlsx, .xlsm, .ods; an .xls or .xlsb formula record
+  always holds its value) is ``formula_without_value``.
 
 Where calamine differs from the openpyxl reader petsync used before: every number is a
-double (in .xls, .xlsb and .ods a 17-digit integer written by a tool other than Excel is
-rejected as not exact), and error cells read blank instead of as their text (a name
-``#N/A`` is now rejected as blank, not imported).
+double, and error cells read blank instead of as their text (a name ``#N/A`` is now
+rejected as blank, not imported).
 """
 
 from __future__ import annotations
@@ -35,11 +42,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
 from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
 from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells, file_sha256
 from petsync.importer.sheets.sheet_values import read_sheet_values
-from petsync.importer.sheets.xlsx_cells import ExactCells, read_exact_cells
+from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
@@ -48,17 +56,22 @@ def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
     """Open a workbook, choose the sheet (the first worksheet by default), read it whole."""
     sha256 = file_sha256(path)
     suffix = path.suffix.lower()
-    if suffix in ISOLATED_SUFFIXES:
-        # Not measurable beforehand: read in a child process (isolated_read).
+    exact = ExactCells()
+    try:
+        if suffix in ISOLATED_SUFFIXES:
+            # Not measurable beforehand: read in a child process (isolated_read).
+            chosen, values = read_in_child(path, sheet_name)
+        elif suffix in ODS_SUFFIXES:
+            # calamine expands every sheet of an .ods when it opens it: measured first.
+            exact = measure_ods(path, sheet_name).exact
+            chosen, values = read_sheet_values(path, sheet_name)
+        else:
+            chosen, values = read_sheet_values(path, sheet_name)
+    except UnmeasuredWorkbook:
+        # A zip the measures could not read through: the reader may still read it, in
+        # the child process whose memory is limited.
         chosen, values = read_in_child(path, sheet_name)
-        exact = ExactCells()
-    elif suffix in ODS_SUFFIXES:
-        # calamine expands every sheet of an .ods when it opens it: measured first.
-        measured = measure_ods(path, sheet_name)
-        chosen, values = read_sheet_values(path, sheet_name)
-        exact = measured.exact if measured else ExactCells()
-    else:
-        chosen, values = read_sheet_values(path, sheet_name)
+    if suffix in XLSX_SUFFIXES:
         exact = read_exact_cells(path, chosen)
     sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
     records = list(_records(values, exact, sheet.cell_problems))
