@@ -118,27 +118,18 @@ def test_an_ods_under_the_bounds_reads_its_repeats_as_cells(tmp_path: Path) -> N
     assert [cells for _, cells, _ in records] == [("name", "categoryId")] + [("Rex", "1")] * 3
 
 
-def test_an_xlsx_whose_cells_share_one_long_string_is_refused_naming_the_bound(
-    tmp_path: Path,
+@pytest.mark.parametrize("suffix", ["xlsx", "xlsb"])
+def test_cells_sharing_one_long_string_are_refused_before_they_are_read(
+    tmp_path: Path, suffix: str
 ) -> None:
-    path = shared_string_xlsx(tmp_path / "shared.xlsx")
+    build = shared_string_xlsx if suffix == "xlsx" else shared_string_xlsb
+    path = build(tmp_path / f"shared.{suffix}")
     assert path.stat().st_size < 20_000
     with pytest.raises(InputError) as caught:
         open_workbook(path, None)
     message = str(caught.value)
     assert f"sheet 'Pets' would hold more than {WORKBOOK_TEXT_LIMIT} bytes of shared" in message
     assert "copies a shared string into every cell that uses it" in message
-
-
-def test_an_xlsb_whose_cells_share_one_long_string_is_refused_before_it_is_read(
-    tmp_path: Path,
-) -> None:
-    path = shared_string_xlsb(tmp_path / "shared.xlsb")
-    assert path.stat().st_size < 20_000
-    with pytest.raises(InputError) as caught:
-        open_workbook(path, None)
-    message = str(caught.value)
-    assert f"sheet 'Pets' would hold more than {WORKBOOK_TEXT_LIMIT} bytes of shared" in message
     assert "the workbook reader stopped" not in message  # measured, not aborted
 
 

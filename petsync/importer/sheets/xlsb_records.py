@@ -12,20 +12,18 @@ each cell that points at one (``BrtCellIsst``).
 
 from __future__ import annotations
 
-import posixpath
 import struct
 import zipfile
 from array import array
 from collections.abc import Generator, Iterator
-from xml.etree import ElementTree
 
-from petsync.importer.sheets.inflating import InflationBudget, member_chunks, read_small
+from petsync.importer.sheets.inflating import InflationBudget, member_chunks
+from petsync.importer.sheets.xlsx_cells import related_part
 
 BUNDLE_SHEET = 0x009C  # BrtBundleSh: a sheet's state, id, relationship id and name
 SST_ITEM = 0x0013  # BrtSSTItem: one shared string
 CELL_ISST = 0x0007  # BrtCellIsst: a cell holding a shared string's index
 _KEPT = 1 << 16  # the payload bytes kept of a record (a sheet's name fits)
-_NS_PKG = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 
 
 def records(chunks: Iterator[bytes]) -> Iterator[tuple[int, int, bytes]]:
@@ -70,25 +68,27 @@ def _whole_records(buffer: bytes) -> Generator[tuple[int, int, bytes], None, tup
 
 def _header(buffer: bytes, position: int, end: int) -> tuple[int, int, int] | None:
     """A record's type, size and where its payload starts; None if cut by the buffer."""
-    kind = 0
-    for index in range(2):
+    kind = _varint(buffer, position, end, 2)
+    if kind is None:
+        return None
+    size = _varint(buffer, kind[1], end, 4)
+    if size is None:
+        return None
+    return kind[0], size[0], size[1]
+
+
+def _varint(buffer: bytes, position: int, end: int, limit: int) -> tuple[int, int] | None:
+    """A varint of at most ``limit`` 7-bit groups and where it ends; None if cut."""
+    value = 0
+    for index in range(limit):
         if position >= end:
             return None
         byte = buffer[position]
         position += 1
-        kind |= (byte & 0x7F) << (7 * index)
+        value |= (byte & 0x7F) << (7 * index)
         if not byte & 0x80:
             break
-    size = 0
-    for index in range(4):
-        if position >= end:
-            return None
-        byte = buffer[position]
-        position += 1
-        size |= (byte & 0x7F) << (7 * index)
-        if not byte & 0x80:
-            break
-    return kind, size, position
+    return value, position
 
 
 def bundle_sheet(head: bytes) -> tuple[str, str] | None:
@@ -139,15 +139,7 @@ def sheet_part(archive: zipfile.ZipFile, sheet: str, budget: InflationBudget) ->
     rels = "xl/_rels/workbook.bin.rels"
     if rel_id is None or rels not in archive.NameToInfo:
         return None
-    for rel in ElementTree.fromstring(read_small(archive, rels, budget)).iter(
-        f"{_NS_PKG}Relationship"
-    ):
-        if rel.get("Id") == rel_id:
-            target = rel.get("Target") or ""
-            if target.startswith("/"):
-                return target.lstrip("/")
-            return posixpath.normpath(posixpath.join("xl", target))
-    return None
+    return related_part(archive, rels, rel_id, budget)
 
 
 def string_uses(chunks: Iterator[bytes], sizes: array[int], limit: int) -> int:

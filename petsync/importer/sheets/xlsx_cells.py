@@ -114,8 +114,14 @@ def sheet_part(archive: zipfile.ZipFile, sheet_name: str, budget: InflationBudge
             break
     if rel_id is None:
         return None
-    rels = ElementTree.fromstring(read_small(archive, "xl/_rels/workbook.xml.rels", budget))
-    for element in rels.iter():
+    return related_part(archive, "xl/_rels/workbook.xml.rels", rel_id, budget)
+
+
+def related_part(
+    archive: zipfile.ZipFile, rels: str, rel_id: str, budget: InflationBudget
+) -> str | None:
+    """The zip member the relationship ``rel_id`` of the workbook's ``rels`` points at."""
+    for element in ElementTree.fromstring(read_small(archive, rels, budget)).iter():
         if _local(element.tag) == "Relationship" and element.get("Id") == rel_id:
             target = element.get("Target") or ""
             if target.startswith("/"):
