@@ -48,11 +48,25 @@ from petsync.importer.sheets.xlsx_cells import ExactCells, exact_integer
 
 ODS_SUFFIXES = frozenset({".ods"})
 _CONTENT = "content.xml"
-# A table, row or cell tag, opening or closing; attribute values may hold ">" (quoted).
+# A table, row or cell tag opening, or a table or row closing (a cell's end is searched
+# for on its own); attribute values may hold ">" (quoted).
 _TAG = re.compile(
-    rb"<(/?)table:(table|table-row|table-cell|covered-table-cell)(?=[\s/>])"
-    rb"""((?:[^>"']+|"[^"]*"|'[^']*')*)>"""
+    rb"<(?:table:(table|table-row|table-cell|covered-table-cell)(?=[\s/>])"
+    rb"""((?:[^>"']+|"[^"]*"|'[^']*')*)|/table:(table|table-row)\s*)>"""
 )
+_CELLS = frozenset({b"table-cell", b"covered-table-cell"})
+# A cell's end tag: found as written by every tool, else (XML allows blanks before its
+# ">") by a pattern; never cut by a buffer (whole_tags).
+_END_TAGS = {
+    b"table-cell": b"</table:table-cell",
+    b"covered-table-cell": b"</table:covered-table-cell",
+}
+_END_TAG_PATTERNS = {kind: re.compile(re.escape(tag) + rb"\s*>") for kind, tag in _END_TAGS.items()}
+_GT = ord(">")
+_INNER_TAG = re.compile(rb"</?table:(?:table|covered-table-cell)[\s/>-]")
+# Below this many cells in a sheet's range, a plain row (no repeats) needs no check: it
+# grows the range by one row only (checked at the table's end).
+_CHECK_FROM = SHEET_CELL_LIMIT // 2
 _ROWS_REPEATED = re.compile(rb"""table:number-rows-repeated\s*=\s*["']\s*([0-9]+)""")
 _COLUMNS_REPEATED = re.compile(rb"""table:number-columns-repeated\s*=\s*["']\s*([0-9]+)""")
 _NAME = re.compile(rb"""table:name\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -111,7 +125,14 @@ def measure_ods(path: Path, sheet_name: str | None) -> OdsMeasure:
 
 
 class _Scan:
-    """One pass over ``content.xml``: the state of the table, row and cell being read."""
+    """One pass over ``content.xml``: the state of the table, row and cell being read.
+
+    Per cell tag as little Python as can be (a sheet of 100,000 rows has half a million):
+    a cell's content is passed over by one search for its end tag, and its length
+    counted only where repeats multiply it. A table, row or cell tag inside a cell's
+    content (calamine skips it; this scan would miscount it) ends the measure: the file
+    is read in the bounded child instead (:class:`UnmeasuredWorkbook`).
+    """
 
     def __init__(self, path: Path, sheet_name: str | None) -> None:
         self.path = path
@@ -124,89 +145,113 @@ class _Scan:
         self.row_repeats = 1
         self.column = 0  # 0-based column of the next cell in the row
         self.row_used = 0  # columns up to the last cell holding a value in this row
-        self.open_cell: tuple[bytes, int, int] | None = None  # kind, offset, repeats
-        self.depth = 0  # cells of the same kind inside the open one (a table in a cell)
+        # A cell whose content runs into the next buffer: its end tag, where it started
+        # and what its length counts for (0: nothing).
+        self.pending: tuple[re.Pattern[bytes], int, int] | None = None
 
     def run(self, chunks: Iterator[bytes]) -> OdsMeasure:
+        search = _TAG.search
         for offset, buffer in whole_tags(chunks):
-            for match in _TAG.finditer(buffer):
-                self._tag(match, offset + match.start(), offset + match.end())
+            position = self._pending(offset, buffer)
+            while position >= 0 and (match := search(buffer, position)) is not None:
+                position = match.end()
+                kind, attrs, closing = match.groups()
+                if kind in _CELLS:
+                    if self.table is not None:
+                        position = self._cell(kind, attrs, offset, buffer, match.start(), position)
+                elif kind == b"table-row":
+                    self._start_row(attrs)
+                elif kind == b"table":
+                    self._start_table(attrs)
+                elif closing == b"table-row":
+                    self._end_row()
+                else:
+                    self._end_table()
+        if self.pending is not None:
+            raise UnmeasuredWorkbook("a cell without its end")
         return self.found
 
-    def _tag(self, match: re.Match[bytes], start: int, end: int) -> None:
-        closing, kind, attrs = match.group(1), match.group(2), match.group(3)
-        if self.open_cell is not None:  # inside a cell: only its own end matters
-            if kind == self.open_cell[0]:
-                if closing:
-                    if self.depth == 0:
-                        self._cell_text(end - self.open_cell[1], self.open_cell[2])
-                        self.open_cell = None
-                    else:
-                        self.depth -= 1
-                elif not attrs.rstrip().endswith(b"/"):
-                    self.depth += 1
-            return
-        if kind == b"table":
-            if closing:
-                self._end_table()
-            else:
-                named = _NAME.search(attrs)
-                raw = (named.group(1) or named.group(2)) if named else b""
-                name = unescape(raw.decode("utf-8", "replace"), {"&quot;": '"', "&apos;": "'"})
-                self.table = _Table(name)
-                self.found.sheets.append(name)
-                self.chosen = (
-                    name == self.wanted if self.wanted is not None else len(self.found.sheets) == 1
-                )
-        elif self.table is None:
-            return
-        elif kind == b"table-row":
-            if closing:
-                self._end_row()
-            else:
-                repeated = _ROWS_REPEATED.search(attrs) if b"rows-repeated" in attrs else None
-                self.row_repeats = max(int(repeated.group(1)), 1) if repeated else 1
-                self.column = self.row_used = 0
-                if attrs.rstrip().endswith(b"/"):
-                    self._end_row()
-        elif not closing:
-            self._cell(kind, attrs, start, end)
+    def _pending(self, offset: int, buffer: bytes) -> int:
+        """Pass over the rest of a cell's content; where the tags resume (-1: not here)."""
+        if self.pending is None:
+            return 0
+        end_tag, start, weight = self.pending
+        end = end_tag.search(buffer)
+        _no_table_inside(buffer, 0, len(buffer) if end is None else end.start())
+        if end is None:
+            return -1
+        self.pending = None
+        self._cell_text(offset + end.end() - start, weight)
+        return end.end()
 
-    def _cell(self, kind: bytes, attrs: bytes, start: int, end: int) -> None:
-        repeated = _COLUMNS_REPEATED.search(attrs) if b"columns-repeated" in attrs else None
-        repeats = max(int(repeated.group(1)), 1) if repeated else 1
-        formula = b"table:formula" in attrs
-        has_value = _HAS_VALUE.search(attrs) is not None or _STRING_TYPE.search(attrs)
-        if formula or has_value or b"office:value-type" in attrs:
+    def _cell(
+        self, kind: bytes, attrs: bytes, offset: int, buffer: bytes, start: int, after: int
+    ) -> int:
+        repeats = 1
+        if b"repeated" in attrs and (repeated := _COLUMNS_REPEATED.search(attrs)) is not None:
+            repeats = max(int(repeated.group(1)), 1)
+        weight = 0  # what the cell's length counts for: only a repeated value is multiplied
+        if b"office:" in attrs or b"table:formula" in attrs:
             self.row_used = self.column + repeats
-            if (repeats > 1 or self.row_repeats > 1) and self.table is not None:
-                # A repeated value: the range it reaches, before the bytes it copies.
-                reach = max(self.table.used_columns, self.row_used)
-                rows = self.table.rows + self.row_repeats
-                check_used_range(self.path, self.table.name, UsedRange(rows, reach))
-            if self.chosen:
-                self._note(attrs, formula and not has_value, repeats)
-            if attrs.rstrip().endswith(b"/"):
-                self._cell_text(end - start, repeats)
-            else:
-                self.open_cell = (kind, start, repeats)
-                self.depth = 0
-        elif not attrs.rstrip().endswith(b"/"):
-            # An empty cell's content (a note, a frame) is not a value: skipped whole.
-            self.open_cell = (kind, -1, 0)
-            self.depth = 0
+            if repeats > 1 or self.row_repeats > 1:
+                weight = repeats * self.row_repeats
+                self._check_reach()
+            if self.chosen and _worth_noting(attrs):
+                self._note(attrs, repeats)
         self.column += repeats
+        if attrs.endswith(b"/"):
+            self._cell_text(after - start, weight)
+            return after
+        end_tag = _END_TAGS[kind]
+        end = buffer.find(end_tag, after)
+        if end >= 0 and buffer[end + len(end_tag)] == _GT:  # the usual end tag, no blanks
+            closed = end + len(end_tag) + 1
+        else:
+            found = _END_TAG_PATTERNS[kind].search(buffer, after)
+            end, closed = (found.start(), found.end()) if found else (-1, -1)
+        _no_table_inside(buffer, after, len(buffer) if end < 0 else end)
+        if end < 0:
+            self.pending = (_END_TAG_PATTERNS[kind], offset + start, weight)
+            return -1
+        self._cell_text(closed - start, weight)
+        return closed
 
-    def _note(self, attrs: bytes, formula_only: bool, repeats: int) -> None:
-        """What calamine would lose in this cell of the chosen sheet (first row repeat)."""
+    def _start_table(self, attrs: bytes) -> None:
+        named = _NAME.search(attrs)
+        raw = (named.group(1) or named.group(2)) if named else b""
+        name = unescape(raw.decode("utf-8", "replace"), {"&quot;": '"', "&apos;": "'"})
+        self.table = _Table(name)
+        self.found.sheets.append(name)
+        wanted = self.wanted
+        self.chosen = name == wanted if wanted is not None else len(self.found.sheets) == 1
+
+    def _start_row(self, attrs: bytes) -> None:
+        if self.table is None:
+            return
+        self.row_repeats = 1
+        if b"repeated" in attrs and (repeated := _ROWS_REPEATED.search(attrs)) is not None:
+            self.row_repeats = max(int(repeated.group(1)), 1)
+        self.column = self.row_used = 0
+        if attrs.endswith(b"/"):
+            self._end_row()
+
+    def _check_reach(self) -> None:
+        """A repeated value: the range it reaches, before the bytes it copies."""
+        table = self.table
+        if table is not None:
+            reach = max(table.used_columns, self.row_used)
+            rows = table.rows + self.row_repeats
+            check_used_range(self.path, table.name, UsedRange(rows, reach))
+
+    def _note(self, attrs: bytes, repeats: int) -> None:
+        """What calamine would lose in this cell of the chosen sheet (first row repeats)."""
         row = self.table.rows + 1 if self.table else 1
         exact = self.found.exact
-        if formula_only:
-            targets = exact.formulas
-            for column in range(self.column, self.column + min(repeats, _PROBLEMS_PER_ROW)):
-                if len(targets) < SHEET_CELL_LIMIT:
-                    for number in range(row, row + min(self.row_repeats, _PROBLEMS_PER_ROW)):
-                        targets.add((number, column))
+        columns = range(self.column, self.column + min(repeats, _PROBLEMS_PER_ROW))
+        rows = range(row, row + min(self.row_repeats, _PROBLEMS_PER_ROW))
+        if b"table:formula" in attrs and _HAS_VALUE.search(attrs) is None:
+            if _STRING_TYPE.search(attrs) is None and len(exact.formulas) < SHEET_CELL_LIMIT:
+                exact.formulas.update((number, column) for column in columns for number in rows)
             return
         value = _VALUE.search(attrs)
         raw = value.group(1).decode("ascii", "replace").strip() if value else ""
@@ -218,29 +263,22 @@ class _Scan:
             and abs(float(raw)) < _EXACT_FROM
             and len(exact.rounded) < SHEET_CELL_LIMIT
         ):
-            for column in range(self.column, self.column + min(repeats, _PROBLEMS_PER_ROW)):
-                for number in range(row, row + min(self.row_repeats, _PROBLEMS_PER_ROW)):
-                    exact.rounded[(number, column)] = raw
+            # 16 digits written with 15: the 16th may be lost (LibreOffice keeps 15).
+            exact.rounded.update(((number, column), raw) for column in columns for number in rows)
 
-    def _cell_text(self, size: int, repeats: int) -> None:
-        if size < 0:
-            return  # an empty cell's content
-        self.text += size * repeats * self.row_repeats
+    def _cell_text(self, size: int, weight: int) -> None:
+        if not weight:
+            return  # a cell's own bytes: bounded by the inflation limit
+        self.text += size * weight
         if self.text > WORKBOOK_TEXT_LIMIT:
+            table = self.table
             raise InputError(
                 f"{self.path}: the cells of the workbook would hold more than "
                 f"{WORKBOOK_TEXT_LIMIT} bytes once its repeated cells are expanded (at "
-                f"sheet {self._name!r}, row {self._row}); petsync reads workbooks up to that. "
-                "Save the sheet as CSV UTF-8, which petsync reads a row at a time, or split it"
+                f"sheet {table.name if table else ''!r}, row {table.rows + 1 if table else 0}); "
+                "petsync reads workbooks up to that. Save the sheet as CSV UTF-8, which "
+                "petsync reads a row at a time, or split it"
             )
-
-    @property
-    def _name(self) -> str:
-        return self.table.name if self.table else ""
-
-    @property
-    def _row(self) -> int:
-        return self.table.rows + 1 if self.table else 0
 
     def _end_row(self) -> None:
         table = self.table
@@ -248,11 +286,13 @@ class _Scan:
             return
         if self.row_used:
             table.used_rows = table.rows + self.row_repeats
-            table.used_columns = max(table.used_columns, self.row_used)
+            if self.row_used > table.used_columns:
+                table.used_columns = self.row_used
         table.rows += self.row_repeats
+        if self.row_repeats > 1 or table.used_rows * table.used_columns > _CHECK_FROM:
+            self._check(table)
         self.row_repeats = 1
         self.column = self.row_used = 0
-        self._check(table)
 
     def _check(self, table: _Table) -> None:
         used = UsedRange(table.used_rows, table.used_columns)
@@ -273,3 +313,23 @@ class _Scan:
         self.cells += table.used_rows * table.used_columns
         self.table = None
         self.chosen = False
+
+
+def _no_table_inside(buffer: bytes, start: int, end: int) -> None:
+    """Refuse to measure a cell whose content holds a table, row or cell tag."""
+    if buffer.find(b"table:", start, end) >= 0 and _INNER_TAG.search(buffer, start, end):
+        raise UnmeasuredWorkbook("a table, row or cell inside a cell")
+
+
+def _worth_noting(attrs: bytes) -> bool:
+    """A formula, or a value of 16 characters or more or in exponent form."""
+    if b"table:formula" in attrs:
+        return True
+    start = attrs.find(b'office:value="')
+    if start < 0:
+        return b"office:value=" in attrs  # spelled otherwise: looked at closely
+    start += 14
+    end = attrs.find(b'"', start)
+    return (
+        end - start >= 16 or attrs.find(b"e", start, end) >= 0 or attrs.find(b"E", start, end) >= 0
+    )
