@@ -27,6 +27,8 @@ from petsync.core.interface import (
     SHEET_COLUMN_LIMIT,
 )
 from petsync.importer.columns import resolve_columns
+from petsync.importer.sheets import ods_content
+from petsync.importer.sheets.ods_content import measure_ods
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import CUT_NOTE
 from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, column_letters
@@ -282,3 +284,26 @@ def test_an_xlsx_of_any_shared_strings_ends_bounded(
         path = write_shared_xlsx(Path(folder, "w.xlsx"), strings, kept, unique_count=unique)
         # Inline text and numbers are bounded by the inflation limit, not the text bound.
         _check(reader.read(path), TEXT_LIMIT_SCALED + XML_LIMIT_SCALED)
+
+
+@fuzz
+@given(tables=st.lists(_ODS_TABLE, min_size=1, max_size=2))
+def test_the_plain_row_reading_of_an_ods_counts_at_least_the_tag_by_tag_one(
+    tables: list[str],
+) -> None:
+    """Rows read at once (ods_content._plain_row) give the same notes and a range at least
+    as large as reading them tag by tag."""
+    with tempfile.TemporaryDirectory() as folder:
+        named = [(f"S{n}", HEADER_ROW + rows) for n, rows in enumerate(tables)]
+        path = write_ods(Path(folder, "w.ods"), *named)
+        try:
+            fast = measure_ods(path, None)
+        except InputError:
+            return  # refused: the tag-by-tag reading may refuse later or not at all
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ods_content._Scan, "_plain_row", lambda self, buffer, start: start)
+            slow = measure_ods(path, None)
+    assert fast.sheets == slow.sheets
+    assert fast.exact == slow.exact
+    for wide, narrow in zip(fast.used, slow.used, strict=True):
+        assert wide.rows >= narrow.rows and wide.columns >= narrow.columns

@@ -64,6 +64,13 @@ _END_TAGS = {
 _END_TAG_PATTERNS = {kind: re.compile(re.escape(tag) + rb"\s*>") for kind, tag in _END_TAGS.items()}
 _GT = ord(">")
 _INNER_TAG = re.compile(rb"</?table:(?:table|covered-table-cell)[\s/>-]")
+# The empty cells LibreOffice repeats to the last column at the end of every row.
+_TRAILING_EMPTY = re.compile(
+    rb'<table:table-cell(?: table:style-name="[^"<>]*")? table:number-columns-repeated="'
+    rb'[0-9]{1,9}"\s*/>\s*'
+)
+# A value a cell of the chosen sheet may not render: 16 characters or more, or an exponent.
+_NOTEWORTHY_VALUE = re.compile(rb"""office:value\s*=\s*["'](?:[^"']{16}|[^"']*[eE])""")
 # Below this many cells in a sheet's range, a plain row (no repeats) needs no check: it
 # grows the range by one row only (checked at the table's end).
 _CHECK_FROM = SHEET_CELL_LIMIT // 2
@@ -91,9 +98,11 @@ class _Table:
 
 @dataclass
 class OdsMeasure:
-    """The sheets' names in order, and the chosen sheet's cells calamine cannot render."""
+    """The sheets' names in order, their used ranges as measured (at least calamine's), and
+    the chosen sheet's cells calamine cannot render."""
 
     sheets: list[str] = field(default_factory=list)
+    used: list[UsedRange] = field(default_factory=list)
     exact: ExactCells = field(default_factory=ExactCells)
 
 
@@ -161,6 +170,8 @@ class _Scan:
                         position = self._cell(kind, attrs, offset, buffer, match.start(), position)
                 elif kind == b"table-row":
                     self._start_row(attrs)
+                    if self.row_repeats == 1 and not attrs.endswith(b"/"):
+                        position = self._plain_row(buffer, position)
                 elif kind == b"table":
                     self._start_table(attrs)
                 elif closing == b"table-row":
@@ -170,6 +181,33 @@ class _Scan:
         if self.pending is not None:
             raise UnmeasuredWorkbook("a cell without its end")
         return self.found
+
+    def _plain_row(self, buffer: bytes, start: int) -> int:
+        """A row's cells at once, where the row is plain: whole in this buffer, no repeats
+        but LibreOffice's trailing empty cells, nothing inside its cells that a tag-by-tag
+        reading would count (and in the chosen sheet nothing to note). Where it ends; or
+        ``start``, for the tag-by-tag reading, where it is not plain."""
+        end = buffer.find(b"</table:table-row>", start)
+        if end < 0 or self.table is None:
+            return start
+        cells = buffer.count(b"<table:table-cell", start, end)
+        cells += buffer.count(b"<table:covered-table-cell", start, end)
+        if buffer.count(b"<table:", start, end) != cells:
+            return start  # another table tag inside the row: a table in a cell?
+        repeated = buffer.count(b"repeated", start, end)
+        if repeated:
+            last = buffer.rfind(b"<table:", start, end)
+            if repeated > 1 or _TRAILING_EMPTY.fullmatch(buffer, last, end) is None:
+                return start
+            cells -= 1
+        valued = buffer.find(b"office:", start, end) >= 0
+        formula = buffer.find(b"table:formula", start, end) >= 0
+        if self.chosen and (formula or _NOTEWORTHY_VALUE.search(buffer, start, end)):
+            return start
+        # At most the row's cells (a trailing empty one before the repeated ones counts).
+        self.row_used = cells if valued or formula else 0
+        self._end_row()
+        return end + len(b"</table:table-row>")
 
     def _pending(self, offset: int, buffer: bytes) -> int:
         """Pass over the rest of a cell's content; where the tags resume (-1: not here)."""
@@ -311,6 +349,7 @@ class _Scan:
             return
         self._check(table)
         self.cells += table.used_rows * table.used_columns
+        self.found.used.append(UsedRange(table.used_rows, table.used_columns))
         self.table = None
         self.chosen = False
 
