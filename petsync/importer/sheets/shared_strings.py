@@ -43,6 +43,9 @@ from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, sheet_part
 
 _STRINGS = "xl/sharedStrings.xml"  # where calamine looks (xl_path + "sharedStrings.xml")
 _XLSB_STRINGS = "xl/sharedStrings.bin"
+# The bytes of the smallest cell pointing at a string: BrtCellIsst; <c t="s"><v>0</v></c>.
+_XLSB_CELL = 14
+_XLSX_CELL = 20
 MEASURED_SUFFIXES = XLSX_SUFFIXES | {".xlsb"}
 _SI = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si(?=[\s/>])")
 _SST_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sst\s*>")
@@ -153,6 +156,13 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
             part = find_part(archive, sheet, InflationBudget(path))
             if part is None:
                 return
+            # The sheet's size bounds its cells (zipfile never inflates a member past the
+            # size its directory states): the usual sheet is settled without reading it.
+            least = _XLSB_CELL if binary else _XLSX_CELL
+            if (
+                archive.getinfo(part).file_size // least + 1
+            ) * strings.largest <= WORKBOOK_TEXT_LIMIT:
+                return
             shared = 0
             with member_chunks(archive, part, InflationBudget(path)) as chunks:
                 for chunk in chunks:
@@ -160,7 +170,9 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
                     # an .xlsx one has an attribute whose value is "s" (t="s"). One more a
                     # chunk: a cell cut in two.
                     shared += 1 + (
-                        len(chunk) // 14 if binary else chunk.count(b'"s"') + chunk.count(b"'s'")
+                        len(chunk) // _XLSB_CELL
+                        if binary
+                        else chunk.count(b'"s"') + chunk.count(b"'s'")
                     )
             if shared * strings.largest <= WORKBOOK_TEXT_LIMIT:
                 return
