@@ -132,11 +132,11 @@ def _records(
     runs = exact.runs
     for number, row in enumerate(values, start=1):
         cells = [render_cell(value) for value in row]
-        exact_here = by_row.get(number, {})
-        for first, last, column, count, text in runs:
-            if first <= number <= last:
-                exact_here.update(dict.fromkeys(range(column, column + count), text))
         if "e+" in "".join(cells):  # a number past 2**53 shows in exponent form
+            exact_here = dict(by_row.get(number, {}))
+            for first, last, column, count, text in runs:
+                if first <= number <= last:
+                    exact_here.update(dict.fromkeys(range(column, column + count), text))
             _large_numbers(number, row, cells, exact_here, problems)
         while cells and not cells[-1]:
             cells.pop()
