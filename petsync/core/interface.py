@@ -79,6 +79,8 @@ SHARED_STRING_LIMIT = SHEET_CELL_LIMIT
 # An .xls or .xlsb is read in a child process with this address space: a sheet at the cell
 # limit peaks near 700 MiB when sparse; this leaves room for one full of values.
 CHILD_MEMORY_LIMIT = 4 << 30
+# ... and this much CPU time, in seconds: the reader loops forever on some damaged files.
+CHILD_CPU_LIMIT = 300
 # A next link (Link header) or cursor a listing follows, in characters.
 LINK_LENGTH_LIMIT = 8_192
 # How far the local clock may be from the servers' Date headers, in seconds.

@@ -8,13 +8,19 @@ from __future__ import annotations
 import resource
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.core.interface import SHARED_STRING_LIMIT, SHEET_CELL_LIMIT, WORKBOOK_TEXT_LIMIT
+from petsync.core.interface import (
+    CHILD_CPU_LIMIT,
+    SHARED_STRING_LIMIT,
+    SHEET_CELL_LIMIT,
+    WORKBOOK_TEXT_LIMIT,
+)
 from petsync.importer.sheets import inflating, isolated_read, sheet_values, workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.ods_content import measure_ods
@@ -244,3 +250,35 @@ def test_an_xlsx_whose_range_cannot_be_measured_is_read_in_the_child(
         sheet_values.read_sheet_values(path, None)
     monkeypatch.setattr(workbook, "read_in_child", lambda *_: ("Pets", [["name"], ["Rex"]]))
     assert (open_workbook(path, None).cached_records or [])[1][1] == ("Rex",)
+
+
+def cut_ods(path: Path) -> Path:
+    """An .ods whose content ends inside its sheet (before ``</table:table>``)."""
+    write_ods(path, ("Pets", HEADER_ROW + REX))
+    with zipfile.ZipFile(path) as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    content = parts["content.xml"]
+    parts["content.xml"] = content[: content.index(b"</table:table>")]
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_an_ods_cut_inside_a_sheet_is_refused_not_read_forever(tmp_path: Path) -> None:
+    # calamine's reader loops forever on an .ods whose content ends inside a sheet.
+    path = cut_ods(tmp_path / "cut.ods")
+    with pytest.raises(InputError, match=r"cut.ods: the workbook ends inside sheet 'Pets'"):
+        open_workbook(path, None)
+
+
+def test_a_reader_that_loops_is_stopped_by_its_cpu_limit(tmp_path: Path) -> None:
+    # The same cut .ods read in the child without the measure: calamine loops on it.
+    path = cut_ods(tmp_path / "cut.ods")
+    with pytest.raises(InputError, match=r"stopped after 1 s of CPU time \(calamine reads"):
+        isolated_read.read_in_child(path, None, cpu_limit=1)
+
+
+def test_the_limits_table_states_the_childs_cpu_limit() -> None:
+    rows = {row[0]: row for row in table_rows((DOCS / "limits.md").read_text(encoding="utf-8"))}
+    assert rows["CPU time of the workbook reader"][2] == f"{CHILD_CPU_LIMIT} s"

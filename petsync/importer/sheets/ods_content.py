@@ -180,6 +180,12 @@ class _Scan:
                     self._end_table()
         if self.pending is not None:
             raise UnmeasuredWorkbook("a cell without its end")
+        if self.table is not None:
+            # calamine reads a sheet until its end tag and would wait for it forever.
+            raise InputError(
+                f"{self.path}: the workbook ends inside sheet {self.table.name!r} (a damaged "
+                "or cut file); open it in LibreOffice and save it again"
+            )
         return self.found
 
     def _plain_row(self, buffer: bytes, start: int) -> int:
