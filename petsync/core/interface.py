@@ -65,14 +65,22 @@ PET_FIELDS: tuple[str, ...] = ("id", "name", "categoryId", "status")
 CELL_LIMIT = 131_072
 ROW_CHAR_LIMIT = 1_048_576
 ROW_CELL_LIMIT = 1_024
-# A workbook sheet (.xlsx, .xlsm): its used range, in columns and in cells (the reader
+# A workbook sheet (every format): its used range, in columns and in cells (the reader
 # holds the range as a grid), and the bytes its XML may inflate to.
 SHEET_COLUMN_LIMIT = ROW_CELL_LIMIT
 SHEET_CELL_LIMIT = 16_777_216
 WORKBOOK_XML_LIMIT = 536_870_912
+# The bytes a workbook's cells would hold once expanded: a shared string counts once for
+# each cell that uses it, a repeated .ods cell once for each cell it stands for (the reader
+# copies the text into every one). And the shared strings a workbook may list (the reader
+# reserves room for the count the file announces).
+WORKBOOK_TEXT_LIMIT = 268_435_456
+SHARED_STRING_LIMIT = SHEET_CELL_LIMIT
 # An .xls or .xlsb is read in a child process with this address space: a sheet at the cell
 # limit peaks near 700 MiB when sparse; this leaves room for one full of values.
 CHILD_MEMORY_LIMIT = 4 << 30
+# ... and this much CPU time, in seconds: the reader loops forever on some damaged files.
+CHILD_CPU_LIMIT = 300
 # A next link (Link header) or cursor a listing follows, in characters.
 LINK_LENGTH_LIMIT = 8_192
 # How far the local clock may be from the servers' Date headers, in seconds.

@@ -36,6 +36,7 @@ from petsync.importer.sheets.sheet import (
     SheetRow,
     Spreadsheet,
 )
+from petsync.importer.sheets.workbook import cell_problem_code
 from petsync.importer.validation import ErrorCode, FieldError, Validated, validate_row
 
 # What a row asks the API to create: (name, categoryId, status or None). Rows with equal
@@ -351,16 +352,16 @@ def _cell(row: SheetRow, column: int) -> str:
 
 
 def _cell_problems(sheet: Spreadsheet, row: SheetRow, columns: ColumnMap) -> tuple[FieldError, ...]:
-    """Cells the reader could not read as the sheet shows them (a workbook's formulas)."""
+    """Cells the reader could not read as the sheet shows them (a workbook's formula without
+    a value, a number past 2**53 held only as a double)."""
     if not sheet.cell_problems:
         return ()
     found = []
     for column, why in sheet.cell_problems.get(row.line, ()):
         title = sheet.header[column] if column < len(sheet.header) else ""
         where = f"cell {column_letters(column)}{row.line}" + (f" ({title})" if title else "")
-        found.append(
-            FieldError(ErrorCode.FORMULA_WITHOUT_VALUE, columns.field_at(column), f"{where} {why}")
-        )
+        code = ErrorCode(cell_problem_code(why))
+        found.append(FieldError(code, columns.field_at(column), f"{where} {why}"))
     return tuple(found)
 
 

@@ -47,6 +47,7 @@ class ErrorCode(StrEnum):
     EXTRA_CELLS = "extra_cells"
     CELL_TOO_LONG = "cell_too_long"
     FORMULA_WITHOUT_VALUE = "formula_without_value"
+    NUMBER_NOT_EXACT = "number_not_exact"  # a workbook number past 2**53 held as a double
     ROW_ORIGIN_MISSING = "row_origin_missing"  # a fed-back row with no petsync_row
     ROW_ORIGIN_OTHER = "row_origin_other"  # a fed-back row of another first file
     ROW_REPEATED = "row_repeated"  # a fed-back row whose petsync_row is held by an earlier row

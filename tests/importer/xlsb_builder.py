@@ -3,8 +3,9 @@
 An .xlsb is a zip whose parts are streams of records: a type and a size (each a
 little-endian varint of 7-bit groups) and the payload ([MS-XLSB] 2.1.4). The workbook part
 names its sheets (BrtBundleSh); a sheet part holds BrtWsDim, then rows (BrtRowHdr) of
-cells (BrtCellSt: text, BrtCellReal: a double) between BrtBeginSheetData and
-BrtEndSheetData. Just enough for calamine to read it.
+cells (BrtCellSt: text, BrtCellReal: a double, BrtCellIsst: a shared string's index)
+between BrtBeginSheetData and BrtEndSheetData; the shared strings part holds BrtBeginSst,
+one BrtSSTItem per string, BrtEndSst. Just enough for calamine to read it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-Cell = tuple[int, int, "str | float"]  # 0-based row, 0-based column, value
+Cell = tuple[int, int, "str | float | Shared"]  # 0-based row, 0-based column, value
+
+
+class Shared(int):
+    """A cell value that is the index of a shared string (a BrtCellIsst cell)."""
 
 
 def _varint(number: int, limit: int) -> bytes:
@@ -35,8 +40,10 @@ def _wide(text: str) -> bytes:
     return struct.pack("<I", len(text)) + text.encode("utf-16-le")
 
 
-def _cell(column: int, value: str | float) -> bytes:
+def _cell(column: int, value: str | float | Shared) -> bytes:
     head = struct.pack("<II", column, 0)  # column, style 0
+    if isinstance(value, Shared):
+        return _record(0x0007, head + struct.pack("<I", value))  # BrtCellIsst
     if isinstance(value, str):
         return _record(0x0006, head + _wide(value))  # BrtCellSt
     return _record(0x0005, head + struct.pack("<d", value))  # BrtCellReal
@@ -81,10 +88,21 @@ _RELS = (
 )
 
 
-def write_xlsb(path: Path, cells: Sequence[Cell], sheet: str = "Pets") -> Path:
-    """Write an .xlsb with one sheet holding ``cells``; return ``path``."""
+def _strings(strings: Sequence[str]) -> bytes:
+    begin = _record(0x009F, struct.pack("<II", len(strings), len(strings)))  # BrtBeginSst
+    items = [_record(0x0013, b"\x00" + _wide(text)) for text in strings]  # BrtSSTItem
+    return begin + b"".join(items) + _record(0x00A0)  # BrtEndSst
+
+
+def write_xlsb(
+    path: Path, cells: Sequence[Cell], sheet: str = "Pets", strings: Sequence[str] = ()
+) -> Path:
+    """Write an .xlsb with one sheet holding ``cells`` (and ``strings`` shared, which
+    :class:`Shared` cells point at); return ``path``."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("xl/workbook.bin", _workbook(sheet))
         archive.writestr("xl/_rels/workbook.bin.rels", _RELS)
         archive.writestr("xl/worksheets/sheet1.bin", _sheet(cells))
+        if strings:
+            archive.writestr("xl/sharedStrings.bin", _strings(strings))
     return path

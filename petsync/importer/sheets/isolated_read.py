@@ -7,7 +7,9 @@ small file with one far cell asks for hundreds of GiB and aborts the process, wh
 (:mod:`.sheet_range`): their dimension records are not what calamine sizes the grid by,
 so trusting them would not be sound. The read runs instead in a child Python process
 (``python -m petsync.importer.sheets.isolated_read``) whose address space is limited to
-:data:`CHILD_MEMORY_LIMIT` bytes (``RLIMIT_AS``, where the platform has it). An abort, a
+:data:`CHILD_MEMORY_LIMIT` bytes (``RLIMIT_AS``, where the platform has it) and its CPU
+time to :data:`CHILD_CPU_LIMIT` seconds (``RLIMIT_CPU``: calamine reads some damaged files
+forever, holding the interpreter, so no signal handler would run). An abort, a loop, a
 crash or a memory blow-up there costs that file only: an :class:`InputError` naming the
 file and the reason. The child runs in its own session, so a stop signal is the parent's
 to handle; the parent kills the child if it is stopped while waiting.
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from petsync.core.errors import InputError
-from petsync.core.interface import CHILD_MEMORY_LIMIT
+from petsync.core.interface import CHILD_CPU_LIMIT, CHILD_MEMORY_LIMIT
 from petsync.importer.sheets.sheet_values import read_sheet_values
 
 ISOLATED_SUFFIXES = frozenset({".xls", ".xlsb"})
@@ -48,6 +50,7 @@ def read_in_child(
     *,
     command: Sequence[str] | None = None,
     memory_limit: int = CHILD_MEMORY_LIMIT,
+    cpu_limit: int = CHILD_CPU_LIMIT,
 ) -> tuple[str, list[list[Any]]]:
     """The chosen sheet's name and its rows of values, read by calamine in a child process.
 
@@ -55,7 +58,7 @@ def read_in_child(
     message; a child that dies or answers nothing becomes an :class:`InputError` naming the
     file and what happened.
     """
-    request = pickle.dumps((str(path), sheet_name, memory_limit))
+    request = pickle.dumps((str(path), sheet_name, memory_limit, cpu_limit))
     try:
         done = subprocess.run(
             list(command or child_command()),
@@ -77,6 +80,12 @@ def read_in_child(
             return str(chosen), values
         if kind == "error":
             raise InputError(str(payload))
+    if done.returncode == -getattr(signal, "SIGXCPU", 0) != 0:
+        raise InputError(
+            f"{path}: the workbook reader stopped after {cpu_limit} s of CPU time (calamine "
+            "reads some damaged files forever); open the workbook in Excel or LibreOffice "
+            "and save it again, or save the sheet as .xlsx or CSV UTF-8"
+        )
     raise InputError(_died(path, done.returncode, done.stderr, memory_limit))
 
 
@@ -118,8 +127,9 @@ def _child_main() -> int:
     """Read one workbook as asked on stdin; answer on stdout (the child's side)."""
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may reach the answer's stream
-    path, sheet_name, memory_limit = pickle.loads(sys.stdin.buffer.read())
+    path, sheet_name, memory_limit, cpu_limit = pickle.loads(sys.stdin.buffer.read())
     _limit_memory(int(memory_limit))
+    _limit_cpu(int(cpu_limit))
 
     answer: tuple[str, Any]
     try:
@@ -143,6 +153,17 @@ def _limit_memory(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     # An abort here is expected (a far cell): no core file of the child's memory.
     resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+
+
+def _limit_cpu(seconds: int) -> None:
+    try:
+        import resource
+    except ImportError:  # no RLIMIT_CPU here (Windows)
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != resource.RLIM_INFINITY:
+        seconds = min(seconds, soft)  # a tighter limit already set is kept
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, hard))
 
 
 if __name__ == "__main__":

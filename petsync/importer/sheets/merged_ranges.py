@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, _sheet_part
+from petsync.importer.sheets.inflating import InflationBudget
+from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, sheet_part
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def read_merged_ranges(path: Path, sheet_name: str) -> list[MergedRange]:
     try:
         with zipfile.ZipFile(path) as archive:
             if suffix in XLSX_SUFFIXES:
-                part = _sheet_part(archive, sheet_name)
+                part = sheet_part(archive, sheet_name, InflationBudget(path))
                 return [] if part is None else _xlsx_ranges(archive, part)
             if suffix == ".ods":
                 return _ods_ranges(archive, sheet_name)

@@ -4,27 +4,34 @@ python-calamine parses the whole sheet in Rust, about ten times faster than open
 reads the old ``.xls``, ``.xlsb`` and OpenDocument ``.ods`` too. It gives each cell's cached
 value, never its formula. The sheet is read once when the workbook is opened; the import's
 later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed once per run.
-An ``.xls`` or ``.xlsb`` is read in a child process whose memory is limited
-(:mod:`.isolated_read`), so a sheet that makes calamine abort costs that file only.
+Every workbook is measured before calamine expands it (docs/limits.md, "Workbooks"): an
+.xlsx or .xlsm in :mod:`.sheet_values`, an .ods here (:mod:`.ods_content`: calamine expands
+every sheet of an .ods as it opens it); an ``.xls`` or ``.xlsb`` is read in a child process
+whose memory is limited (:mod:`.isolated_read`), so a sheet that makes calamine abort
+costs that file only.
 
 Values become text by :func:`render_cell`: text as it is; whole numbers without a decimal
 point (``12``; ``12.0`` gives ``12``) below 2**53 in magnitude, where doubles stop being
-exact; whole numbers beyond that, in .xlsx and .xlsm, exactly as the file stores them
-(``9007199254740993``, read by :mod:`petsync.importer.sheets.xlsx_cells`), in the other formats
-in exponent form (``9.007199254740992e+15``, which the categoryId check rejects rather
-than send a rounded id); other numbers in Python's shortest
-round-trip form (``12.5``, ``1e+20``); booleans ``TRUE``/``FALSE``; dates ``2024-03-01``,
-date-times ``2024-03-01 14:30:00``, times ``14:30:00``; durations as Python writes them
-(``1:30:00``). An empty cell and an error cell (``#N/A``, ``#DIV/0!``) are blank. A
-formula without a cached value in .xlsx/.xlsm rejects its row, naming the cell
-(:attr:`Spreadsheet.cell_problems`); in the other formats it reads blank. Number formats
-are not applied (a cell showing ``007`` that holds the number 7 reads ``7``): store
-identifiers as text cells.
+exact; other numbers in Python's shortest round-trip form (``12.5``); booleans
+``TRUE``/``FALSE``; dates ``2024-03-01``, date-times ``2024-03-01 14:30:00``, times
+``14:30:00``; durations as Python writes them (``1:30:00``). An empty cell and an error
+cell (``#N/A``, ``#DIV/0!``) are blank. Number formats are not applied (a cell showing
+``007`` that holds the number 7 reads ``7``): store identifiers as text cells.
+
+What calamine cannot render rejects its row, naming the cell
+(:attr:`Spreadsheet.cell_problems`, :func:`cell_problem_code`):
+
+* a whole number from 2**53 on is read as the file writes it where the file holds its
+  digits (.xlsx, .xlsm: :mod:`.xlsx_cells`; .ods: :mod:`.ods_content`); where the file
+  holds only a double (.xls, .xlsb, any float form), it is ``number_not_exact``;
+* a 16-digit .ods number written with 15 significant digits (LibreOffice's most:
+  ``9.00719925474099E+015`` for 9007199254740993) is ``number_not_exact`` too;
+* a formula with no saved value (.xlsx, .xlsm, .ods; an .xls or .xlsb formula record
+  always holds its value) is ``formula_without_value``.
 
 Where calamine differs from the openpyxl reader petsync used before: every number is a
-double (in .xls, .xlsb and .ods a 17-digit integer written by a tool other than Excel is
-rejected as not exact), and error cells read blank instead of as their text (a name
-``#N/A`` is now rejected as blank, not imported).
+double, and error cells read blank instead of as their text (a name ``#N/A`` is now
+rejected as blank, not imported).
 """
 
 from __future__ import annotations
@@ -35,10 +42,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
+from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
 from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells, file_sha256
 from petsync.importer.sheets.sheet_values import read_sheet_values
-from petsync.importer.sheets.xlsx_cells import ExactCells, read_exact_cells
+from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
@@ -46,16 +55,31 @@ _MAX_EXACT_FLOAT = 2**53
 def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
     """Open a workbook, choose the sheet (the first worksheet by default), read it whole."""
     sha256 = file_sha256(path)
-    if path.suffix.lower() in ISOLATED_SUFFIXES:
-        # Not measurable beforehand: read in a child process (isolated_read).
+    suffix = path.suffix.lower()
+    exact = ExactCells()
+    try:
+        if suffix in ISOLATED_SUFFIXES:
+            # Not measurable beforehand: read in a child process (isolated_read).
+            chosen, values = read_in_child(path, sheet_name)
+        elif suffix in ODS_SUFFIXES:
+            # calamine expands every sheet of an .ods when it opens it: measured first.
+            exact = measure_ods(path, sheet_name).exact
+            chosen, values = read_sheet_values(path, sheet_name)
+        else:
+            chosen, values = read_sheet_values(path, sheet_name)
+    except UnmeasuredWorkbook:
+        # A zip the measures could not read through: the reader may still read it, in
+        # the child process whose memory is limited.
         chosen, values = read_in_child(path, sheet_name)
-    else:
-        chosen, values = read_sheet_values(path, sheet_name)
-    exact = read_exact_cells(path, chosen)
-    records = list(_records(values, exact))
+    if suffix in XLSX_SUFFIXES:
+        exact = read_exact_cells(path, chosen)
     sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
+    records = list(_records(values, exact, sheet.cell_problems))
     for number, column in sorted(exact.formulas):
         sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
+    for (number, column), shown in sorted(exact.rounded.items()):
+        why = NUMBER_ROUNDED.format(value=shown)
+        sheet.cell_problems.setdefault(number, []).append((column, why))
     sheet.start(iter(records))
     sheet.cached_records = records
     return sheet
@@ -77,15 +101,43 @@ FORMULA_WITHOUT_VALUE = (
 )
 
 
-def _records(values: list[list[Any]], exact: ExactCells) -> Iterator[Record]:
+_NOT_EXACT_END = "(a leading apostrophe: '12345678901234567) and save the workbook again"
+NUMBER_NOT_EXACT = (
+    "holds {value}, a number the workbook stores only as a floating-point value, exact only "
+    "below 2^53 (9007199254740992): its last digits may be lost. Type it as text " + _NOT_EXACT_END
+)
+
+NUMBER_ROUNDED = (
+    "holds {value}, a whole number of 16 digits that the workbook stores with fewer "
+    "significant digits (LibreOffice keeps 15): its last digits are lost. Type it as text "
+    + _NOT_EXACT_END
+)
+
+
+def cell_problem_code(why: str) -> str:
+    """The ``petsync_error_code`` of a cell problem this reader found (its reason's kind).
+
+    >>> cell_problem_code(FORMULA_WITHOUT_VALUE)
+    'formula_without_value'
+    """
+    return "number_not_exact" if why.endswith(_NOT_EXACT_END) else "formula_without_value"
+
+
+def _records(
+    values: list[list[Any]], exact: ExactCells, problems: dict[int, list[tuple[int, str]]]
+) -> Iterator[Record]:
     by_row: dict[int, dict[int, str]] = {}
     for (number, column), text in exact.integers.items():
         by_row.setdefault(number, {})[column] = text
+    runs = exact.runs
     for number, row in enumerate(values, start=1):
         cells = [render_cell(value) for value in row]
-        for column, text in by_row.get(number, {}).items():
-            if column < len(cells):  # the integer as the file holds it, not as a double
-                cells[column] = text
+        if "e+" in "".join(cells):  # a number past 2**53 shows in exponent form
+            exact_here = dict(by_row.get(number, {}))
+            for first, last, column, count, text in runs:
+                if first <= number <= last:
+                    exact_here.update(dict.fromkeys(range(column, column + count), text))
+            _large_numbers(number, row, cells, exact_here, problems)
         while cells and not cells[-1]:
             cells.pop()
         kept, cut = cut_cells(cells)
@@ -94,6 +146,26 @@ def _records(values: list[list[Any]], exact: ExactCells) -> Iterator[Record]:
     # formulas without a value are rows all the same (rejected, not skipped as blank).
     for number in sorted({row for row, _ in exact.formulas if row > len(values)}):
         yield number, (), ()
+
+
+def _large_numbers(
+    number: int,
+    row: list[Any],
+    cells: list[str],
+    exact: dict[int, str],
+    problems: dict[int, list[tuple[int, str]]],
+) -> None:
+    """A row's numbers past 2**53: the file's digits where it holds them, else a problem."""
+    for column, cell in enumerate(cells):
+        value = row[column]
+        if not isinstance(value, float) or abs(value) < _MAX_EXACT_FLOAT:
+            continue
+        text = exact.get(column)
+        if text is not None and value == float(text):
+            cells[column] = text  # the integer as the file holds it, not as a double
+        else:
+            why = NUMBER_NOT_EXACT.format(value=cell)
+            problems.setdefault(number, []).append((column, why))
 
 
 def render_cell(value: object) -> str:

@@ -9,7 +9,8 @@ them and a formula without a value rejects its row with a reason naming the cell
 
 The XML is read only when it can hold either case: a first pass over the decompressed
 bytes (C speed) looks for a formula tag or a run of 16 or more digits, and only then is
-the sheet parsed, element by element, with memory bounded by a row. A workbook this
+the sheet parsed, element by element, with memory bounded by a row. Both passes read the
+zip through :mod:`.inflating`, a megabyte at a time under the workbook's budget. A workbook this
 module cannot make sense of leaves calamine's values as they are (and says so in the
 log): it never stops an import that calamine can read.
 """
@@ -20,10 +21,17 @@ import logging
 import posixpath
 import re
 import zipfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 from xml.etree import ElementTree
+
+from petsync.importer.sheets.inflating import (
+    DAMAGED_ZIP,
+    InflationBudget,
+    member_chunks,
+    read_small,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +40,6 @@ _EXACT_FROM = 2**53  # doubles hold every integer below this exactly
 _WORTH_PARSING = re.compile(rb"<(?:\w+:)?f[\s>/]|>-?[0-9]{16,}<")
 _INTEGER = re.compile(r"-?[0-9]+")
 _REF = re.compile(r"([A-Z]+)([0-9]+)")
-_CHUNK = 1 << 20
 _OVERLAP = 64  # bytes kept between chunks, so a match across their border is found
 _TEXT_KINDS = frozenset({"str", "s", "inlineStr"})
 _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -41,10 +48,30 @@ _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 @dataclass
 class ExactCells:
     """Per (row number, 0-based column): the exact text of a large integer cell, and the
-    cells holding a formula with no saved value."""
+    cells holding a formula with no saved value.
+
+    ``runs`` holds large integers repeated over a block of cells (an .ods repeated cell):
+    ``(first row, last row, first column, columns, text)``, so that a repeat is one entry.
+    ``rounded``: whole numbers of 16 digits or more that the file writes with fewer
+    significant digits (LibreOffice's ``9.00719925474099E+015``), as the file writes them.
+    """
 
     integers: dict[tuple[int, int], str] = field(default_factory=dict)
     formulas: set[tuple[int, int]] = field(default_factory=set)
+    runs: list[tuple[int, int, int, int, str]] = field(default_factory=list)
+    rounded: dict[tuple[int, int], str] = field(default_factory=dict)
+
+
+def exact_integer(text: str) -> str | None:
+    """The digits of an integer a double cannot hold exactly (2**53 or more), else None.
+
+    >>> exact_integer("9007199254740993"), exact_integer("12"), exact_integer("1e20")
+    ('9007199254740993', None, None)
+    """
+    text = text.strip()
+    if _INTEGER.fullmatch(text) and len(text) >= 16 and abs(int(text)) >= _EXACT_FROM:
+        return text.lstrip("+")
+    return None
 
 
 def read_exact_cells(path: Path, sheet_name: str) -> ExactCells:
@@ -57,12 +84,15 @@ def read_exact_cells(path: Path, sheet_name: str) -> ExactCells:
         return ExactCells()
     try:
         with zipfile.ZipFile(path) as archive:
-            part = _sheet_part(archive, sheet_name)
-            if part is None or not _worth_parsing(archive, part):
+            part = sheet_part(archive, sheet_name, InflationBudget(path))
+            if part is None:
                 return ExactCells()
-            with archive.open(part) as stream:
-                return _parse(stream)
-    except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError, ValueError) as exc:
+            with member_chunks(archive, part, InflationBudget(path)) as chunks:
+                if not _worth_parsing(chunks):
+                    return ExactCells()
+            with member_chunks(archive, part, InflationBudget(path)) as chunks:
+                return _parse(chunks)
+    except (OSError, ElementTree.ParseError, *DAMAGED_ZIP) as exc:
         logger.warning(
             "workbook_cells_not_checked",
             extra={"fields": {"path": str(path), "sheet": sheet_name, "reason": str(exc)}},
@@ -74,9 +104,9 @@ def _local(tag: str) -> str:
     return tag.rpartition("}")[2]
 
 
-def _sheet_part(archive: zipfile.ZipFile, sheet_name: str) -> str | None:
+def sheet_part(archive: zipfile.ZipFile, sheet_name: str, budget: InflationBudget) -> str | None:
     """The zip member of the worksheet named ``sheet_name``."""
-    workbook = ElementTree.fromstring(archive.read("xl/workbook.xml"))
+    workbook = ElementTree.fromstring(read_small(archive, "xl/workbook.xml", budget))
     rel_id = None
     for element in workbook.iter():
         if _local(element.tag) == "sheet" and element.get("name") == sheet_name:
@@ -84,8 +114,14 @@ def _sheet_part(archive: zipfile.ZipFile, sheet_name: str) -> str | None:
             break
     if rel_id is None:
         return None
-    rels = ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
-    for element in rels.iter():
+    return related_part(archive, "xl/_rels/workbook.xml.rels", rel_id, budget)
+
+
+def related_part(
+    archive: zipfile.ZipFile, rels: str, rel_id: str, budget: InflationBudget
+) -> str | None:
+    """The zip member the relationship ``rel_id`` of the workbook's ``rels`` points at."""
+    for element in ElementTree.fromstring(read_small(archive, rels, budget)).iter():
         if _local(element.tag) == "Relationship" and element.get("Id") == rel_id:
             target = element.get("Target") or ""
             if target.startswith("/"):
@@ -94,22 +130,24 @@ def _sheet_part(archive: zipfile.ZipFile, sheet_name: str) -> str | None:
     return None
 
 
-def _worth_parsing(archive: zipfile.ZipFile, part: str) -> bool:
+def _worth_parsing(chunks: Iterator[bytes]) -> bool:
     """Whether the sheet's XML holds a formula tag or a long run of digits at all."""
-    with archive.open(part) as stream:
-        tail = b""
-        while chunk := stream.read(_CHUNK):
-            if _WORTH_PARSING.search(tail + chunk):
-                return True
-            tail = chunk[-_OVERLAP:]
+    tail = b""
+    for chunk in chunks:
+        if _WORTH_PARSING.search(tail + chunk):
+            return True
+        tail = chunk[-_OVERLAP:]
     return False
 
 
-def _parse(stream: IO[bytes]) -> ExactCells:
+def _parse(chunks: Iterable[bytes]) -> ExactCells:
     found = ExactCells()
     row_number = 0
     column = -1
-    for event, element in ElementTree.iterparse(stream, events=("start", "end")):
+    parser: ElementTree.XMLPullParser[ElementTree.Element] = ElementTree.XMLPullParser(
+        events=("start", "end")
+    )
+    for event, element in _events(parser, chunks):
         name = _local(element.tag)
         if event == "start":
             if name == "row":
@@ -123,6 +161,16 @@ def _parse(stream: IO[bytes]) -> ExactCells:
         elif name == "row":
             element.clear()
     return found
+
+
+def _events(
+    parser: ElementTree.XMLPullParser[ElementTree.Element], chunks: Iterable[bytes]
+) -> Iterator[tuple[str, ElementTree.Element]]:
+    for chunk in chunks:
+        parser.feed(chunk)
+        yield from parser.read_events()  # type: ignore[misc]
+    parser.close()
+    yield from parser.read_events()  # type: ignore[misc]
 
 
 def _column(ref: str | None, previous: int) -> int:
@@ -153,5 +201,6 @@ def _cell(element: ElementTree.Element, where: tuple[int, int], found: ExactCell
         return
     if value is None or kind != "n":
         return
-    if _INTEGER.fullmatch(text) and abs(int(text)) >= _EXACT_FROM:
-        found.integers[where] = text.lstrip("+")
+    exact = exact_integer(text)
+    if exact is not None:
+        found.integers[where] = exact
