@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 READ_ROWS = 1 << 16  # rows decoded from the snapshot at a time
+# Every reader reads without pre-buffering: pyarrow keeps pre-buffered ranges until the file
+# is closed, so a reader would end up holding the whole file.
 MAX_RUNS = 16  # runs in id order read side by side, each by its own reader
 
 
@@ -103,7 +105,7 @@ class _Night:
                 path = str(shown.absolute())
 
                 def open_file() -> pq.ParquetFile:
-                    return pq.ParquetFile(path)
+                    return pq.ParquetFile(path, pre_buffer=False)
             else:
                 from petsync.export.objectstore.filesystem import open_filesystem
 
@@ -112,7 +114,9 @@ class _Night:
                 unchanged = _unchanged_check(info, filesystem, location.store_path)
 
                 def open_file() -> pq.ParquetFile:
-                    return pq.ParquetFile(filesystem.open_input_file(location.store_path))
+                    return pq.ParquetFile(
+                        filesystem.open_input_file(location.store_path), pre_buffer=False
+                    )
 
             with open_file() as handle:
                 schema, metadata = handle.schema_arrow, handle.metadata

@@ -385,6 +385,9 @@ class HistoryFiles:
                     return
                 if pending:
                     pending.pop().result()
+                    # Pieces are made on one thread and freed on another: without this the
+                    # allocator keeps the freed pages, and RSS creeps up piece by piece.
+                    pa.default_memory_pool().release_unused()
                 pending.append(
                     worker.submit(
                         writer.write_table, piece.cast(HISTORY_SCHEMA), row_group_size=PIECE_ROWS
@@ -408,7 +411,11 @@ class HistoryFiles:
         import pyarrow.parquet as pq
 
         try:
-            handle = pq.ParquetFile(self.filesystem.open_input_file(self.path(name)))
+            # No pre-buffering: pyarrow keeps pre-buffered ranges until the file is closed,
+            # so the reader would end up holding the whole file.
+            handle = pq.ParquetFile(
+                self.filesystem.open_input_file(self.path(name)), pre_buffer=False
+            )
         except (OSError, ValueError) as exc:
             raise self._unreadable(name, exc) from exc
         with handle:

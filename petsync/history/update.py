@@ -35,6 +35,7 @@ from petsync.export.location import Location, parse_location
 from petsync.export.snapshot import future_horizon, list_snapshots
 from petsync.history.fold import fold_night
 from petsync.history.night import night_pieces
+from petsync.history.read_ahead import read_ahead
 from petsync.history.table import (
     HISTORY_DIR,
     LOCK_OBJECT_NAME,
@@ -225,9 +226,16 @@ def _fold(
     open_file, generation = state.open_file, state.generation
     for info in snapshots:
         generation += 1
-        with night_pieces(info) as pets, files.open_writer(open_name(generation)) as write:
+        with contextlib.ExitStack() as stack:
+            # Three threads besides this one: the night's pets and the open versions read
+            # ahead, the new open versions encoded, while this one compares.
+            pets = stack.enter_context(read_ahead(stack.enter_context(night_pieces(info)), "night"))
+            versions = stack.enter_context(
+                read_ahead(files.open_pieces(open_file) if open_file else iter(()), "open")
+            )
+            write = stack.enter_context(files.open_writer(open_name(generation)))
             folded = fold_night(
-                files.open_pieces(open_file) if open_file else iter(()),
+                versions,
                 pets,
                 write,
                 date=info.date,
