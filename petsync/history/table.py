@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import json
 import re
 import secrets
@@ -166,6 +167,7 @@ EMPTY_STATE = HistoryState(nights=(), open_file=None, closed_files=(), generatio
 
 
 PIECE_ROWS = 65_536  # open versions read and written this many at a time
+RELEASE_PIECES = 8  # pieces written between two returns of freed memory to the system
 LOCK_OBJECT_NAME = EXPORT_LOCK_NAME  # on an object store: the lock, in OUT/history
 _GENERATION = re.compile(r"^(?:open|closed-\d{4}-\d{2}-\d{2})-(\d+)\.parquet$")
 
@@ -379,14 +381,16 @@ class HistoryFiles:
             # Pieces are encoded and compressed on a thread of their own (pyarrow releases
             # the GIL there) while the next piece is read and folded; one waits at most.
             pending: list[Future[None]] = []
+            written = itertools.count(1)
 
             def write(piece: pa.Table) -> None:
                 if not piece.num_rows:
                     return
                 if pending:
                     pending.pop().result()
-                    # Pieces are made on one thread and freed on another: without this the
-                    # allocator keeps the freed pages, and RSS creeps up piece by piece.
+                if next(written) % RELEASE_PIECES == 0:
+                    # Pieces are made on some threads and freed on others: the allocator
+                    # keeps what they free until asked, and RSS would creep up all night.
                     pa.default_memory_pool().release_unused()
                 pending.append(
                     worker.submit(
@@ -419,7 +423,14 @@ class HistoryFiles:
         except (OSError, ValueError) as exc:
             raise self._unreadable(name, exc) from exc
         with handle:
-            for batch in handle.iter_batches(batch_size=PIECE_ROWS):
+            batches = handle.iter_batches(batch_size=PIECE_ROWS)
+            while True:
+                try:
+                    batch = next(batches, None)
+                except (OSError, ValueError) as exc:
+                    raise self._unreadable(name, exc) from exc
+                if batch is None:
+                    return
                 yield pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA)
 
     def read_files(self, names: list[str], columns: list[str] | None = None) -> pa.Table:
