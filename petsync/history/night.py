@@ -46,8 +46,9 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 READ_ROWS = 1 << 16  # rows decoded from the snapshot at a time
-# Every reader reads without pre-buffering: pyarrow keeps pre-buffered ranges until the file
-# is closed, so a reader would end up holding the whole file.
+# Every reader reads one row group at a time: pyarrow pre-buffers (reads in one request per
+# row group, on an object store) every row group a read asks for and keeps it until the
+# next read, so a read of the whole file would end up holding all of it.
 MAX_RUNS = 16  # runs in id order read side by side, each by its own reader
 
 
@@ -105,7 +106,7 @@ class _Night:
                 path = str(shown.absolute())
 
                 def open_file() -> pq.ParquetFile:
-                    return pq.ParquetFile(path, pre_buffer=False)
+                    return pq.ParquetFile(path, pre_buffer=True)
             else:
                 from petsync.export.objectstore.filesystem import open_filesystem
 
@@ -115,7 +116,7 @@ class _Night:
 
                 def open_file() -> pq.ParquetFile:
                     return pq.ParquetFile(
-                        filesystem.open_input_file(location.store_path), pre_buffer=False
+                        filesystem.open_input_file(location.store_path), pre_buffer=True
                     )
 
             with open_file() as handle:
@@ -141,7 +142,7 @@ class _Night:
         position = 0
         try:
             with self.open_file() as handle:
-                for batch in handle.iter_batches(batch_size=1 << 20, columns=["id"]):
+                for batch in _batches(handle, range(len(self.group_starts)), 1 << 20, ["id"]):
                     column = batch.column(0)
                     if column.type != pa.int64() or column.null_count:
                         return None  # conform() casts or refuses it, with the file's name
@@ -169,9 +170,7 @@ class _Night:
         shown = self.info.parquet_path
         try:
             handle = stack.enter_context(self.open_file())
-            batches = handle.iter_batches(
-                batch_size=READ_ROWS, row_groups=range(first, last), columns=list(COLUMNS)
-            )
+            batches = _batches(handle, range(first, last), READ_ROWS, list(COLUMNS))
             position = self.group_starts[first]
             for batch in batches:
                 low, high = max(start - position, 0), min(stop - position, batch.num_rows)
@@ -183,6 +182,14 @@ class _Night:
                     break
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read {shown}: {exc}") from exc
+
+
+def _batches(
+    handle: pq.ParquetFile, groups: range, size: int, columns: list[str]
+) -> Iterator[pa.RecordBatch]:
+    """The row groups' batches, read one row group at a time (see :data:`READ_ROWS`)."""
+    for group in groups:
+        yield from handle.iter_batches(batch_size=size, row_groups=[group], columns=columns)
 
 
 def _nothing() -> None:

@@ -415,15 +415,20 @@ class HistoryFiles:
         import pyarrow.parquet as pq
 
         try:
-            # No pre-buffering: pyarrow keeps pre-buffered ranges until the file is closed,
-            # so the reader would end up holding the whole file.
             handle = pq.ParquetFile(
-                self.filesystem.open_input_file(self.path(name)), pre_buffer=False
+                self.filesystem.open_input_file(self.path(name)), pre_buffer=True
             )
         except (OSError, ValueError) as exc:
             raise self._unreadable(name, exc) from exc
         with handle:
-            batches = handle.iter_batches(batch_size=PIECE_ROWS)
+            # One row group at a time: pyarrow pre-buffers (reads in one request per row
+            # group, on an object store) every row group a read asks for and keeps it until
+            # the next read, so a read of the whole file would end up holding all of it.
+            batches = (
+                batch
+                for group in range(handle.metadata.num_row_groups)
+                for batch in handle.iter_batches(batch_size=PIECE_ROWS, row_groups=[group])
+            )
             while True:
                 try:
                     batch = next(batches, None)
