@@ -293,8 +293,8 @@ def bench_rebuild(work: Path, pets: int, nights: list[int], layout: str) -> None
     source = work / "rebuild-source"
     in_child(make_nights, source, pets, max(nights), 0.01, layout)
     partitions = sorted((source / "pets").iterdir())
-    print("| nights | wall s | s per night | peak RSS MiB | versions |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| nights | wall s | s per night | CPU s | CPU s per night | peak RSS MiB | versions |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for count in sorted(nights):
         out = work / f"rebuild-{count}"
         (out / "pets").mkdir(parents=True)
@@ -305,8 +305,8 @@ def bench_rebuild(work: Path, pets: int, nights: list[int], layout: str) -> None
         assert run.ok, run.problem
         versions = run_json(run)["versions"]
         print(
-            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.rss_mib:.0f} | "
-            f"{versions:,} |",
+            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.cpu:.2f} | "
+            f"{run.cpu / count:.2f} | {run.rss_mib:.0f} | {versions:,} |",
             flush=True,
         )
 
