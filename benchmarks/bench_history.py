@@ -6,17 +6,24 @@ export publishes them), every program a whole process measured with ``os.wait4``
 * ``update``: one night's update of a history that holds the night before, at ``--pets``
   pets with ``--changed`` of them changed (most of them changed content, a tenth removed, a
   tenth new), side by side with reading that night's snapshot with pyarrow
-  (``pq.read_table``), alternating. Targets: <= 1.5x the read, peak RSS <= 300 MiB, the
-  table growing by the changed rows only.
+  (``pq.read_table``), alternating (and with ``--old-tree DIR``, the update by the petsync
+  package in DIR). Targets: <= 2.0x the read at 5,000,000 pets, peak RSS <= 400 MiB at
+  5,000,000 and at 20,000,000 pets (flat), the table growing by the changed rows only.
 * ``rebuild``: ``petsync history --rebuild`` over each of ``--nights`` nights at
   ``--rebuild-pets`` pets: time per night should stay flat (linear in nights) and peak RSS
   flat.
+
+Snapshots are written as an export writes them: row groups of 131,072 rows, in the order
+the listings stored them. ``--layout listings`` (the default): listing after listing, each
+in id order; ``--layout pages``: pages of 1,000 pets from each listing in turn, as listings
+running concurrently store them.
 * ``report``: ``petsync report`` over ``--report-nights`` nights (the bundle cache warm, as
   after the first report on a machine) and the page's render time in headless Chromium
   (navigation to every chart drawn). Targets: <= 2 s, HTML <= 5 MB.
 
     python benchmarks/bench_history.py                         # 1M pets, 3 rounds
     python benchmarks/bench_history.py --pets 100000 --rounds 1 --nights 2,4 --report-nights 30
+    python benchmarks/bench_history.py --pets 5000000 --only update --old-tree /tmp/old
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,8 +59,16 @@ START = dt.date(2026, 1, 1)
 STATUS_VALUES = ["available", "pending", "sold", None]
 
 
-def petsync_cmd() -> list[str]:
-    return [sys.executable, "-m", "petsync"]
+def petsync_cmd(tree: Path | None = None) -> list[str]:
+    """``python -m petsync``; with ``tree``, the petsync package found in that folder."""
+    if tree is None:
+        return [sys.executable, "-m", "petsync"]
+    # The folder first on the path: it wins over the installed (editable) petsync.
+    code = (
+        f"import runpy, sys; sys.path.insert(0, {str(tree)!r}); sys.argv[0] = 'petsync'; "
+        "runpy.run_module('petsync', run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", code]
 
 
 def statuses() -> np.ndarray:
@@ -106,29 +122,48 @@ def next_night(
 def _index(values: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    lookup = {"available": 0, "pending": 1, "sold": 2, None: 3}
-    return np.array([lookup[v] for v in values], dtype=np.int64)
+    codes = np.full(len(values), 3, dtype=np.int64)
+    for code, status in enumerate(STATUS_VALUES[:3]):
+        codes[values == status] = code
+    return codes
 
 
-def publish(out: Path, date: dt.date, pets: dict[str, np.ndarray], complete: bool = True) -> Path:
+PAGE = 1_000  # pets a page, in the ``pages`` layout
+
+
+def publish(
+    out: Path,
+    date: dt.date,
+    pets: dict[str, np.ndarray],
+    complete: bool = True,
+    layout: str = "listings",
+) -> Path:
     """A snapshot as an export publishes it: pets.parquet and a manifest, in its partition."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from petsync.export.deduplicated import ROW_GROUP_ROWS
     from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
     from petsync.export.schema import PET_SCHEMA
 
     folder = partition_path(out, date)
     folder.mkdir(parents=True, exist_ok=True)
-    # In an export's order: its listings one after the other (available, pending, sold,
-    # then the status-less pets the sweep finds), each in id order.
-    order = np.argsort(_index(pets["status"]), kind="stable")
+    # In an export's order: its listings (available, pending, sold, then the status-less
+    # pets the sweep finds), each in id order, one after the other or page by page in turn.
+    listing = _index(pets["status"])
+    order = np.argsort(listing, kind="stable")
+    if layout == "pages":
+        rank = np.empty(len(order), dtype=np.int64)  # a pet's place in its listing
+        for code in range(4):
+            members = order[listing[order] == code]
+            rank[members] = np.arange(len(members))
+        order = np.lexsort((listing, rank // PAGE))
     table = pa.table(
         {k: pa.array(v[order], PET_SCHEMA.field(k).type) for k, v in pets.items()},
         schema=PET_SCHEMA,
     )
-    pq.write_table(table, folder / PARQUET_NAME, compression="zstd")
+    pq.write_table(table, folder / PARQUET_NAME, compression="zstd", row_group_size=ROW_GROUP_ROWS)
     manifest = {"snapshot_date": date.isoformat(), "complete": complete, "pets": table.num_rows}
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
     return folder / PARQUET_NAME
@@ -159,25 +194,27 @@ def in_child(target: Any, *args: Any) -> dict[str, Any]:
     return data
 
 
-def make_update(master: Path, pets: int, fraction: float, result: Path) -> None:
+def make_update(master: Path, pets: int, fraction: float, layout: str, result: Path) -> None:
     import numpy as np
 
     rng = np.random.default_rng(1)
     night1 = catalogue(pets, rng)
-    publish(master, START, night1)
+    publish(master, START, night1, layout=layout)
     night2, _, touched = next_night(night1, fraction, rng, pets + 1)
-    parquet = publish(master, START + dt.timedelta(days=1), night2)
+    parquet = publish(master, START + dt.timedelta(days=1), night2, layout=layout)
     result.write_text(json.dumps({"touched": touched, "parquet": str(parquet)}))
 
 
-def make_nights(out: Path, pets: int, nights: int, fraction: float, result: Path) -> None:
+def make_nights(
+    out: Path, pets: int, nights: int, fraction: float, layout: str, result: Path
+) -> None:
     import numpy as np
 
     rng = np.random.default_rng(2)
     now = catalogue(pets, rng)
     next_id = pets + 1
     for n in range(nights):
-        publish(out, START + dt.timedelta(days=n), now, complete=n % 17 != 5)
+        publish(out, START + dt.timedelta(days=n), now, complete=n % 17 != 5, layout=layout)
         now, next_id, _ = next_night(now, fraction, rng, next_id)
     result.write_text("{}")
 
@@ -185,11 +222,16 @@ def make_nights(out: Path, pets: int, nights: int, fraction: float, result: Path
 # -- update ------------------------------------------------------------------------------------
 
 
-def bench_update(work: Path, pets: int, fraction: float, rounds: int) -> None:
-    print(f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed\n", flush=True)
+def bench_update(
+    work: Path, pets: int, fraction: float, rounds: int, layout: str, old_tree: Path | None
+) -> None:
+    print(
+        f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed, {layout} layout\n",
+        flush=True,
+    )
     master = work / "update"
     started = time.monotonic()
-    made = in_child(make_update, master, pets, fraction)
+    made = in_child(make_update, master, pets, fraction, layout)
     touched, parquet = int(made["touched"]), Path(made["parquet"])
     print(f"made two snapshots in {time.monotonic() - started:.1f} s", flush=True)
     # The history of the first night only: the snapshot of the second moved aside meanwhile.
@@ -204,12 +246,15 @@ def bench_update(work: Path, pets: int, fraction: float, rounds: int) -> None:
     saved = work / "history-night1"
     shutil.copytree(master / "history", saved)
 
-    def update_args(run_dir: Path) -> list[str]:
-        out = run_dir / "out"
-        out.mkdir()
-        (out / "pets").symlink_to(master / "pets")
-        shutil.copytree(saved, out / "history")
-        return [*petsync_cmd(), "history", str(out), "--json"]
+    def update_args(tree: Path | None = None) -> Callable[[Path], list[str]]:
+        def args(run_dir: Path) -> list[str]:
+            out = run_dir / "out"
+            out.mkdir()
+            (out / "pets").symlink_to(master / "pets")
+            shutil.copytree(saved, out / "history")
+            return [*petsync_cmd(tree), "history", str(out), "--json"]
+
+        return args
 
     growth: list[int] = []
 
@@ -220,11 +265,14 @@ def bench_update(work: Path, pets: int, fraction: float, rounds: int) -> None:
         return None if isinstance(nights, list) and len(nights) == 1 else f"folded {nights}"
 
     read = [sys.executable, "-c", f"import pyarrow.parquet as pq; pq.read_table({str(parquet)!r})"]
+    variants = [
+        Variant("pyarrow read_table", lambda run_dir: read),
+        Variant("petsync history (one night)", update_args(), check_update),
+    ]
+    if old_tree is not None:
+        variants.append(Variant("old petsync history", update_args(old_tree), check_update))
     comparison = run_rounds(
-        [
-            Variant("pyarrow read_table", lambda run_dir: read),
-            Variant("petsync history (one night)", update_args, check_update),
-        ],
+        variants,
         rounds,
         dict(os.environ),
         work,
@@ -240,13 +288,13 @@ def bench_update(work: Path, pets: int, fraction: float, rounds: int) -> None:
 # -- rebuild -----------------------------------------------------------------------------------
 
 
-def bench_rebuild(work: Path, pets: int, nights: list[int]) -> None:
+def bench_rebuild(work: Path, pets: int, nights: list[int], layout: str) -> None:
     print(f"\n## Rebuild: {pets:,} pets, 1% changed a night, over {nights} nights\n", flush=True)
     source = work / "rebuild-source"
-    in_child(make_nights, source, pets, max(nights), 0.01)
+    in_child(make_nights, source, pets, max(nights), 0.01, layout)
     partitions = sorted((source / "pets").iterdir())
-    print("| nights | wall s | s per night | peak RSS MiB | versions |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| nights | wall s | s per night | CPU s | CPU s per night | peak RSS MiB | versions |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for count in sorted(nights):
         out = work / f"rebuild-{count}"
         (out / "pets").mkdir(parents=True)
@@ -257,8 +305,8 @@ def bench_rebuild(work: Path, pets: int, nights: list[int]) -> None:
         assert run.ok, run.problem
         versions = run_json(run)["versions"]
         print(
-            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.rss_mib:.0f} | "
-            f"{versions:,} |",
+            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.cpu:.2f} | "
+            f"{run.cpu / count:.2f} | {run.rss_mib:.0f} | {versions:,} |",
             flush=True,
         )
 
@@ -269,7 +317,7 @@ def bench_rebuild(work: Path, pets: int, nights: list[int]) -> None:
 def bench_report(work: Path, nights: int, pets: int) -> None:
     print(f"\n## Report: {nights} nights of {pets:,} pets\n", flush=True)
     out = work / "report"
-    in_child(make_nights, out, pets, nights, 0.02)
+    in_child(make_nights, out, pets, nights, 0.02, "listings")
     built = run_process("history", [*petsync_cmd(), "history", str(out)], dict(os.environ), work)
     assert built.ok, built.problem
     env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
@@ -326,15 +374,20 @@ def main() -> None:
     parser.add_argument("--report-nights", type=int, default=365)
     parser.add_argument("--report-pets", type=int, default=2_000)
     parser.add_argument("--only", choices=["update", "rebuild", "report"], action="append")
+    parser.add_argument("--layout", choices=["listings", "pages"], default="listings")
+    parser.add_argument(
+        "--old-tree", type=Path, help="also time the update by the petsync package in this folder"
+    )
     args = parser.parse_args()
     parts = args.only or ["update", "rebuild", "report"]
     print_header("petsync history and report")
     with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
         work = Path(tmp)
         if "update" in parts:
-            bench_update(work, args.pets, args.changed, args.rounds)
+            bench_update(work, args.pets, args.changed, args.rounds, args.layout, args.old_tree)
         if "rebuild" in parts:
-            bench_rebuild(work, args.rebuild_pets, [int(n) for n in args.nights.split(",")])
+            nights = [int(n) for n in args.nights.split(",")]
+            bench_rebuild(work, args.rebuild_pets, nights, args.layout)
         if "report" in parts:
             bench_report(work, args.report_nights, args.report_pets)
     print_footer()

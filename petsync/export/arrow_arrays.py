@@ -45,7 +45,8 @@ def to_numpy(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[Any]:
     """An int64, int32, date32 (as days) or boolean array without nulls as numpy, read from
     its buffers: ``to_numpy()`` imports pandas, even for a copy it makes without it."""
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+        # One chunk is read in place: combine_chunks() copies even that one.
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
     if values.null_count:
         raise ValueError(f"{values.type} array holds nulls")
     data = values.buffers()[1]

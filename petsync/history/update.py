@@ -32,8 +32,10 @@ from petsync.core.errors import InputError, LockedError
 from petsync.core.files import try_lock
 from petsync.export.layout import PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
-from petsync.export.snapshot import future_horizon, list_snapshots, read_table
+from petsync.export.snapshot import future_horizon, list_snapshots
 from petsync.history.fold import fold_night
+from petsync.history.night import night_pieces
+from petsync.history.read_ahead import read_ahead
 from petsync.history.table import (
     HISTORY_DIR,
     LOCK_OBJECT_NAME,
@@ -215,18 +217,26 @@ def _fold(
 ) -> tuple[HistoryState, list[Night]]:
     """Fold ``snapshots`` into the table ``state`` names; return its new state.
 
-    Each night reads the open file the night before wrote and writes the next one, a piece
-    at a time: memory holds one snapshot and one piece, however many nights are folded.
+    Each night reads its snapshot and the open file the night before wrote, both in id
+    order, and writes the next open file, a piece at a time: memory holds a few pieces,
+    however many pets and nights there are.
     """
     nights: list[Night] = []
     closed_files = list(state.closed_files)
     open_file, generation = state.open_file, state.generation
     for info in snapshots:
         generation += 1
-        with files.open_writer(open_name(generation)) as write:
+        with contextlib.ExitStack() as stack:
+            # Three threads besides this one: the night's pets and the open versions read
+            # ahead, the new open versions encoded, while this one compares.
+            pets = stack.enter_context(read_ahead(stack.enter_context(night_pieces(info)), "night"))
+            versions = stack.enter_context(
+                read_ahead(files.open_pieces(open_file) if open_file else iter(()), "open")
+            )
+            write = stack.enter_context(files.open_writer(open_name(generation)))
             folded = fold_night(
-                files.open_pieces(open_file) if open_file else iter(()),
-                read_table(info, known_only=True),
+                versions,
+                pets,
                 write,
                 date=info.date,
                 trusted=is_trusted(info),
