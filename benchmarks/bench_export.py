@@ -26,6 +26,8 @@ where concurrency is what matters: the export with its statuses concurrently aga
                                                           # memory (issue 13): RSS, wall per pet
     python benchmarks/bench_export.py --pets 300000 --old-tree /tmp/old --no-latency
                                                           # beside another checkout's petsync
+    python benchmarks/bench_export.py --no-cpu-bound --no-latency --latency-pets 20000 \
+        --latency-styles link,cursor,offset,page --old-tree /tmp/old   # reading ahead by style
 
 ``--old-tree DIR`` adds ``old export --no-sweep`` and ``old export``: the same commands run
 with the ``petsync`` package found in DIR (e.g. ``git archive main petsync | tar -x -C DIR``),
@@ -314,6 +316,66 @@ def latency(
                 print(_target(f"{concurrent} / one after another", ratio, limit, "x"))
 
 
+def latency_styles(
+    pets: int,
+    latency_ms: float,
+    rounds: int,
+    styles: list[str],
+    workdir: Path,
+    old_tree: Path | None = None,
+) -> None:
+    """The default export against ``petsync serve --pagination STYLE --latency-ms MS``.
+
+    The sweep, asking for one page after another, would take its pages times the latency
+    (its *chain*: ``pets / 100 + 1`` pages, the last one short or empty). Issue 34's
+    targets: with ``offset`` or ``page`` paging the export reads pages ahead and takes at
+    most 0.4x that chain, start-up included; ``link`` and ``cursor`` are no slower than the
+    code in ``--old-tree``.
+    """
+    chain = (pets // 100 + 1) * latency_ms / 1000
+    print(
+        f"\n## {latency_ms:g} ms latency per request by pagination style: petsync serve "
+        f"--pagination STYLE --latency-ms {latency_ms:g}, {pets:,} pets, {rounds} round(s); "
+        f"the sweep's chain is {pets // 100 + 1} pages x {latency_ms:g} ms = {chain:.2f} s\n"
+    )
+    key = new_key()
+    lines: list[str] = []
+    for style in styles:
+        chosen = [Variant(f"{style}: export", export_args(), check_snapshot(pets, sweep=True))]
+        if old_tree is not None:
+            chosen.append(
+                Variant(
+                    f"{style}: old export",
+                    export_args(tree=old_tree),
+                    check_snapshot(pets, sweep=True),
+                )
+            )
+        with reference_server(
+            key, workdir, seed_pets=pets, latency_ms=latency_ms, pagination=style
+        ) as base_url:
+            env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
+            summaries = summarise(run_rounds(chosen, rounds, env, workdir))
+        new = summaries[f"{style}: export"]
+        print(
+            f"| {style} | export | {new.wall:.2f} s | {new.wall / chain:.2f}x chain | "
+            f"CPU {new.cpu:.2f} s |"
+        )
+        old = summaries.get(f"{style}: old export")
+        if old is not None:
+            print(
+                f"| {style} | old export | {old.wall:.2f} s | {old.wall / chain:.2f}x chain | "
+                f"CPU {old.cpu:.2f} s |"
+            )
+        if style in ("offset", "page"):
+            lines.append(
+                _target(f"{style}: export / the sweep's chain", new.wall / chain, 0.4, "x")
+            )
+        elif old is not None:
+            lines.append(_target(f"{style}: export / old export", new.wall / old.wall, 1.0, "x"))
+    for line in lines:
+        print(line)
+
+
 def parse_sizes(text: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
@@ -358,6 +420,15 @@ def main() -> None:
         help="also run the exports with the petsync package in this folder (side by side)",
     )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
+    parser.add_argument(
+        "--no-cpu-bound", action="store_true", help="skip the stand-in (CPU-bound) sizes"
+    )
+    parser.add_argument(
+        "--latency-styles",
+        default="",
+        help="also time the default export per server pagination style at the latency "
+        "(comma-separated from link,cursor,offset,page), beside --old-tree if given",
+    )
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--latency-pets", type=int, default=60_000)
     parser.add_argument(
@@ -376,7 +447,9 @@ def main() -> None:
     print_header("# petsync export benchmark (benchmarks/bench_export.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-export-") as tmp:
         workdir = Path(tmp)
-        if options.interleave:
+        if options.no_cpu_bound:
+            results = {}
+        elif options.interleave:
             results = interleaved(options.pets, options.rounds, options.only, workdir)
         else:
             results = {
@@ -388,6 +461,16 @@ def main() -> None:
         if not options.no_latency:
             latency(
                 options.latency_pets, options.latency_ms, options.rounds, workdir, options.old_tree
+            )
+        styles = [part.strip() for part in options.latency_styles.split(",") if part.strip()]
+        if styles:
+            latency_styles(
+                options.latency_pets,
+                options.latency_ms,
+                options.rounds,
+                styles,
+                workdir,
+                options.old_tree,
             )
     print_footer()
 

@@ -35,6 +35,7 @@ from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, PageReader, Tally
 from petsync.client.pagination import PageRequest
 from petsync.client.proxy import choose_proxy
+from petsync.client.read_ahead import PageAbandoned, RequestSlots
 from petsync.client.records import Records, decode_page
 from petsync.client.retry import RetrySchedule
 from petsync.client.seen_ids import SeenBudget
@@ -207,13 +208,18 @@ class PetstoreClient:
         *,
         limit: int = DEFAULT_PAGE_LIMIT,
         seen_budget: SeenBudget | None = None,
+        read_ahead: RequestSlots | None = None,
     ) -> Listing:
         """listPets as a :class:`Listing` of pages; nothing is sent until it is iterated.
 
         ``seen_budget`` bounds the memory of the listing's record of ids (loop detection);
         beyond it the record goes to its scratch directory (default: all in memory).
+        With ``read_ahead``, the listing's requests take slots of it, and with ``offset`` or
+        ``page`` paging it asks for the pages it expects next in free ones
+        (:mod:`petsync.client.read_ahead`); without, it asks for one page at a time.
         """
-        return self._listing(status, limit, self._config.pagination, seen_budget=seen_budget)
+        style = self._config.pagination
+        return self._listing(status, limit, style, seen_budget=seen_budget, read_ahead=read_ahead)
 
     def create_pet(self, pet: NewPet) -> Pet:
         """createPet. Retried only when surely not sent, or refused with 429.
@@ -295,6 +301,7 @@ class PetstoreClient:
         style: str,
         *,
         seen_budget: SeenBudget | None = None,
+        read_ahead: RequestSlots | None = None,
     ) -> Listing:
         if not limit_in_range(limit):
             raise UsageError(
@@ -312,6 +319,7 @@ class PetstoreClient:
             list_url=httpx.URL(self._pets_url, params=params),
             max_pages=self._config.max_pages,
             seen_budget=seen_budget,
+            read_ahead=read_ahead,
         )
 
     def page_reader(self) -> PageReader:
@@ -322,13 +330,16 @@ class PetstoreClient:
         """
         return _Pages(self)
 
-    def fetch_page(self, url: httpx.URL | str, tally: Tally) -> tuple[httpx.Headers, Records]:
-        """GET one listPets page: its headers and records."""
+    def fetch_page(
+        self, url: httpx.URL | str, tally: Tally, abandoned: Callable[[], bool] | None = None
+    ) -> tuple[httpx.Headers, Records]:
+        """GET one listPets page: its headers and records. ``abandoned`` (a page read ahead)
+        stops its retries with :class:`PageAbandoned` once it says the page is not wanted."""
 
         def shown() -> str:  # redacted only if a message needs it
             return self.shown(url)
 
-        response, body = self._send("GET", url, tally=tally, shown=shown)
+        response, body = self._send("GET", url, tally=tally, shown=shown, abandoned=abandoned)
         return response.headers, decode_page(body, response.status_code, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
@@ -397,6 +408,7 @@ class PetstoreClient:
         content: bytes | None = None,
         tally: Tally | None = None,
         shown: Shown | None = None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> tuple[httpx.Response, bytes | bytearray]:
         """Send with retries; return a 2xx response and its body, or raise the translated error.
 
@@ -444,6 +456,8 @@ class PetstoreClient:
                 )
                 schedule.attempt()
             delay = schedule.wait_after(failure)
+            if abandoned is not None and abandoned():
+                raise PageAbandoned(text)
             self._count(tally, retry=True)
             self._sleep(delay)
 
@@ -454,8 +468,10 @@ class _Pages:
     def __init__(self, client: PetstoreClient) -> None:
         self._client = client
 
-    def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]:
-        return self._client.fetch_page(request.target, tally)
+    def fetch(
+        self, request: PageRequest, tally: Tally, abandoned: Callable[[], bool] | None = None
+    ) -> tuple[httpx.Headers, Records]:
+        return self._client.fetch_page(request.target, tally, abandoned)
 
     def close(self) -> None:
         pass
