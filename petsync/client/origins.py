@@ -36,3 +36,18 @@ def same_origin_target(target: str) -> bool:
 def origin_text(url: httpx.URL) -> str:
     """``scheme://host[:port]`` as httpx writes a URL joined against ``url``."""
     return str(url.join("/"))[:-1]
+
+
+def plain_join(base: httpx.URL, target: str) -> httpx.URL:
+    """``target`` (one :func:`same_origin_target` accepts) on ``base``'s origin, as
+    ``httpx.URL(origin_text(base) + target)`` gives it, without parsing it again.
+
+    Such a target holds only characters httpx keeps as written, so its path and query are
+    put in place as they are (a page's next link saves parsing a URL: ~10 us a page).
+    """
+    path, mark, query = target.partition("?")
+    url = httpx.URL.__new__(httpx.URL)
+    url._uri_reference = base._uri_reference._replace(  # noqa: SLF001 - see above
+        path=path, query=query if mark else None, fragment=None
+    )
+    return url

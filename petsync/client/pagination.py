@@ -29,7 +29,7 @@ from typing import Protocol
 
 import httpx
 
-from petsync.client.origins import origin, origin_text, same_origin_target
+from petsync.client.origins import origin, origin_text, plain_join, same_origin_target
 from petsync.core.errors import PaginationError, ProtocolError
 from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM, LINK_LENGTH_LIMIT
 from petsync.core.text import shown_text
@@ -45,15 +45,16 @@ class PageRequest:
 
     ``text`` is the URL as a string, what the paging loop compares to find a repeat; the
     parsed ``url`` is built only when asked for (parsing costs more than fetching a page's
-    worth of records: a next link on the listing's own origin never needs it).
+    worth of records). A next link on the listing's own origin comes with its ``url``
+    already built, without parsing (:func:`~petsync.client.origins.plain_join`).
     """
 
     __slots__ = ("__dict__", "text", "via")
 
-    def __init__(self, url: httpx.URL | str, via: str) -> None:
+    def __init__(self, url: httpx.URL | str, via: str, *, text: str | None = None) -> None:
         if isinstance(url, httpx.URL):
             self.__dict__["url"] = url
-            url = str(url)
+            url = str(url) if text is None else text
         self.text = url
         self.via = via
 
@@ -233,7 +234,8 @@ class LinkPaging(_TokenPaging):
         if same_origin_target(target):
             self._seen = True
             via = f"the next link '{shown_text(target)}'"
-            return Step(keep=True, next=PageRequest(self._origin + target, via))
+            url = plain_join(self._list_url, target)
+            return Step(keep=True, next=PageRequest(url, via, text=self._origin + target))
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error
