@@ -34,6 +34,11 @@ from petsync.client.pagination import PageRequest
 from petsync.client.records import Records
 
 Fetched = tuple[httpx.Headers, Records]
+MAX_WINDOW = 16  # pages one listing reads ahead at most, whatever --concurrency says
+MAX_THREADS = 32  # threads sending pages read ahead (more slots only queue)
+# The bytes of pages one listing may hold read ahead: its window shrinks as pages grow (a
+# page of the usual catalogue is about 10 KB; one may reach --max-response-size).
+WINDOW_BYTES = 8 << 20
 
 
 class Tally(Protocol):
@@ -75,9 +80,11 @@ class RequestSlots:
     def __init__(self, slots: int, *, window: int | None = None) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
-        self.window = slots if window is None else window
+        self.window = min(slots, MAX_WINDOW) if window is None else window
         self._free = threading.BoundedSemaphore(slots)
-        self._pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="petsync-ahead")
+        self._pool = ThreadPoolExecutor(
+            max_workers=min(slots, MAX_THREADS), thread_name_prefix="petsync-ahead"
+        )
         self._throttled = threading.Event()
 
     @property
@@ -150,6 +157,7 @@ class ReadAhead:
         self._tally = tally
         self._pending: deque[_Ahead] = deque()
         self._dropped: list[_Ahead] = []
+        self._largest = 1  # bytes of the largest page fetched so far
 
     def fetch(self, request: PageRequest) -> Fetched:
         """The page at ``request``: read ahead if it was (a failure is raised here, as its
@@ -158,7 +166,7 @@ class ReadAhead:
             ahead = self._pending.popleft()
             if ahead.request.text == request.text and ahead.future is not None:
                 try:
-                    return ahead.future.result()
+                    return self._measured(ahead.future.result())
                 finally:
                     self._settle(ahead)
             self._drop(ahead)
@@ -167,6 +175,14 @@ class ReadAhead:
             fetched = self._reader.fetch(request, self._tally)
         if self._tally.retries != retries:
             self._slots.throttle()
+        return self._measured(fetched)
+
+    def _measured(self, fetched: Fetched) -> Fetched:
+        headers, records = fetched
+        body = records.body
+        length = headers.get("content-length", "")
+        size = len(body) if body is not None else int(length) if length.isdigit() else 0
+        self._largest = max(self._largest, size)
         return fetched
 
     def plan(self, requests: list[PageRequest]) -> None:
@@ -180,7 +196,8 @@ class ReadAhead:
                 break
         while len(self._pending) > kept:
             self._drop(self._pending.pop())
-        for request in requests[kept : self._slots.window]:
+        window = min(self._slots.window, max(1, WINDOW_BYTES // self._largest))
+        for request in requests[kept:window]:
             ahead = _Ahead(request)
             ahead.future = self._slots.try_submit(self._work(ahead))
             if ahead.future is None:

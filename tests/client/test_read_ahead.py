@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +20,7 @@ from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig
 from petsync.client.listing import Listing
 from petsync.client.read_ahead import RequestSlots
+from petsync.client.records import decode_page
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import PaginationError
 from tests.conftest import FakeClock
@@ -223,3 +225,39 @@ def test_a_listing_closed_early_waits_for_its_pages_in_flight(fake_clock: FakeCl
         next(pages)
         pages.close()  # as the export does on a stop request
         assert server.in_flight == 0
+
+
+def test_large_pages_shrink_the_window_to_its_bytes(
+    fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from petsync.client import read_ahead
+    from petsync.client.pagination import PageRequest
+
+    page = (
+        b"["
+        + b",".join(
+            b'{"id":%d,"name":"%s","categoryId":1}' % (i, b"x" * 1000) for i in range(1, 101)
+        )
+        + b"]"
+    )
+    release = threading.Event()
+    asked: list[str] = []
+
+    class Reader:
+        def fetch(self, request: PageRequest, tally: object, abandoned: object = None) -> Any:
+            asked.append(request.text)
+            if len(asked) > 1:
+                assert release.wait(GATE_SECONDS)
+            return httpx.Headers(), decode_page(page, 200, "URL")
+
+    class Tally:
+        requests = retries = 0
+
+    monkeypatch.setattr(read_ahead, "WINDOW_BYTES", 3 * len(page))
+    with RequestSlots(8) as slots:
+        ahead = read_ahead.ReadAhead(slots, Reader(), Tally())
+        ahead.fetch(PageRequest("u0", "first"))
+        ahead.plan([PageRequest(f"u{i}", "next") for i in range(1, 9)])
+        assert len(ahead._pending) == 3  # 3 pages of its size fit, not the 8 slots
+        release.set()
+        ahead.close()
