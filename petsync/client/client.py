@@ -333,8 +333,7 @@ class PetstoreClient:
     def fetch_page(
         self, url: httpx.URL | str, tally: Tally, abandoned: Callable[[], bool] | None = None
     ) -> tuple[httpx.Headers, Records]:
-        """GET one listPets page: its headers and records. ``abandoned`` (a page read ahead)
-        stops its retries with :class:`PageAbandoned` once it says the page is not wanted."""
+        """GET one listPets page; a page read ahead stops retrying once ``abandoned()``."""
 
         def shown() -> str:  # redacted only if a message needs it
             return self.shown(url)
@@ -424,6 +423,8 @@ class PetstoreClient:
         schedule: RetrySchedule | None = None
         while True:
             if schedule is not None:
+                if abandoned is not None and abandoned():  # dropped while it waited
+                    raise PageAbandoned(shown_of(label))
                 schedule.attempt()
             self._count(tally, retry=False)
             try:

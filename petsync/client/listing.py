@@ -235,7 +235,7 @@ class Listing:
         """The requests the strategy expects next (``following`` first), within the page cap:
         the pages a :class:`ReadAhead` may ask for before the loop reaches them."""
         assert self._slots is not None
-        if following is None or room < 1 or self._slots.throttled:
+        if following is None or room < 1:  # (throttled: pages in flight kept, none added)
             return []
         ahead = getattr(strategy, "ahead", None)  # offset and page paging know their way on
         known = [] if ahead is None else ahead(min(room, self._slots.window) - 1)

@@ -57,13 +57,27 @@ class PageFetcher(Protocol):
 
 
 class Counts:
-    """Requests and retries of one page read ahead, added to the listing's when it is settled."""
+    """Requests and retries of one page read ahead, added to the listing's when it is settled.
 
-    __slots__ = ("requests", "retries")
+    Its first retry throttles the run at once (``slots``), not when the page is settled.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_retries", "_slots", "requests")
+
+    def __init__(self, slots: RequestSlots) -> None:
         self.requests = 0
-        self.retries = 0
+        self._retries = 0
+        self._slots = slots
+
+    @property
+    def retries(self) -> int:
+        return self._retries
+
+    @retries.setter
+    def retries(self, value: int) -> None:
+        self._retries = value
+        if value:
+            self._slots.throttle()
 
 
 class PageAbandoned(Exception):
@@ -136,9 +150,9 @@ class _Ahead:
 
     __slots__ = ("abandoned", "counts", "future", "request")
 
-    def __init__(self, request: PageRequest) -> None:
+    def __init__(self, request: PageRequest, slots: RequestSlots) -> None:
         self.request = request
-        self.counts = Counts()
+        self.counts = Counts(slots)
         self.abandoned = threading.Event()
         self.future: Future[Fetched] | None = None
 
@@ -198,7 +212,7 @@ class ReadAhead:
             self._drop(self._pending.pop())
         window = min(self._slots.window, max(1, WINDOW_BYTES // self._largest))
         for request in requests[kept:window]:
-            ahead = _Ahead(request)
+            ahead = _Ahead(request, self._slots)
             ahead.future = self._slots.try_submit(self._work(ahead))
             if ahead.future is None:
                 return

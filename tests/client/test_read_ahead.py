@@ -261,3 +261,35 @@ def test_large_pages_shrink_the_window_to_its_bytes(
         assert len(ahead._pending) == 3  # 3 pages of its size fit, not the 8 slots
         release.set()
         ahead.close()
+
+
+def test_a_page_past_the_end_that_keeps_failing_is_dropped_and_throttles_the_run(
+    fake_clock: FakeClock,
+) -> None:
+    retried = threading.Event()
+    tries: list[str] = []
+
+    def busy(start: int) -> httpx.Response:
+        tries.append(str(start))
+        if tries.count("300") > 1:  # offset 300 asked for again: it was retried
+            retried.set()
+        return httpx.Response(503, json={"code": "busy", "message": "later", "status": 503})
+
+    server = Server(250, "offset", past_end=busy)
+    answer = server._answer
+
+    def last_page_after_a_retry(request: httpx.Request) -> httpx.Response:
+        if request.url.params.get("offset") == "200":  # the short page that proves the end
+            assert retried.wait(GATE_SECONDS), "the page past the end was never retried"
+            throttled_before_the_end.append(slots.throttled)
+        return answer(request)
+
+    throttled_before_the_end: list[bool] = []
+    server._answer = last_page_after_a_retry  # type: ignore[method-assign]
+    with RequestSlots(8) as slots:
+        listing = _client(server, fake_clock, "offset").list_pets(limit=100, read_ahead=slots)
+        assert _ids(listing) == list(range(1, 251))
+    # Its first retry stopped the reading ahead at once, before the page was even dropped.
+    assert throttled_before_the_end == [True]
+    assert listing.complete is True and listing.pages == 3
+    assert server.in_flight == 0
