@@ -104,7 +104,8 @@ class Listing:
 
     Attributes, readable during and after iteration:
     ``status``; ``style`` (the pagination style in use, e.g. "link", resolved by auto);
-    ``pages``; ``requests`` (including probes and retries); ``retries``;
+    ``pages``; ``requests`` (including probes, retries and pages read ahead, used or not);
+    ``retries``;
     ``complete`` (None while iterating, True when the end was proven, False when flagged);
     ``incomplete_reason`` (why it could not be proven complete, and what to do);
     ``duplicates`` (records dropped because their id was already listed in this sweep).
