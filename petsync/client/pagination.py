@@ -269,6 +269,9 @@ class CursorPaging(_TokenPaging):
         return Step(keep=True, next=PageRequest(url, f"the cursor '{shown_text(cursor)}'"))
 
 
+_MARKER = 918273645546372819  # a number no listing URL holds (else: copy_set_param)
+
+
 class _CountingPaging:
     """Shared end rule of ``offset`` and ``page``: empty, or shorter than limit and longest.
 
@@ -283,6 +286,11 @@ class _CountingPaging:
         self._limit = limit
         self._longest = longest
         self._position = position  # the offset or number of the last request made
+        # A page's URL as httpx writes it, around the number (written alike, digits being
+        # kept as they are): each request ahead is then a string, parsed only if sent.
+        marker = str(_MARKER)
+        text = str(list_url.copy_set_param(self.param, _MARKER))
+        self._around = text.split(marker) if text.count(marker) == 1 else None
 
     def first(self) -> PageRequest:
         return PageRequest(self._list_url, FIRST_REQUEST)
@@ -293,8 +301,11 @@ class _CountingPaging:
         return page.rows == 0 or short
 
     def _at(self, position: int) -> PageRequest:
-        url = self._list_url.copy_set_param(self.param, position)
-        return PageRequest(url, f"{self.param} {position}")
+        via = f"{self.param} {position}"
+        if self._around is None:  # the listing's URL holds the marker's digits
+            return PageRequest(self._list_url.copy_set_param(self.param, position), via)
+        before, after = self._around
+        return PageRequest(f"{before}{position}{after}", via)
 
     def ahead(self, count: int) -> list[PageRequest]:
         """The ``count`` requests expected after the last one :meth:`next` gave."""
