@@ -36,16 +36,12 @@ from petsync.client.listing import Listing, PageReader, Tally
 from petsync.client.pagination import PageRequest
 from petsync.client.proxy import choose_proxy
 from petsync.client.read_ahead import PageAbandoned, RequestSlots
-from petsync.client.records import Records, decode_page
+from petsync.client.records import Records, decode_page, reason_of
 from petsync.client.retry import RetrySchedule
 from petsync.client.seen_ids import SeenBudget
 from petsync.client.wire import CurlTransport, DeadlinePassed, WireLimits
 from petsync.core.apikey import redact
-from petsync.core.errors import (
-    PetsyncError,
-    ProtocolError,
-    UsageError,
-)
+from petsync.core.errors import ProtocolError, UsageError
 from petsync.core.interface import GET_PET_SUNSET_TEXT, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import (
     NewPet,
@@ -214,9 +210,8 @@ class PetstoreClient:
 
         ``seen_budget`` bounds the memory of the listing's record of ids (loop detection);
         beyond it the record goes to its scratch directory (default: all in memory).
-        With ``read_ahead``, the listing's requests take slots of it, and with ``offset`` or
-        ``page`` paging it asks for the pages it expects next in free ones
-        (:mod:`petsync.client.read_ahead`); without, it asks for one page at a time.
+        ``read_ahead``: the run's request slots, in which offset and page listings read ahead
+        (:mod:`petsync.client.read_ahead`); without, one page at a time.
         """
         style = self._config.pagination
         return self._listing(status, limit, style, seen_budget=seen_budget, read_ahead=read_ahead)
@@ -236,7 +231,7 @@ class PetstoreClient:
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
                 f"POST {shown} answered {status} but its body is not "
-                f"a Pet ({_reason(exc)}); the pet was probably created: list the pets to check "
+                f"a Pet ({reason_of(exc)}); the pet was probably created: list the pets to check "
                 "before sending it again"
             ) from exc
 
@@ -251,7 +246,7 @@ class PetstoreClient:
             pet = _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
-                f"GET {self.shown(url)} answered a body that is not a Pet: {_reason(exc)}"
+                f"GET {self.shown(url)} answered a body that is not a Pet: {reason_of(exc)}"
             ) from exc
         return FetchedPet(
             pet=pet,
@@ -492,7 +487,3 @@ def _pet(value: object) -> Pet:
         return parse_pet(value)
     except RecursionError:
         raise ProtocolError("the body is JSON nested too deeply to be a Pet") from None
-
-
-def _reason(exc: Exception) -> str:
-    return exc.message if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"

@@ -341,7 +341,7 @@ def decode_page(body: bytes | bytearray, status_code: int, shown: Shown) -> Reco
     except ValueError as exc:
         raise ProtocolError(
             f"GET {shown} answered {status_code} with a body that is not JSON "
-            f"({_reason(exc)}); listPets must return a JSON array of Pet"
+            f"({reason_of(exc)}); listPets must return a JSON array of Pet"
         ) from exc
     if not isinstance(data, list):
         raise ProtocolError(
@@ -351,7 +351,8 @@ def decode_page(body: bytes | bytearray, status_code: int, shown: Shown) -> Reco
     return parse_records(data, shown, checked=odd)
 
 
-def _reason(exc: Exception) -> str:
+def reason_of(exc: Exception) -> str:
+    """What went wrong, for a message: a petsync error's own text, else the exception's."""
     return exc.message if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
 
 
