@@ -7,6 +7,8 @@ processes, side by side, the order reversed every other round, medians over the 
 
 * ``bare loop`` (``baseline_list_loop.py``): follow the next links for the three statuses,
   ``r.json()``, drop. The floor every listPets client pays.
+* ``curl loop`` (``baseline_curl_loop.py``): the same over one pycurl handle, each page
+  decoded by msgspec into typed records. The second floor: a Python client at best.
 * ``naive pandas`` (``baseline_pandas.py``): list of dicts -> DataFrame -> Parquet + CSV.
 * ``export --no-sweep``: ``python -m petsync export --no-sweep``, the same three listings.
 * ``export``: the default, which also pages the unfiltered list (every pet fetched twice).
@@ -26,6 +28,8 @@ where concurrency is what matters: the export with its statuses concurrently aga
                                                           # memory (issue 13): RSS, wall per pet
     python benchmarks/bench_export.py --pets 300000 --old-tree /tmp/old --no-latency
                                                           # beside another checkout's petsync
+    python benchmarks/bench_export.py --no-cpu-bound --no-latency --latency-pets 20000 \
+        --latency-styles link,cursor,offset,page --old-tree /tmp/old   # reading ahead by style
 
 ``--old-tree DIR`` adds ``old export --no-sweep`` and ``old export``: the same commands run
 with the ``petsync`` package found in DIR (e.g. ``git archive main petsync | tar -x -C DIR``),
@@ -66,13 +70,14 @@ STATUSES = ("available", "pending", "sold")
 NO_STATUS_EVERY = 10  # the seed: pets 3, 13, 23, ... have no status (standin.seed_row)
 
 BARE = "bare loop"
+CURL = "curl loop"
 PANDAS = "naive pandas"
 NO_SWEEP = "export --no-sweep"
 EXPORT = "export"
 Check = Callable[[Run, Path], "str | None"]
 OLD_NO_SWEEP = "old export --no-sweep"
 OLD_EXPORT = "old export"
-CHOICES = {"bare": BARE, "pandas": PANDAS, "no-sweep": NO_SWEEP, "export": EXPORT}
+CHOICES = {"bare": BARE, "curl": CURL, "pandas": PANDAS, "no-sweep": NO_SWEEP, "export": EXPORT}
 
 
 def with_status(pets: int) -> int:
@@ -125,6 +130,11 @@ def variants(pets: int, only: list[str], old_tree: Path | None = None) -> list[V
             check_count(with_status(pets)),
         ),
         Variant(
+            CURL,
+            lambda run_dir: [sys.executable, str(BENCHMARKS / "baseline_curl_loop.py")],
+            check_count(with_status(pets)),
+        ),
+        Variant(
             PANDAS,
             lambda run_dir: [sys.executable, str(BENCHMARKS / "baseline_pandas.py"), str(run_dir)],
             check_count(with_status(pets)),
@@ -166,8 +176,9 @@ def cpu_bound(
         env = server.client_env()
         comparison = run_rounds(variants(pets, only, old_tree), rounds, env, workdir, server)
     summaries = summarise(comparison)
-    print_table(summaries, BARE, count=pets, unit="pet")
-    standin_condition(summaries, BARE)
+    floor = BARE if BARE in summaries else CURL
+    print_table(summaries, floor, count=pets, unit="pet")
+    standin_condition(summaries, floor)
     targets(summaries, pets)
     return summaries
 
@@ -239,10 +250,8 @@ def targets(summaries: dict[str, Summary], pets: int) -> None:
     """The targets (issue 10's, tightened by issue 21; stated for 1,000,000 pets), at this size."""
     bare, pandas = summaries.get(BARE), summaries.get(PANDAS)
     no_sweep, export = summaries.get(NO_SWEEP), summaries.get(EXPORT)
-    if bare is None:
-        return
-    lines = []
-    if no_sweep is not None:
+    lines: list[str] = []
+    if bare is not None and no_sweep is not None:
         lines += [
             _target("export --no-sweep wall", no_sweep.wall / bare.wall, 0.7, "x bare"),
             _target("export --no-sweep CPU", no_sweep.cpu / bare.cpu, 1.2, "x bare"),
@@ -252,11 +261,17 @@ def targets(summaries: dict[str, Summary], pets: int) -> None:
             lines.append(
                 _target("export --no-sweep vs naive pandas", no_sweep.wall / pandas.wall, 1.0, "x")
             )
-    if export is not None:
+    if bare is not None and export is not None:
         lines += [
             _target("export wall", export.wall / bare.wall, 1.4, "x bare"),
             _target("export peak RSS", export.rss_mib, 200, "MiB"),
         ]
+    curl = summaries.get(CURL)
+    if curl is not None:  # issue 34's, against the second floor
+        for name, limit in ((NO_SWEEP, 1.5), (EXPORT, 2.5)):
+            if name in summaries:
+                ratio = summaries[name].wall / curl.wall
+                lines.append(_target(f"{name} wall", ratio, limit, "x curl loop"))
     if lines:
         print(f"targets (stated for 1,000,000 pets; here {pets:,}):")
         for line in lines:
@@ -314,6 +329,66 @@ def latency(
                 print(_target(f"{concurrent} / one after another", ratio, limit, "x"))
 
 
+def latency_styles(
+    pets: int,
+    latency_ms: float,
+    rounds: int,
+    styles: list[str],
+    workdir: Path,
+    old_tree: Path | None = None,
+) -> None:
+    """The default export against ``petsync serve --pagination STYLE --latency-ms MS``.
+
+    The sweep, asking for one page after another, would take its pages times the latency
+    (its *chain*: ``pets / 100 + 1`` pages, the last one short or empty). Issue 34's
+    targets: with ``offset`` or ``page`` paging the export reads pages ahead and takes at
+    most 0.4x that chain, start-up included; ``link`` and ``cursor`` are no slower than the
+    code in ``--old-tree``.
+    """
+    chain = (pets // 100 + 1) * latency_ms / 1000
+    print(
+        f"\n## {latency_ms:g} ms latency per request by pagination style: petsync serve "
+        f"--pagination STYLE --latency-ms {latency_ms:g}, {pets:,} pets, {rounds} round(s); "
+        f"the sweep's chain is {pets // 100 + 1} pages x {latency_ms:g} ms = {chain:.2f} s\n"
+    )
+    key = new_key()
+    lines: list[str] = []
+    for style in styles:
+        chosen = [Variant(f"{style}: export", export_args(), check_snapshot(pets, sweep=True))]
+        if old_tree is not None:
+            chosen.append(
+                Variant(
+                    f"{style}: old export",
+                    export_args(tree=old_tree),
+                    check_snapshot(pets, sweep=True),
+                )
+            )
+        with reference_server(
+            key, workdir, seed_pets=pets, latency_ms=latency_ms, pagination=style
+        ) as base_url:
+            env = dict(os.environ, PETSYNC_API_KEY=key, PETSYNC_BASE_URL=base_url)
+            summaries = summarise(run_rounds(chosen, rounds, env, workdir))
+        new = summaries[f"{style}: export"]
+        print(
+            f"| {style} | export | {new.wall:.2f} s | {new.wall / chain:.2f}x chain | "
+            f"CPU {new.cpu:.2f} s |"
+        )
+        old = summaries.get(f"{style}: old export")
+        if old is not None:
+            print(
+                f"| {style} | old export | {old.wall:.2f} s | {old.wall / chain:.2f}x chain | "
+                f"CPU {old.cpu:.2f} s |"
+            )
+        if style in ("offset", "page"):
+            lines.append(
+                _target(f"{style}: export / the sweep's chain", new.wall / chain, 0.4, "x")
+            )
+        elif old is not None:
+            lines.append(_target(f"{style}: export / old export", new.wall / old.wall, 1.0, "x"))
+    for line in lines:
+        print(line)
+
+
 def parse_sizes(text: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
@@ -358,6 +433,15 @@ def main() -> None:
         help="also run the exports with the petsync package in this folder (side by side)",
     )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency scenario")
+    parser.add_argument(
+        "--no-cpu-bound", action="store_true", help="skip the stand-in (CPU-bound) sizes"
+    )
+    parser.add_argument(
+        "--latency-styles",
+        default="",
+        help="also time the default export per server pagination style at the latency "
+        "(comma-separated from link,cursor,offset,page), beside --old-tree if given",
+    )
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--latency-pets", type=int, default=60_000)
     parser.add_argument(
@@ -376,7 +460,9 @@ def main() -> None:
     print_header("# petsync export benchmark (benchmarks/bench_export.py)")
     with tempfile.TemporaryDirectory(prefix="petsync-bench-export-") as tmp:
         workdir = Path(tmp)
-        if options.interleave:
+        if options.no_cpu_bound:
+            results = {}
+        elif options.interleave:
             results = interleaved(options.pets, options.rounds, options.only, workdir)
         else:
             results = {
@@ -388,6 +474,16 @@ def main() -> None:
         if not options.no_latency:
             latency(
                 options.latency_pets, options.latency_ms, options.rounds, workdir, options.old_tree
+            )
+        styles = [part.strip() for part in options.latency_styles.split(",") if part.strip()]
+        if styles:
+            latency_styles(
+                options.latency_pets,
+                options.latency_ms,
+                options.rounds,
+                styles,
+                workdir,
+                options.old_tree,
             )
     print_footer()
 

@@ -266,10 +266,15 @@ def standin(pets: int, workdir: Path, latency_ms: float = 0.0) -> Iterator[Stand
 
 @contextmanager
 def reference_server(
-    key: str, workdir: Path, *, seed_pets: int = 0, latency_ms: float = 0.0
+    key: str,
+    workdir: Path,
+    *,
+    seed_pets: int = 0,
+    latency_ms: float = 0.0,
+    pagination: str = "link",
 ) -> Iterator[str]:
     """``python -m petsync serve`` on a free loopback port; yields its base URL."""
-    args = [sys.executable, "-m", "petsync", "serve", "--port", "0"]
+    args = [sys.executable, "-m", "petsync", "serve", "--port", "0", "--pagination", pagination]
     if seed_pets:
         args += ["--seed-pets", str(seed_pets)]
     if latency_ms:

@@ -104,7 +104,10 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     default=DEFAULT_CONCURRENCY,
     show_default=True,
-    help="Listings paged at the same time (1 = one after another).",
+    help=(
+        "Requests in flight at once: listings paged side by side, and pages read ahead "
+        "where the pagination style allows (offset, page); 1 = one request at a time."
+    ),
 )
 @click.option(
     "--pagination",

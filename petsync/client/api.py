@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from petsync.client.listing import Page
+from petsync.client.read_ahead import RequestSlots
 from petsync.client.seen_ids import SeenBudget
 from petsync.core.models import NewPet, Pet, PetStatus
 
@@ -69,6 +70,7 @@ class PetLister(RequestCounts, Protocol):
         *,
         limit: int = ...,
         seen_budget: SeenBudget | None = None,
+        read_ahead: RequestSlots | None = None,
     ) -> ListingView: ...
 
 

@@ -17,6 +17,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import httpx
 
@@ -241,14 +242,15 @@ class NestingError(ValueError):
     """A JSON document nested deeper than petsync reads."""
 
 
-def parse_json(body: bytes | bytearray) -> object:
+def parse_json(body: bytes | bytearray, **hooks: Any) -> object:
     """Decode a JSON body; ValueError when it is not JSON, NestingError when nested too deep.
 
     A normal document costs nothing extra: the depth is only measured when the parser ran
-    out of stack (``RecursionError``), to say how deep it went.
+    out of stack (``RecursionError``), to say how deep it went. ``hooks`` go to
+    ``json.loads`` (``object_pairs_hook``, ``parse_int``).
     """
     try:
-        result: object = json.loads(body)
+        result: object = json.loads(body, **hooks)
     except RecursionError:
         raise NestingError(_nesting_message(body)) from None
     return result

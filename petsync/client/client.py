@@ -35,16 +35,13 @@ from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, PageReader, Tally
 from petsync.client.pagination import PageRequest
 from petsync.client.proxy import choose_proxy
-from petsync.client.records import Records, decode_page
+from petsync.client.read_ahead import PageAbandoned, RequestSlots
+from petsync.client.records import Records, decode_page, reason_of
 from petsync.client.retry import RetrySchedule
 from petsync.client.seen_ids import SeenBudget
 from petsync.client.wire import CurlTransport, DeadlinePassed, WireLimits
 from petsync.core.apikey import redact
-from petsync.core.errors import (
-    PetsyncError,
-    ProtocolError,
-    UsageError,
-)
+from petsync.core.errors import ProtocolError, UsageError
 from petsync.core.interface import GET_PET_SUNSET_TEXT, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import (
     NewPet,
@@ -212,13 +209,17 @@ class PetstoreClient:
         *,
         limit: int = DEFAULT_PAGE_LIMIT,
         seen_budget: SeenBudget | None = None,
+        read_ahead: RequestSlots | None = None,
     ) -> Listing:
         """listPets as a :class:`Listing` of pages; nothing is sent until it is iterated.
 
         ``seen_budget`` bounds the memory of the listing's record of ids (loop detection);
         beyond it the record goes to its scratch directory (default: all in memory).
+        ``read_ahead``: the run's request slots, in which offset and page listings read ahead
+        (:mod:`petsync.client.read_ahead`); without, one page at a time.
         """
-        return self._listing(status, limit, self._config.pagination, seen_budget=seen_budget)
+        style = self._config.pagination
+        return self._listing(status, limit, style, seen_budget=seen_budget, read_ahead=read_ahead)
 
     def create_pet(self, pet: NewPet) -> Pet:
         """createPet. Retried only when surely not sent, or refused with 429.
@@ -235,7 +236,7 @@ class PetstoreClient:
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
                 f"POST {shown} answered {status} but its body is not "
-                f"a Pet ({_reason(exc)}); the pet was probably created: list the pets to check "
+                f"a Pet ({reason_of(exc)}); the pet was probably created: list the pets to check "
                 "before sending it again"
             ) from exc
 
@@ -250,7 +251,7 @@ class PetstoreClient:
             pet = _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
             raise ProtocolError(
-                f"GET {self.shown(url)} answered a body that is not a Pet: {_reason(exc)}"
+                f"GET {self.shown(url)} answered a body that is not a Pet: {reason_of(exc)}"
             ) from exc
         return FetchedPet(
             pet=pet,
@@ -300,6 +301,7 @@ class PetstoreClient:
         style: str,
         *,
         seen_budget: SeenBudget | None = None,
+        read_ahead: RequestSlots | None = None,
     ) -> Listing:
         if not limit_in_range(limit):
             raise UsageError(
@@ -317,6 +319,7 @@ class PetstoreClient:
             list_url=httpx.URL(self._pets_url, params=params),
             max_pages=self._config.max_pages,
             seen_budget=seen_budget,
+            read_ahead=read_ahead,
         )
 
     def page_reader(self) -> PageReader:
@@ -327,13 +330,15 @@ class PetstoreClient:
         """
         return _Pages(self)
 
-    def fetch_page(self, url: httpx.URL | str, tally: Tally) -> tuple[httpx.Headers, Records]:
-        """GET one listPets page: its headers and records."""
+    def fetch_page(
+        self, url: httpx.URL | str, tally: Tally, abandoned: Callable[[], bool] | None = None
+    ) -> tuple[httpx.Headers, Records]:
+        """GET one listPets page; a page read ahead stops retrying once ``abandoned()``."""
 
         def shown() -> str:  # redacted only if a message needs it
             return self.shown(url)
 
-        response, body = self._send("GET", url, tally=tally, shown=shown)
+        response, body = self._send("GET", url, tally=tally, shown=shown, abandoned=abandoned)
         return response.headers, decode_page(body, response.status_code, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
@@ -402,6 +407,7 @@ class PetstoreClient:
         content: bytes | None = None,
         tally: Tally | None = None,
         shown: Shown | None = None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> tuple[httpx.Response, bytes | bytearray]:
         """Send with retries; return a 2xx response and its body, or raise the translated error.
 
@@ -417,6 +423,8 @@ class PetstoreClient:
         schedule: RetrySchedule | None = None
         while True:
             if schedule is not None:
+                if abandoned is not None and abandoned():  # dropped while it waited
+                    raise PageAbandoned(shown_of(label))
                 schedule.attempt()
             self._count(tally, retry=False)
             try:
@@ -451,6 +459,8 @@ class PetstoreClient:
                 )
                 schedule.attempt()
             delay = schedule.wait_after(failure)
+            if abandoned is not None and abandoned():
+                raise PageAbandoned(text)
             self._count(tally, retry=True)
             self._sleep(delay)
 
@@ -461,8 +471,10 @@ class _Pages:
     def __init__(self, client: PetstoreClient) -> None:
         self._client = client
 
-    def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]:
-        return self._client.fetch_page(request.target, tally)
+    def fetch(
+        self, request: PageRequest, tally: Tally, abandoned: Callable[[], bool] | None = None
+    ) -> tuple[httpx.Headers, Records]:
+        return self._client.fetch_page(request.target, tally, abandoned)
 
     def close(self) -> None:
         pass
@@ -482,7 +494,3 @@ def _pet(value: object) -> Pet:
         return parse_pet(value)
     except RecursionError:
         raise ProtocolError("the body is JSON nested too deeply to be a Pet") from None
-
-
-def _reason(exc: Exception) -> str:
-    return exc.message if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"

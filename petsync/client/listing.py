@@ -17,7 +17,8 @@ from typing import Protocol
 
 import httpx
 
-from petsync.client.pagination import FetchedPage, PageRequest, make_strategy
+from petsync.client.pagination import FetchedPage, PageRequest, Strategy, make_strategy
+from petsync.client.read_ahead import ReadAhead, RequestSlots
 from petsync.client.records import InvalidRecord, PetColumns, Records
 from petsync.client.seen_ids import SeenBudget, SeenIds
 from petsync.core.errors import PaginationError
@@ -77,9 +78,15 @@ class Page:
 
 
 class PageReader(Protocol):
-    """Fetches the pages of one listing (one connection), closed when the listing ends."""
+    """Fetches the pages of one listing, closed when the listing ends.
 
-    def fetch(self, request: PageRequest, tally: Tally) -> tuple[httpx.Headers, Records]: ...
+    ``abandoned`` (a page read ahead) says when the answer is no longer wanted: the reader
+    then stops retrying it (:class:`~petsync.client.read_ahead.PageAbandoned`).
+    """
+
+    def fetch(
+        self, request: PageRequest, tally: Tally, abandoned: Callable[[], bool] | None = None
+    ) -> tuple[httpx.Headers, Records]: ...
 
     def close(self) -> None: ...
 
@@ -97,7 +104,8 @@ class Listing:
 
     Attributes, readable during and after iteration:
     ``status``; ``style`` (the pagination style in use, e.g. "link", resolved by auto);
-    ``pages``; ``requests`` (including probes and retries); ``retries``;
+    ``pages``; ``requests`` (including probes, retries and pages read ahead, used or not);
+    ``retries``;
     ``complete`` (None while iterating, True when the end was proven, False when flagged);
     ``incomplete_reason`` (why it could not be proven complete, and what to do);
     ``duplicates`` (records dropped because their id was already listed in this sweep).
@@ -126,9 +134,11 @@ class Listing:
         list_url: httpx.URL,
         max_pages: int,
         seen_budget: SeenBudget | None = None,
+        read_ahead: RequestSlots | None = None,
     ) -> None:
         self.status = status
         self._seen_budget = seen_budget
+        self._slots = read_ahead
         self.spilled_bytes = 0
         self._source = source
         self._limit = limit
@@ -159,6 +169,7 @@ class Listing:
         debug = logger.isEnabledFor(logging.DEBUG)
         request: PageRequest | None = strategy.first()
         reader = self._source.page_reader()
+        ahead = None if self._slots is None else ReadAhead(self._slots, reader, self)
         try:
             while request is not None:
                 if fetched >= self._max_pages:
@@ -175,11 +186,16 @@ class Listing:
                         "server's pagination is broken; report it to the API owner"
                     )
                 requested.add(digest)
-                headers, records = reader.fetch(request, self)
+                if ahead is None:
+                    headers, records = reader.fetch(request, self)
+                else:
+                    headers, records = ahead.fetch(request)
                 self.server_date = headers.get("date") or self.server_date
                 fetched += 1
                 step = strategy.next(FetchedPage(request, headers, records.keys))
                 self.style = strategy.name
+                if ahead is not None:  # before the page is handed on: it overlaps the work
+                    ahead.plan(self._expected(strategy, step.next, self._max_pages - fetched))
                 page = None
                 if step.keep:
                     page = self._fresh_page(records, seen, request)
@@ -203,6 +219,8 @@ class Listing:
                     yield page
                 request = step.next
         finally:
+            if ahead is not None:
+                ahead.close()
             reader.close()
             self.spilled_bytes = seen.spilled_bytes
             seen.close()
@@ -211,6 +229,18 @@ class Listing:
                 "listing_incomplete",
                 extra={"fields": {"style": self.style, "reason": self.incomplete_reason}},
             )
+
+    def _expected(
+        self, strategy: Strategy, following: PageRequest | None, room: int
+    ) -> list[PageRequest]:
+        """The requests the strategy expects next (``following`` first), within the page cap:
+        the pages a :class:`ReadAhead` may ask for before the loop reaches them."""
+        assert self._slots is not None
+        if following is None or room < 1:  # (throttled: pages in flight kept, none added)
+            return []
+        ahead = getattr(strategy, "ahead", None)  # offset and page paging know their way on
+        known = [] if ahead is None else ahead(min(room, self._slots.window) - 1)
+        return [following, *known] if known else []  # link, cursor: one page at a time
 
     def _shown(self, request: PageRequest) -> str:
         return shown_text(self._source.shown(request.text))

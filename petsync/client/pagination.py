@@ -29,6 +29,7 @@ from typing import Protocol
 
 import httpx
 
+from petsync.client.origins import origin, origin_text, plain_join, same_origin_target
 from petsync.core.errors import PaginationError, ProtocolError
 from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM, LINK_LENGTH_LIMIT
 from petsync.core.text import shown_text
@@ -37,7 +38,6 @@ OFFSET_PARAM = "offset"
 PAGE_PARAM = "page"
 LIMIT_PARAM = "limit"
 FIRST_REQUEST = "the first request"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class PageRequest:
@@ -45,15 +45,16 @@ class PageRequest:
 
     ``text`` is the URL as a string, what the paging loop compares to find a repeat; the
     parsed ``url`` is built only when asked for (parsing costs more than fetching a page's
-    worth of records: a next link on the listing's own origin never needs it).
+    worth of records). A next link on the listing's own origin comes with its ``url``
+    already built, without parsing (:func:`~petsync.client.origins.plain_join`).
     """
 
     __slots__ = ("__dict__", "text", "via")
 
-    def __init__(self, url: httpx.URL | str, via: str) -> None:
+    def __init__(self, url: httpx.URL | str, via: str, *, text: str | None = None) -> None:
         if isinstance(url, httpx.URL):
             self.__dict__["url"] = url
-            url = str(url)
+            url = str(url) if text is None else text
         self.text = url
         self.via = via
 
@@ -139,11 +140,6 @@ def make_strategy(style: str, list_url: httpx.URL, limit: int) -> Strategy:
     raise ValueError(f"unknown pagination style {style!r}")
 
 
-def origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    """Scheme, host and port (default ports made explicit) of a URL."""
-    return (url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme))
-
-
 # Linear in the header's length whatever the server sends: a target stops at the next "<"
 # (so a run of "<" without ">" costs one pass, not one pass per "<"), and the parameters'
 # separators ";" cannot be matched by the text between them. tests/client/test_pagination.py
@@ -216,29 +212,6 @@ class _TokenPaging:
         return PageRequest(self._list_url, FIRST_REQUEST)
 
 
-# A path-absolute reference that resolves by concatenation: a path without "." or ".."
-# segments and an optional non-empty query, only characters that httpx keeps as written.
-_PLAIN = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
-_PLAIN_TARGET = re.compile(rf"/(?!/)(?:{_PLAIN}|/)*(?:\?(?:{_PLAIN}|[/?])+)?")
-_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|\?|$)")
-
-
-def same_origin_target(target: str) -> bool:
-    """True when ``target`` resolves against any URL as its origin followed by ``target``.
-
-    >>> same_origin_target("/v1/pets?limit=100&after=7"), same_origin_target("//evil/x")
-    (True, False)
-    """
-    if not _PLAIN_TARGET.fullmatch(target):
-        return False
-    return not _DOT_SEGMENT.search(target.partition("?")[0])
-
-
-def origin_text(url: httpx.URL) -> str:
-    """``scheme://host[:port]`` as httpx writes a URL joined against ``url``."""
-    return str(url.join("/"))[:-1]
-
-
 class LinkPaging(_TokenPaging):
     """Follows RFC 8288 ``Link: <...>; rel="next"``, resolved against the response URL.
 
@@ -261,7 +234,8 @@ class LinkPaging(_TokenPaging):
         if same_origin_target(target):
             self._seen = True
             via = f"the next link '{shown_text(target)}'"
-            return Step(keep=True, next=PageRequest(self._origin + target, via))
+            url = plain_join(self._list_url, target)
+            return Step(keep=True, next=PageRequest(url, via, text=self._origin + target))
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error
@@ -295,60 +269,80 @@ class CursorPaging(_TokenPaging):
         return Step(keep=True, next=PageRequest(url, f"the cursor '{shown_text(cursor)}'"))
 
 
-class _CountingPaging:
-    """Shared end rule of ``offset`` and ``page``: empty, or shorter than limit and longest."""
+_MARKER = 918273645546372819  # a number no listing URL holds (else: copy_set_param)
 
-    def __init__(self, list_url: httpx.URL, limit: int, *, longest: int) -> None:
+
+class _CountingPaging:
+    """Shared end rule of ``offset`` and ``page``: empty, or shorter than limit and longest.
+
+    Both know the requests ahead (:meth:`ahead`): the next page numbers, or the next
+    offsets if every page until then holds as many records as the longest so far.
+    """
+
+    param: str
+
+    def __init__(self, list_url: httpx.URL, limit: int, *, position: int, longest: int) -> None:
         self._list_url = list_url
         self._limit = limit
         self._longest = longest
+        self._position = position  # the offset or number of the last request made
+        # A page's URL as httpx writes it, around the number (written alike, digits being
+        # kept as they are): each request ahead is then a string, parsed only if sent.
+        marker = str(_MARKER)
+        text = str(list_url.copy_set_param(self.param, _MARKER))
+        self._around = text.split(marker) if text.count(marker) == 1 else None
+
+    def first(self) -> PageRequest:
+        return PageRequest(self._list_url, FIRST_REQUEST)
 
     def _ends(self, page: FetchedPage) -> bool:
         short = page.rows < self._limit and page.rows < self._longest
         self._longest = max(self._longest, page.rows)
         return page.rows == 0 or short
 
+    def _at(self, position: int) -> PageRequest:
+        via = f"{self.param} {position}"
+        if self._around is None:  # the listing's URL holds the marker's digits
+            return PageRequest(self._list_url.copy_set_param(self.param, position), via)
+        before, after = self._around
+        return PageRequest(f"{before}{position}{after}", via)
+
+    def ahead(self, count: int) -> list[PageRequest]:
+        """The ``count`` requests expected after the last one :meth:`next` gave."""
+        step = self._longest if self.param == OFFSET_PARAM else 1
+        return [self._at(self._position + step * k) for k in range(1, count + 1)]
+
 
 class OffsetPaging(_CountingPaging):
     """``offset=N``, stepping by the records actually received (never by ``limit``)."""
 
-    name = "offset"
+    name = param = OFFSET_PARAM
 
     def __init__(
         self, list_url: httpx.URL, limit: int, *, offset: int = 0, longest: int = 0
     ) -> None:
-        super().__init__(list_url, limit, longest=longest)
-        self._offset = offset
-
-    def first(self) -> PageRequest:
-        return PageRequest(self._list_url, FIRST_REQUEST)
+        super().__init__(list_url, limit, position=offset, longest=longest)
 
     def next(self, page: FetchedPage) -> Step:
-        self._offset += page.rows
+        self._position += page.rows
         if self._ends(page):
             return Step(keep=True, next=None)
-        url = self._list_url.copy_set_param(OFFSET_PARAM, self._offset)
-        return Step(keep=True, next=PageRequest(url, f"offset {self._offset}"))
+        return Step(keep=True, next=self._at(self._position))
 
 
 class PageNumberPaging(_CountingPaging):
     """``page=N``, 1-based; the first request sends no page (the server's page 1)."""
 
-    name = "page"
+    name = param = PAGE_PARAM
 
     def __init__(self, list_url: httpx.URL, limit: int, *, number: int = 1, longest: int = 0):
-        super().__init__(list_url, limit, longest=longest)
-        self._number = number  # the number of the page being answered
-
-    def first(self) -> PageRequest:
-        return PageRequest(self._list_url, FIRST_REQUEST)
+        super().__init__(list_url, limit, position=number, longest=longest)
 
     def next(self, page: FetchedPage) -> Step:
         if self._ends(page):
             return Step(keep=True, next=None)
-        self._number += 1
-        url = self._list_url.copy_set_param(PAGE_PARAM, self._number)
-        return Step(keep=True, next=PageRequest(url, f"page {self._number}"))
+        self._position += 1
+        return Step(keep=True, next=self._at(self._position))
 
 
 class NoPaging:
@@ -405,6 +399,11 @@ class AutoPaging:
         if self._first_page is None:
             return self._after_first(page)
         return self._after_probe(self._first_page, page)
+
+    def ahead(self, count: int) -> list[PageRequest]:
+        """What the detected style knows of the pages ahead (nothing while probing)."""
+        ahead = getattr(self._delegate, "ahead", None)
+        return [] if ahead is None else list(ahead(count))
 
     def _use(self, strategy: Strategy, page: FetchedPage) -> Step:
         self._delegate = strategy

@@ -3,8 +3,10 @@
 :func:`fetch_listings` pages ``GET /pets`` once per configured status and, unless the sweep
 is off, once without a filter (the interface does not say what status a pet created without
 one has, so only an unfiltered sweep is sure to see pets with no status or an unknown one).
-The listings run concurrently in threads sharing one client; every page's pets go to the
-collector and its invalid records to the quarantine. When one listing fails the others stop
+The listings run concurrently in threads sharing one client and one bound on the requests
+in flight (``--concurrency``, :class:`~petsync.client.read_ahead.RequestSlots`), within
+which offset and page listings read pages ahead; every page's pets go to the collector and
+its invalid records to the quarantine. When one listing fails the others stop
 paging and the error is raised: a run missing a listing is lost.
 """
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from petsync.client.api import PetLister
+from petsync.client.read_ahead import RequestSlots
 from petsync.client.seen_ids import SeenBudget
 from petsync.core.models import PetStatus
 from petsync.core.stop import StopRequest
@@ -135,7 +138,8 @@ def fetch_listings(
     extra_columns: Mapping[str, ColumnType] | None = None,
     dated: Callable[[str | None], None] | None = None,
 ) -> FetchResult:
-    """Run every listing of ``config`` (up to ``config.concurrency`` at once); fail fast.
+    """Run every listing of ``config``, with up to ``config.concurrency`` requests in flight
+    at once (listings side by side, and pages read ahead where the style allows); fail fast.
 
     A ``stop`` request (a signal) ends every listing after its current page, incomplete.
 
@@ -167,9 +171,12 @@ def fetch_listings(
     paging.stop_request = stop
     paging.extra_columns = extra_columns or {}
     paging.dated = dated
-    with ThreadPoolExecutor(
-        max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
-    ) as pool:
+    with (
+        RequestSlots(config.concurrency) as paging.slots,
+        ThreadPoolExecutor(
+            max_workers=min(config.concurrency, len(plan)), thread_name_prefix="petsync-export"
+        ) as pool,
+    ):
         futures: list[Future[ListingResult]] = [pool.submit(paging.run, s) for s in plan]
         try:
             wait(futures, return_when=FIRST_EXCEPTION)
@@ -206,16 +213,16 @@ class _Paging:
     stop_request: StopRequest | None = None  # a signal: stop after the current page
     extra_columns: Mapping[str, ColumnType] = field(default_factory=dict)
     dated: Callable[[str | None], None] | None = None  # the clock check, page by page
+    slots: RequestSlots | None = None  # the run's requests in flight (--concurrency)
 
     def run(self, status: PetStatus | None) -> ListingResult:
         label = SWEEP_LABEL if status is None else status.value
         source = source_of(status)
         self.progress.listing_started(label)
         began = self.monotonic()
-        if self.seen_budget is None:
-            listing = self.client.list_pets(status, limit=self.limit)
-        else:
-            listing = self.client.list_pets(status, limit=self.limit, seen_budget=self.seen_budget)
+        listing = self.client.list_pets(
+            status, limit=self.limit, seen_budget=self.seen_budget, read_ahead=self.slots
+        )
         pets = invalid = 0
         stopped_by: str | None = None
         for pages, page in enumerate(listing, start=1):

@@ -211,3 +211,17 @@ def test_latency_is_slept_before_each_response_on_the_connections_thread() -> No
             assert received.startswith(b"HTTP/1.1 200 OK")
     thread.join(timeout=30)
     assert slept == [0.02, 0.02]
+
+
+@pytest.mark.parametrize("script", ["baseline_list_loop.py", "baseline_curl_loop.py"])
+def test_the_floors_count_every_pet_with_a_status(standin: tuple[str, str], script: str) -> None:
+    base, key = standin
+    done = subprocess.run(
+        [sys.executable, str(STANDIN.parent / script)],
+        env=dict(os.environ, PETSYNC_BASE_URL=base, PETSYNC_API_KEY=key),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == sum(len(expected_ids(s)) for s in STATUSES)

@@ -549,6 +549,16 @@ def test_int64_extremes_survive_a_listing(api: respx.MockRouter, fake_clock: Fak
         ('{"name": "a", "categoryId": 1}', "Pet has no 'id'"),
         ('{"id": 5, "categoryId": 1}', "Pet 'name' must be a string, got NoneType None"),
         ('"rex"', "a Pet must be a JSON object, got str"),
+        (
+            '{"id":1,"id":2,"name":"a","categoryId":1}',
+            "Pet holds the key 'id' more than once; JSON readers differ on which value counts, "
+            "so petsync stores neither: ask the API owner to send each key once",
+        ),
+        (
+            '{"id": ' + "9" * 5000 + ', "name": "a", "categoryId": 1}',
+            "Pet 'id' must be an int64 integer, got a number of 5000 digits "
+            "(99999999999999999999... (5000 digits))",
+        ),
     ],
     ids=[
         "float-id",
@@ -559,6 +569,8 @@ def test_int64_extremes_survive_a_listing(api: respx.MockRouter, fake_clock: Fak
         "no-id",
         "no-name",
         "string",
+        "id-twice",
+        "id-of-5000-digits",
     ],
 )
 def test_records_breaking_the_interface_become_invalid_records(

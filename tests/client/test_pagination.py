@@ -373,3 +373,29 @@ def test_iterating_again_starts_a_new_sweep(fake_clock: FakeClock) -> None:
 )
 def test_next_link_parsing(header: str, expected: str | None) -> None:
     assert next_link(httpx.Headers({"Link": header})) == expected
+
+
+@pytest.mark.parametrize(
+    "list_url",
+    [
+        "https://petstore.test/v1/pets?limit=100",
+        "http://127.0.0.1:8080/v1/pets?limit=100&status=sold",
+        "http://[::1]:9/api%20v1/pets?limit=7&status=pending",
+        "https://petstore.test/v918273645546372819/pets?limit=100",  # the marker: parsed
+    ],
+)
+@pytest.mark.parametrize("style", ["offset", "page"])
+def test_requests_ahead_are_the_urls_httpx_writes(list_url: str, style: str) -> None:
+    from petsync.client.pagination import FetchedPage, PageRequest, make_strategy
+
+    url = httpx.URL(list_url)
+    strategy = make_strategy(style, url, 100)
+    first = strategy.first()
+    page = FetchedPage(first, httpx.Headers(), list(range(100)))
+    step = strategy.next(page)
+    ahead = strategy.ahead(3)  # type: ignore[attr-defined]
+    start, step_size = (100, 100) if style == "offset" else (2, 1)
+    expected = [str(url.copy_set_param(style, start + step_size * k)) for k in range(4)]
+    assert step.next is not None
+    assert [r.text for r in [step.next, *ahead]] == expected
+    assert all(isinstance(r, PageRequest) and r.url == httpx.URL(r.text) for r in ahead)

@@ -75,7 +75,12 @@ class ScriptedClient:
         self.listed: list[str | None] = []
 
     def list_pets(
-        self, status: PetStatus | None = None, *, limit: int = 100, seen_budget: object = None
+        self,
+        status: PetStatus | None = None,
+        *,
+        limit: int = 100,
+        seen_budget: object = None,
+        read_ahead: object = None,
     ) -> ScriptedListing:
         key = None if status is None else status.value
         self.listed.append(key)

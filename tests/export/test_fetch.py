@@ -163,3 +163,33 @@ def test_an_unproven_listing_makes_the_fetch_incomplete_and_says_which(
 
     assert result.complete is False
     assert result.incomplete_reasons == ["listing 'sold': a full last page and no next link"]
+
+
+@pytest.mark.parametrize(("style", "page_cap"), [("offset", None), ("offset", 40), ("page", None)])
+def test_listings_read_ahead_against_the_reference_server_fetch_each_pet_once_in_order(
+    petstore_server: Any, tmp_path: Path, style: str, page_cap: int | None
+) -> None:
+    from petsync.client.client import PetstoreClient
+
+    srv = petstore_server(seed_pets=1_030, pagination=style, page_cap=page_cap)
+    config = ExportConfig(
+        client=ClientConfig(srv.base_url, srv.api_key, pagination="auto"),
+        out_dir=tmp_path / "out",
+        concurrency=8,
+    )
+    seen: dict[str, list[int]] = {}
+
+    class Watch(PetCollector):
+        def add(self, source: int, columns: Any, body: Any) -> None:
+            seen.setdefault(str(source), []).extend(columns.ids)
+            super().add(source, columns, body)
+
+    collector = Watch(tmp_path / "scratch")
+    with PetstoreClient(config.client) as client, Quarantine(tmp_path / "q.jsonl", []) as q:
+        result = fetch_listings(config, client, collector, q, monotonic=lambda: 0.0)
+    collector.close()
+    assert result.complete and result.retries == 0
+    assert {r.label: r.style for r in result.listings}["all"] == style
+    assert seen["0"] == sorted(p.id for p in srv.store.all())  # the sweep: every pet, in order
+    for status, ids in seen.items():
+        assert ids == sorted(ids) and len(ids) == len(set(ids)), status

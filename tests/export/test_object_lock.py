@@ -140,11 +140,18 @@ class TakenOverDuringFetch(ScriptedClient):
         self._take_over = take_over
 
     def list_pets(
-        self, status: PetStatus | None = None, *, limit: int = 100, seen_budget: object = None
+        self,
+        status: PetStatus | None = None,
+        *,
+        limit: int = 100,
+        seen_budget: object = None,
+        read_ahead: object = None,
     ) -> ScriptedListing:
         if status is PetStatus.SOLD:
             self._take_over()
-        return super().list_pets(status, limit=limit, seen_budget=seen_budget)
+        return super().list_pets(
+            status, limit=limit, seen_budget=seen_budget, read_ahead=read_ahead
+        )
 
 
 def test_a_run_that_lost_its_lock_before_publishing_publishes_nothing(s3: S3Bucket) -> None:
