@@ -111,6 +111,21 @@ def live(fake_clock: FakeClock) -> Iterator[Harness]:
     harness.close()
 
 
+@pytest.fixture(autouse=True)
+def private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each test's own XDG_STATE_HOME: an import keeps its journals in the API's home under
+    it (petsync.importer.journal_home), never in the developer's, and no test finds the
+    journal of another test's file of the same bytes.
+
+    Its own MonkeyPatch, not the test's: a test's ``monkeypatch.undo()`` (to run again
+    without its patches) must not send the re-run to the real home.
+    """
+    state = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(state))
+        yield state
+
+
 @pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Work in tmp_path with no config file or key from the developer's machine."""

@@ -39,8 +39,9 @@ class ImportConfig:
     max_errors: int | None = None
     out_dir: Path | None = None
     journal_path: Path | None = None
-    # The journals' home for this API (petsync.importer.journal_home); None keeps them in
-    # the output folder's .petsync/journals, as before.
+    # The journals' folder for this API (petsync.importer.journal_home). None: the
+    # command's default for the client's base URL, under $XDG_STATE_HOME/petsync (or
+    # ~/.local/state/petsync); a dry run without a client reads the output folder's.
     journal_home: Path | None = None
     resend_uncertain: bool = False
     settle: bool = False

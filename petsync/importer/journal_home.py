@@ -8,7 +8,9 @@ or with another ``--out-dir`` find the same journal and create nothing twice::
     (~/.local/state/petsync/journals/... when XDG_STATE_HOME is not set)
 
 ``--state-dir DIR`` (job key ``state_dir``, or ``state_dir`` of the environment in
-``petsync.toml``) moves the root: ``DIR/journals/<api>/``. Journals an older petsync kept
+``petsync.toml``) moves the root: ``DIR/journals/<api>/``. The library's ``run_import``
+uses the same home, for its client's base URL, unless ``ImportConfig.journal_home`` names
+another folder. Journals an older petsync kept
 beside the outputs (``OUT/.petsync/journals/``) are still found and honoured: when that
 folder holds the journal of the file (or of the first file of a fix), the import keeps
 using it, so a half-done import resumes where it was.
@@ -72,8 +74,8 @@ def journal_home(
 def journal_folder(output_dir: Path, home: Path | None, *digests: str) -> Path:
     """Where the journals of an import are: the output folder's own (an older petsync's),
     when it holds the journal of one of ``digests`` (the file's, its first file's), else
-    ``home``. Without a home (a dry run with no base URL, a library caller) it is the
-    output folder's, as before.
+    ``home``. Without a home (a dry run with no base URL and no client) it is the output
+    folder's, as before.
     """
     legacy = output_dir / JOURNAL_DIR
     if home is None:

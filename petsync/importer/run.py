@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +38,7 @@ from petsync.importer.baseline import take_baseline
 from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, unfinished_journals
-from petsync.importer.journal_home import journal_folder, make_home
+from petsync.importer.journal_home import journal_folder, journal_home, make_home
 from petsync.importer.output_paths import OutputPaths, check_writable
 from petsync.importer.output_rows import Outcome
 from petsync.importer.outputs import WrittenOutputs, write_outputs
@@ -108,11 +109,12 @@ def _run_checked(
         raise stop.error(
             f"the import of {config.path} was stopped by {stop.description}; nothing was sent"
         )
+    home = _journal_home(config, client)
     journal_file = config.journal_path
     if journal_file is None:
         folder = journal_folder(
             config.out_dir if config.out_dir is not None else config.path.parent,
-            config.journal_home,
+            home,
             checked.sha256,
             checked.origin,
         )
@@ -132,7 +134,7 @@ def _run_checked(
         ledger = load_ledger(paths.journal.parent, checked.origin, None, checked.invalid_rows)
     if not config.dry_run:
         journals = paths.journal.parent
-        if journals == config.journal_home:
+        if journals == home:
             make_home(journals)
         check_writable(journals, "journal")
         # Every import of the rows of one first file holds the lock of its journal: two
@@ -222,6 +224,23 @@ def _run_checked(
             report.journal_fsync_seconds = journal.fsync_seconds
             journal.close()
     return _finish(report, client, config, clock, started)
+
+
+def _journal_home(config: ImportConfig, client: ImportClient | None) -> Path | None:
+    """The API's journal folder: the config's, else (as the command line does) the one
+    under ``$XDG_STATE_HOME/petsync`` (``~/.local/state/petsync``) for ``client.base_url``,
+    so a library caller importing the same file from two folders creates its rows once.
+    None only for a dry run without a client: it reads the output folder's journals."""
+    if config.journal_home is not None or client is None:
+        return config.journal_home
+    base_url = getattr(client, "base_url", None)  # a wrapper may not pass it on
+    if not isinstance(base_url, str) or not base_url:
+        raise ConfigError(
+            f"the client {type(client).__name__} has no base_url, which names the folder "
+            "of the API's import journals: give it one, or pass ImportConfig(journal_home=...)"
+            " (nothing was sent)"
+        )
+    return journal_home(base_url, None, os.environ, Path.home())
 
 
 def _finish(
@@ -317,7 +336,11 @@ def _earlier_unfinished(journal: Path, source: Path, outputs: Path) -> list[str]
 
 
 class ImportClient(PetCreator, PetLister, Protocol):
-    """What the import needs of a client: createPet, and listPets for the baseline and settle."""
+    """What the import needs of a client: createPet, listPets for the baseline and settle,
+    and the API's base URL, which names the journals' home when the config gives none."""
+
+    @property
+    def base_url(self) -> str: ...
 
 
 def _all_final(journal: Journal, checked: CheckedInput) -> bool:

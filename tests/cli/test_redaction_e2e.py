@@ -35,6 +35,7 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(root)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)  # the journals: under HOME, scanned
     for name in ("PETSYNC_API_KEY", "PETSYNC_BASE_URL", "PETSYNC_PRODUCTION_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     return root

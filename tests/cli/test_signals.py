@@ -146,7 +146,8 @@ def test_sigterm_mid_import_finishes_in_flight_rows_and_a_rerun_creates_the_rest
     again = CliRunner().invoke(
         cli,
         ["import", str(source)],
-        env={**env_of(srv), "HOME": str(tmp_path)},
+        # The first run's environment: the journal home under HOME, not the test's own.
+        env={**env_of(srv), "HOME": str(tmp_path), "XDG_STATE_HOME": None},
         catch_exceptions=False,
     )
     assert again.exit_code == 0, again.output

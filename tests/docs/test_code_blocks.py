@@ -218,6 +218,8 @@ def check_notebooks(ns: dict[str, Any], shown: str) -> None:
     assert (imported.created, imported.rejected, imported.uncertain) == (3, 0, 0)
     assert imported.exit_code == 0
     assert (Path("new-pets.accepted.csv")).is_file()
+    again = ns["again"]  # the same file from another folder: found in the API's home
+    assert (again.created, again.already_created, again.exit_code) == (0, 3, 0)
 
 
 def check_server(ns: dict[str, Any], shown: str) -> None:

@@ -22,9 +22,9 @@ from petsync.importer.journal_home import journal_home, state_root
 
 def journal_of(source: Path, out_dir: Path | None = None, *, api: str | None = None) -> Path:
     """Where an import keeps the journal of ``source``: by the sha256 of its bytes, in the
-    output folder (a library run, an older petsync) or the API's journal home under the
-    state directory (the command line), whichever holds it. ``api`` (a base URL) names
-    the home's, before it exists."""
+    output folder (an older petsync's, a dry run without a client) or the API's journal
+    home under the state directory, whichever holds it. ``api`` (a base URL) names the
+    home's, before it exists."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if api is not None:
         return journal_home(api, None, os.environ, Path.home()) / f"{digest}.jsonl"
@@ -52,8 +52,9 @@ class EmptyListing:
 
 
 class InstantClient:
-    """Creates pets in memory, instantly (a :class:`~petsync.client.api.PetCreator`)."""
+    """Creates pets in memory, instantly (an :class:`~petsync.importer.run.ImportClient`)."""
 
+    base_url = "https://pets.invalid/v1"  # names its journals' home; never connected to
     requests = 0
     retries = 0
 

@@ -51,7 +51,7 @@ def test_each_row_is_synced_as_sending_before_its_post_leaves(
 ) -> None:
     path = tmp_path / "pets.csv"
     rows = write_pets(path, 60)
-    journal = journal_of(path)
+    journal = journal_of(path, api=InstantClient.base_url)  # before the run creates it
     syncs = SyncRecorder(monkeypatch)
     client = DurabilityCheckingClient(journal, syncs, rows)
     report = run_import(ImportConfig(path, concurrency=concurrency), client)
