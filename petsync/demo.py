@@ -23,6 +23,7 @@ from pathlib import Path
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import InputError
+from petsync.core.files import atomic_write_text
 from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import ExportProgress
@@ -151,7 +152,7 @@ def claim_folder(out_dir: Path) -> None:
     history and report are removed (its dates would clash with this week's)."""
     if not out_dir.exists():
         out_dir.mkdir(parents=True)
-        (out_dir / DEMO_MARK).touch()
+        atomic_write_text(out_dir / DEMO_MARK, "", what="demo marker")  # never through a link
         return
     if not out_dir.is_dir():
         raise InputError(f"{out_dir} is not a folder; pass --out with a new folder")
@@ -165,7 +166,7 @@ def claim_folder(out_dir: Path) -> None:
     for name in held:
         shutil.rmtree(out_dir / name)
     (out_dir / "report.html").unlink(missing_ok=True)
-    (out_dir / DEMO_MARK).touch()
+    atomic_write_text(out_dir / DEMO_MARK, "", what="demo marker")  # never through a link
 
 
 def shelter_night(store: PetStore, rng: random.Random, night: int) -> None:

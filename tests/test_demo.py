@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
-from petsync.core.errors import ExitCode, InputError, StoppedError
+from petsync.core.errors import ConfigError, ExitCode, InputError, StoppedError
 from petsync.core.stop import StopRequest
-from petsync.demo import run_demo
+from petsync.demo import claim_folder, run_demo
 from petsync.export.diff import diff_snapshots
 from petsync.export.snapshot import list_snapshots, load_snapshots
 from petsync.history.load import load_history, transitions
@@ -133,3 +133,14 @@ def test_the_commands_the_demo_prints_run_as_printed(tmp_path: Path) -> None:
         shown.append(done.stdout)
     assert "added" in shown[0] and "report.html: 5 charts over 3 nights" in shown[1]
     assert "from_status" in shown[2] and "sold" in shown[2]
+
+
+def test_a_link_at_the_demo_marker_is_refused_and_never_followed(tmp_path: Path) -> None:
+    out = tmp_path / "petsync-demo"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    (out / ".petsync-demo").symlink_to(victim)  # dangling: following it would create it
+
+    with pytest.raises(ConfigError, match=f"demo marker {out / '.petsync-demo'} is a symbolic"):
+        claim_folder(out)
+    assert not victim.exists()

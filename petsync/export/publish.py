@@ -125,7 +125,9 @@ def staging_dir(directory: Path, *, create: bool = False) -> Path:
     except FileNotFoundError:
         if create:
             Path(directory).mkdir(parents=True, exist_ok=True)
-            staging.mkdir(exist_ok=True)
+            # This user's only: the files of a staged snapshot are written by name, and
+            # nobody else may plant a link or a FIFO among them.
+            staging.mkdir(mode=0o700, exist_ok=True)
             mode = os.lstat(staging).st_mode
         else:
             return staging
@@ -136,6 +138,9 @@ def staging_dir(directory: Path, *, create: bool = False) -> Path:
             "so it never follows a link there. Remove it (a run re-creates the folder) and "
             "run again."
         )
+    if create and stat.S_IMODE(mode) != 0o700:
+        with contextlib.suppress(OSError, NotImplementedError):  # an earlier petsync's, 0755
+            os.chmod(staging, 0o700, follow_symlinks=False)
     return staging
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from petsync.core.errors import InputError, LockedError
-from petsync.core.files import try_lock
+from petsync.core.files import open_append, try_lock
 from petsync.export.layout import PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.snapshot import future_horizon, list_snapshots
@@ -163,7 +163,8 @@ def _locked(location: Location) -> Iterator[Callable[[], None]]:
             yield lock.confirm
         return
     out = location.local
-    fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    # Never through a link planted at the name, never blocked by a FIFO there (exit 2).
+    fd = open_append(out / LOCK_NAME, "history lock file")
     try:
         if not try_lock(fd):
             raise LockedError(

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from petsync.core.errors import PetsyncError
+from petsync.core.errors import InputError, PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer
+from petsync.core.reading import describe_kind
 from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.sheets.csv_sheet import open_csv
 from petsync.importer.sheets.sheet import ReadOptions
@@ -91,10 +93,19 @@ def earlier_rows(
     may have fixed it in place in any editor. Cells go under ``header`` by column name
     (blank where the old file had no such column), with the Excel-safe prefix undone (the
     writer puts it back). A file that cannot be read raises
-    :class:`~petsync.core.errors.InputError` naming it.
+    :class:`~petsync.core.errors.InputError` naming it, as does a name that holds no
+    regular file (a link or FIFO swapped in since the check before sending): its target is
+    never read into the new file.
     """
-    if not path.exists():
+    try:
+        here = path.lstat()
+    except FileNotFoundError:
         return
+    if not stat.S_ISREG(here.st_mode):
+        raise InputError(
+            f"the earlier {path} is {describe_kind(here.st_mode)}, not a regular file; "
+            "petsync reads back only a regular file at an output's name"
+        )
     with open_csv(path, ReadOptions(encoding=encoding)) as sheet:
         titles = [title.strip() for title in sheet.header]
         if not sheet.petsync_written:  # its cells still carry the Excel-safe prefix

@@ -12,7 +12,9 @@ from typing import Any
 
 import dagster as dg
 
-from petsync.core.errors import ExitCode, PetsyncError
+from petsync.core.errors import ExitCode, PetsyncError, UsageError
+from petsync.core.interface import SPREADSHEET_FILE_LIMIT
+from petsync.core.reading import open_regular
 from petsync.ops.jobfile import read_job_kind
 from petsync.orchestration.dagster_target import PetsyncTarget, asset_name, job_logger
 from petsync.orchestration.process import JobProcess, run_job
@@ -129,9 +131,11 @@ class ImportJob:
 def _sha256(path: Path) -> str | None:
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        # Checked as the import checks it: a FIFO swapped in since the glob never blocks
+        # the sensor, a device is never read.
+        with open_regular(path, "spreadsheet", limit=SPREADSHEET_FILE_LIMIT) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    except OSError:
-        return None  # gone or unreadable since the glob: the next tick sees it again
+    except (OSError, UsageError):
+        return None  # gone, unreadable or no regular file: the next tick looks again
     return digest.hexdigest()

@@ -124,3 +124,15 @@ def test_a_file_at_the_staging_folder_stops_the_run_and_stays(tmp_path: Path) ->
 
     assert (out / STAGING_DIR).read_text() == "not a folder"
     assert client.requests == 0
+
+
+def test_the_staging_folder_is_made_for_this_user_only(tmp_path: Path) -> None:
+    # Snapshot files are written by name inside it: no one else may plant a link there.
+    out, earlier = tmp_path / "out", tmp_path / "earlier"
+    (earlier / STAGING_DIR).mkdir(parents=True, mode=0o777)  # as an earlier petsync left it
+    (earlier / STAGING_DIR).chmod(0o777)
+    export(out, ScriptedClient(PETS))
+    export(earlier, ScriptedClient(PETS))
+
+    assert (out / STAGING_DIR).stat().st_mode & 0o777 == 0o700
+    assert (earlier / STAGING_DIR).stat().st_mode & 0o777 == 0o700

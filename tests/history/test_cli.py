@@ -62,3 +62,16 @@ def test_no_snapshots_exits_2_naming_the_export(tmp_path: Path) -> None:
     assert f"no snapshots under {tmp_path / 'pets'}; `petsync export --out {tmp_path}`" in (
         result.stderr
     )
+
+
+def test_a_link_at_the_lock_file_is_refused_and_never_followed(tmp_path: Path) -> None:
+    publish_snapshot(tmp_path, DAY1, [(1, "Rex", 1, "available")])
+    victim = tmp_path / "elsewhere" / "authorized_keys"
+    victim.parent.mkdir()
+    (tmp_path / ".history.lock").symlink_to(victim)  # dangling: opening it would create it
+
+    result = CliRunner().invoke(cli, ["history", str(tmp_path)])
+
+    assert result.exit_code == 2, result.output
+    assert f"history lock file {tmp_path / '.history.lock'} is a symbolic link" in result.stderr
+    assert not victim.exists() and not (tmp_path / "history").exists()

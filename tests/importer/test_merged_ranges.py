@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+from petsync.core.errors import InputError
 from petsync.importer.sheets import merged_ranges
 from petsync.importer.sheets.merged_ranges import read_merged_ranges
 
@@ -58,3 +60,17 @@ def test_a_damaged_workbook_gives_no_ranges(tmp_path: Path) -> None:
     path = tmp_path / "m.xlsx"
     path.write_bytes(b"PK\x03\x04 not really a zip")
     assert read_merged_ranges(path, "Sheet") == []
+
+
+def test_a_fifo_swapped_in_at_the_workbook_is_refused_naming_it(tmp_path: Path) -> None:
+    # The ranges are read after the workbook; a FIFO at its name by then is exit 2, never
+    # opened as a zip (with no writer that open would block; this test holds one, so a
+    # reader that went by the name would fail here instead of hanging).
+    path = tmp_path / "m.xlsx"
+    os.mkfifo(path)
+    writer = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        with pytest.raises(InputError, match=f"spreadsheet {path} is a FIFO"):
+            read_merged_ranges(path, "Sheet")
+    finally:
+        os.close(writer)

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from petsync.core.errors import ExitCode
+from petsync.core.errors import ExitCode, InputError
 from petsync.importer import run as run_module
 from petsync.importer.config import ImportConfig
+from petsync.importer.output_csv import earlier_rows
 from petsync.importer.run import run_import
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import ReadOptions
@@ -61,3 +62,15 @@ def test_a_write_pass_failing_after_pets_were_created_is_a_stop_with_the_count(
     assert "the output files could not be written" in message
     expected = "changed while the import was running" if failure == "changed" else "RuntimeError"
     assert expected in message
+
+
+def test_a_link_swapped_in_at_an_earlier_reject_file_is_never_read_back(tmp_path: Path) -> None:
+    # Planted after the check before sending: its target's rows must not reach the new file.
+    secret = tmp_path / "private" / "notes.csv"
+    secret.parent.mkdir()
+    secret.write_text("name,categoryId\nsecret,1\n", encoding="utf-8")
+    rejects = tmp_path / "pets.rejects.csv"
+    rejects.symlink_to(secret)
+
+    with pytest.raises(InputError, match=f"the earlier {rejects} is a symbolic link"):
+        list(earlier_rows(rejects, ["name", "categoryId"], frozenset()))

@@ -19,6 +19,7 @@ from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
 from petsync.orchestration import process
 from petsync.orchestration.dagster import PetsyncTarget, petsync_definitions
+from petsync.orchestration.dagster_import import _sha256
 from petsync.server.faults import Faults
 from petsync.server.runner import RunningServer
 from tests.cli.test_run import install_jobs
@@ -296,3 +297,8 @@ def test_the_history_asset_folds_the_stored_snapshots_after_the_snapshot(
     assert nights == [past.isoformat(), utc_today().isoformat()]  # both stored nights, in order
     assert history["current"].value == 60
     assert (workdir / "snapshots" / "history" / "_history.json").is_file()
+
+
+def test_the_sensor_never_hashes_what_is_no_regular_file() -> None:
+    # A FIFO swapped in after the glob would block the sensor; a device is read the same way.
+    assert _sha256(Path("/dev/null")) is None

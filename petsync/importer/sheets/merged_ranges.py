@@ -24,6 +24,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from petsync.importer.sheets.inflating import InflationBudget
+from petsync.importer.sheets.sheet import open_input
 from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, sheet_part
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ def read_merged_ranges(path: Path, sheet_name: str) -> list[MergedRange]:
     """The merged ranges of the sheet ``sheet_name`` of the workbook ``path`` (see above)."""
     suffix = path.suffix.lower()
     try:
-        with zipfile.ZipFile(path) as archive:
+        # Checked as the import's input is (a FIFO swapped in since would block the open).
+        with open_input(path) as handle, zipfile.ZipFile(handle) as archive:
             if suffix in XLSX_SUFFIXES:
                 part = sheet_part(archive, sheet_name, InflationBudget(path))
                 return [] if part is None else _xlsx_ranges(archive, part)

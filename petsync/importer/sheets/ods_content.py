@@ -35,6 +35,7 @@ from xml.sax.saxutils import unescape
 
 from petsync.core.errors import InputError
 from petsync.core.interface import SHEET_CELL_LIMIT, WORKBOOK_TEXT_LIMIT
+from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import (
     DAMAGED_ZIP,
     InflationBudget,
@@ -113,7 +114,7 @@ def measure_ods(path: Path, sheet_name: str | None) -> OdsMeasure:
     not a zip holding a ``content.xml`` this scan can read through.
     """
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(source_name(path))
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise UnmeasuredWorkbook(str(exc)) from exc
     with archive:

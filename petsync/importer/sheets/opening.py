@@ -19,7 +19,7 @@ def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsh
             raise InputError(
                 f"{path}: --encoding and --delimiter apply to CSV files only, not to workbooks"
             )
-        return open_workbook(path, options.sheet)
+        return open_workbook(path, options.sheet, options.stop)
     if options.sheet:
         raise InputError(f"{path}: --sheet applies to workbooks (.xlsx, .ods...), not to CSV")
     return open_csv(path, options)

@@ -31,6 +31,7 @@ from pathlib import Path
 from petsync.core.errors import InputError
 from petsync.core.interface import SHARED_STRING_LIMIT, WORKBOOK_TEXT_LIMIT
 from petsync.importer.sheets import xlsb_records
+from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import (
     CHUNK,
     DAMAGED_ZIP,
@@ -79,7 +80,7 @@ def measure_shared_strings(path: Path) -> SharedStrings | None:
         return None
     member = _XLSB_STRINGS if suffix == ".xlsb" else _STRINGS
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(source_name(path)) as archive:
             if member not in archive.NameToInfo:
                 return None
             with member_chunks(archive, member, InflationBudget(path)) as chunks:
@@ -152,7 +153,7 @@ def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | No
     binary = path.suffix.lower() == ".xlsb"
     find_part = xlsb_records.sheet_part if binary else sheet_part
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(source_name(path)) as archive:
             part = find_part(archive, sheet, InflationBudget(path))
             if part is None:
                 return

@@ -15,7 +15,6 @@ workbook errors never leave those modules: they become
 
 from __future__ import annotations
 
-import hashlib
 import io
 import itertools
 import logging
@@ -331,19 +330,6 @@ def _first_over(cells: Sequence[str]) -> int:
         if used > ROW_CHAR_LIMIT:
             return i
     return len(cells)
-
-
-def file_sha256(path: Path, stop: StopRequest | None = None) -> str:
-    """The sha256 of a file's bytes, read in chunks (a regular file only: see
-    :func:`open_input`)."""
-    digest = hashlib.sha256()
-    try:
-        with open_input(path, stop) as handle:
-            while chunk := handle.read(CHUNK):
-                digest.update(chunk)
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return digest.hexdigest()
 
 
 def open_input(path: Path, stop: StopRequest | None = None) -> BinaryIO:

@@ -28,6 +28,7 @@ from xml.etree import ElementTree
 
 from petsync.core.errors import InputError
 from petsync.core.interface import SHEET_CELL_LIMIT, SHEET_COLUMN_LIMIT, WORKBOOK_XML_LIMIT
+from petsync.importer.sheets.held import source_name
 
 # What a damaged zip or XML raises while it is measured.
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, NotImplementedError)
@@ -87,7 +88,7 @@ def check_sheet_range(path: Path, sheet: str) -> UsedRange | None:
     if path.suffix.lower() not in MEASURED_SUFFIXES:
         return None
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(source_name(path))
     except (OSError, zipfile.BadZipFile, ValueError):
         return None
     with archive:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from petsync.core.errors import InputError
+from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.shared_strings import (
     check_shared_string_uses,
@@ -46,7 +47,7 @@ def read_sheet_values(
 
         # calamine reads the shared strings when it opens the workbook: counted first.
         strings = _measured(measure_shared_strings, path, within_limits=check_grid)
-        workbook = CalamineWorkbook.from_path(str(path))
+        workbook = CalamineWorkbook.from_path(source_name(path))
         names = list(workbook.sheet_names)
         worksheets = [
             meta.name for meta in workbook.sheets_metadata if "WorkSheet" in str(meta.typ)

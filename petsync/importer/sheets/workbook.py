@@ -42,19 +42,40 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from petsync.importer.sheets.held import held_workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
 from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
-from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells, file_sha256
+from petsync.importer.sheets.sheet import Record, Spreadsheet, StopRequest, cut_cells
 from petsync.importer.sheets.sheet_values import read_sheet_values
 from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
 
-def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
-    """Open a workbook, choose the sheet (the first worksheet by default), read it whole."""
-    sha256 = file_sha256(path)
+def open_workbook(
+    path: Path, sheet_name: str | None, stop: StopRequest | None = None
+) -> Spreadsheet:
+    """Open a workbook, choose the sheet (the first worksheet by default), read it whole.
+
+    Hashed and read from the one descriptor its check opened (:mod:`.held`); ``stop`` ends
+    the hash within one chunk.
+    """
+    with held_workbook(path, stop) as sha256:
+        chosen, values, exact = _read(path, sheet_name)
+    sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
+    records = list(_records(values, exact, sheet.cell_problems))
+    for number, column in sorted(exact.formulas):
+        sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
+    for (number, column), shown in sorted(exact.rounded.items()):
+        why = NUMBER_ROUNDED.format(value=shown)
+        sheet.cell_problems.setdefault(number, []).append((column, why))
+    sheet.start(iter(records))
+    sheet.cached_records = records
+    return sheet
+
+
+def _read(path: Path, sheet_name: str | None) -> tuple[str, list[list[Any]], ExactCells]:
     suffix = path.suffix.lower()
     exact = ExactCells()
     try:
@@ -73,16 +94,7 @@ def open_workbook(path: Path, sheet_name: str | None) -> Spreadsheet:
         chosen, values = read_in_child(path, sheet_name)
     if suffix in XLSX_SUFFIXES:
         exact = read_exact_cells(path, chosen)
-    sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
-    records = list(_records(values, exact, sheet.cell_problems))
-    for number, column in sorted(exact.formulas):
-        sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
-    for (number, column), shown in sorted(exact.rounded.items()):
-        why = NUMBER_ROUNDED.format(value=shown)
-        sheet.cell_problems.setdefault(number, []).append((column, why))
-    sheet.start(iter(records))
-    sheet.cached_records = records
-    return sheet
+    return chosen, values, exact
 
 
 def reopen_workbook(

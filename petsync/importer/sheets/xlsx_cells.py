@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
+from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import (
     DAMAGED_ZIP,
     InflationBudget,
@@ -83,7 +84,7 @@ def read_exact_cells(path: Path, sheet_name: str) -> ExactCells:
     if path.suffix.lower() not in XLSX_SUFFIXES:
         return ExactCells()
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(source_name(path)) as archive:
             part = sheet_part(archive, sheet_name, InflationBudget(path))
             if part is None:
                 return ExactCells()
