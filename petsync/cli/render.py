@@ -128,6 +128,8 @@ def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[st
     lines.extend(f"  note: {notice}" for notice in report.notices)
     if report.dry_run:
         done = f"; already created {report.already_created}" if report.already_created else ""
+        if report.uncertain:  # sent by an earlier run, outcome unknown: --settle decides
+            done += f"; uncertain {report.uncertain}"
         lines.append(
             f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
             f"{report.rejected_local}{done}"
