@@ -75,6 +75,8 @@ def column_letters(index: int) -> str:
 def read_merged_ranges(path: Path, sheet_name: str) -> list[MergedRange]:
     """The merged ranges of the sheet ``sheet_name`` of the workbook ``path`` (see above)."""
     suffix = path.suffix.lower()
+    if suffix not in XLSX_SUFFIXES and suffix != ".ods":
+        return []  # .xls is no zip at all: asking would warn on every import of one
     try:
         with zipfile.ZipFile(path) as archive:
             if suffix in XLSX_SUFFIXES:
