@@ -90,7 +90,7 @@ from petsync.ops.metrics import record_run
 @click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where the rejects/accepted/uncertain files and the journals go. Default: beside FILE.",
+    help="Where the rejects/accepted/uncertain files go. Default: beside FILE.",
 )
 @click.option(
     "--journal",
