@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from petsync.cli.import_progress import shows_progress
-from petsync.cli.import_shown import ImportShown
+from petsync.cli.import_shown import ImportShown, fix_options
 from petsync.cli.options import grace_option, json_option, metrics_file_option, target_options
 from petsync.cli.output import ReportTo, echo_json
 from petsync.cli.render import import_total_line
@@ -90,7 +90,7 @@ from petsync.ops.metrics import record_run
 @click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where the rejects/accepted/uncertain files and the journals go. Default: beside FILE.",
+    help="Where the rejects/accepted/uncertain files go. Default: beside FILE.",
 )
 @click.option(
     "--journal",
@@ -216,7 +216,7 @@ def import_command(
         report_to = ReportTo.parse(report_path)  # checked before anything is sent
         text = not (as_json or report_to.stdout)
         live = text and not dry_run and shows_progress(sys.stderr, state.environ)
-        shown = ImportShown(text=text, live=live)
+        shown = ImportShown(text=text, live=live, fix_options=fix_options(state_dir, category_map))
         home, category_map = _from_environment(
             state, target, state_dir, category_map, dry_run=dry_run
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from types import TracebackType
@@ -24,12 +25,21 @@ def archived(report: ImportReport) -> str:
     return f"{report.archived_to}/ ({', '.join(report.archived)} moved there)"
 
 
+def fix_options(state_dir: Path | None, category_map: Path | None) -> tuple[str, ...]:
+    """The options given here that importing a fixed reject file needs as well: the same
+    journals (``--state-dir``) and category names (``--category-map``). The environment's
+    own keys apply to the fix by themselves."""
+    given = (("--state-dir", state_dir), ("--category-map", category_map))
+    return tuple(f"{name} {shlex.quote(str(path))}" for name, path in given if path is not None)
+
+
 class ImportShown:
     """What the command shows while its files import: a live line each, then its summary."""
 
-    def __init__(self, *, text: bool, live: bool) -> None:
+    def __init__(self, *, text: bool, live: bool, fix_options: tuple[str, ...] = ()) -> None:
         self._text = text
         self._live = live
+        self._fix_options = fix_options  # what the printed fix command must carry
         self._line: ImportProgressLine | None = None
 
     def progress(self, path: Path) -> ImportProgressLine | None:
@@ -48,7 +58,7 @@ class ImportShown:
         self._end_line()
         if self._text:
             # A file name can hold anything, a newline too: every line is shown escaped.
-            lines = import_summary(report, check_lines=False)
+            lines = import_summary(report, check_lines=False, fix_options=self._fix_options)
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("rejects:")), None)
             if at is not None:  # the first rejected rows, under the file that has them all
                 lines[at:at] = rejected_lines(report)

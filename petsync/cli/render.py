@@ -8,6 +8,7 @@ A JSON document holds the same facts as the lines, never the key.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,10 +109,14 @@ def import_check_lines(report: ImportReport) -> list[str]:
     return lines
 
 
-def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[str]:
+def import_summary(
+    report: ImportReport, *, check_lines: bool = True, fix_options: Sequence[str] = ()
+) -> list[str]:
     """The human summary of an import, ending with the command that fixes what is left.
 
     ``check_lines=False`` leaves out :func:`import_check_lines` (shown before sending).
+    ``fix_options`` are the options of this run the fix's import needs too (the command
+    line's ``--category-map`` and ``--state-dir``): the printed command carries them.
     """
     read = f"read {report.source}: {report.rows_read} rows, {report.skipped_blank} blank skipped"
     if report.sheet is not None:
@@ -128,6 +133,8 @@ def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[st
     lines.extend(f"  note: {notice}" for notice in report.notices)
     if report.dry_run:
         done = f"; already created {report.already_created}" if report.already_created else ""
+        if report.uncertain:  # sent by an earlier run, outcome unknown: --settle decides
+            done += f"; uncertain {report.uncertain}"
         lines.append(
             f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
             f"{report.rejected_local}{done}"
@@ -157,7 +164,8 @@ def import_summary(report: ImportReport, *, check_lines: bool = True) -> list[st
         lines.append(f"stopped: {shown_text(redact(report.stopped_reason), NOTE_CHARS)}")
     rejects = report.files.get("rejects")
     if rejects and (report.rejected_local or report.rejected_api):
-        lines.append(f"rejects:   {rejects}  (fix them, then: {_fix_command(report, rejects)})")
+        command = _fix_command(report, rejects, fix_options)
+        lines.append(f"rejects:   {rejects}  (fix them, then: {command})")
     if report.files.get("accepted"):
         lines.append(f"accepted:  {report.files['accepted']}")
     uncertain = report.files.get("uncertain")
@@ -199,11 +207,11 @@ def _rows(rows: tuple[int, ...]) -> str:
     return shown + (f" and {len(rows) - SHOWN_IDS} more" if len(rows) > SHOWN_IDS else "")
 
 
-def _fix_command(report: ImportReport, rejects: str) -> str:
+def _fix_command(report: ImportReport, rejects: str, fix_options: Sequence[str] = ()) -> str:
     """The command that imports the fixed reject file where the first file's journals are
     (its ``--out-dir``, when the reject file is elsewhere: archived), so each row is still
-    created at most once."""
-    command = f"petsync import {rejects}"
+    created at most once, with the options of this run it needs (``fix_options``)."""
+    command = " ".join(["petsync import", rejects, *fix_options])
     journal = Path(report.files.get("journal", ""))
     if journal.parent.name == "journals" and journal.parent.parent.name == ".petsync":
         out_dir = journal.parent.parent.parent

@@ -37,6 +37,11 @@ def load_category_map(path: Path) -> tuple[dict[str, int], str]:
     """The ids of the map at ``path`` by :func:`~petsync.importer.columns.category_key`,
     and the name messages call it by; :class:`InputError` (exit 2) naming every problem."""
     where = f"category map {path}"
+    if not path.is_file():  # say which file: the import's own sheet is another
+        raise InputError(
+            f"{where}: no such file; check --category-map (or category_map in the job file "
+            "or petsync.toml, relative to it); nothing was sent"
+        )
     ids: dict[str, int] = {}
     rows_of: dict[str, int] = {}
     problems: list[str] = []

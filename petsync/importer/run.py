@@ -129,9 +129,11 @@ def _run_checked(
     paths.check_writable()  # the folder, and no link or FIFO at an output's name
     journal: Journal | None = None
     ledger: Ledger | None = None
-    if config.dry_run and checked.invalid_rows:
-        # A row a fix created since must not show as a reject again: the journals say so.
-        ledger = load_ledger(paths.journal.parent, checked.origin, None, checked.invalid_rows)
+    if config.dry_run:
+        # What the journals say: a row created (or maybe created) by an earlier run of
+        # this file, or by a fix since, is neither "would be sent" nor a reject again.
+        rows = checked.original_rows if checked.fed_back else None
+        ledger = load_ledger(paths.journal.parent, checked.origin, None, rows)
     if not config.dry_run:
         journals = paths.journal.parent
         if journals == home:

@@ -138,6 +138,9 @@ def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
     return value, None, "." in stripped
 
 
+_UNREAD_CELL = frozenset({ErrorCode.FORMULA_WITHOUT_VALUE, ErrorCode.NUMBER_NOT_EXACT})
+
+
 def validate_row(
     cells: Sequence[str],
     columns: ColumnMap,
@@ -214,6 +217,11 @@ def validate_row(
                 f"(extra: {shown}); a cell probably holds an unquoted delimiter",
             )
         )
+    # A cell the reader could not read as shown (a formula with no value, an inexact
+    # number) has said why: "is blank" or "not a whole number" on top would misdirect.
+    unread = {p.field for p in problems if p.code in _UNREAD_CELL and p.field is not None}
+    if unread:
+        errors = [e for e in errors if e in problems or e.field not in unread]
     if errors:
         return Validated(None, tuple(errors), ())
     if trimmed:

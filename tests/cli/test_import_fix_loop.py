@@ -71,11 +71,12 @@ def test_a_fixed_row_is_created_once_however_often_and_in_whatever_bytes_it_is_f
     assert names(srv) == Counter({"Rex": 1, "Nemo": 1, "Tom": 1})
     (nemo,) = [pet for pet in srv.store.all() if pet.name == "Nemo"]
 
-    # A dry run of the original knows it too: Nemo is no reject any more.
+    # A dry run of the original knows it too: Nemo is no reject any more, and nothing
+    # would be sent (Rex and Tom were created by the first run).
     dry = run(srv, "new-pets.xlsx", "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert (
-        "dry run: 2 rows would be sent, nothing sent; rejected locally 0; already created 1"
+        "dry run: 0 rows would be sent, nothing sent; rejected locally 0; already created 3"
     ) in dry.output.splitlines()
     assert not rejects.exists()
 
@@ -248,3 +249,25 @@ def test_a_fix_imported_away_from_the_first_files_journals_says_so(
         "if so, import this file with that --state-dir or --out-dir, or rows created there "
         "could be created again"
     )
+
+
+def test_a_dry_run_of_a_file_imported_before_says_nothing_would_be_sent(
+    petstore_server: Any, isolated: Path
+) -> None:
+    # Staff check an inbox with `run --dry-run` before the real run: the same bytes
+    # dropped again (another folder, another name) must not read as rows to be created.
+    srv = petstore_server()
+    Path("pets.csv").write_text("name,categoryId\nRex,1\nTom,2\nKit,3\n")
+    assert run(srv, "pets.csv").exit_code == 0
+    journal = journal_of(Path("pets.csv"))
+    with journal.open("a") as handle:  # Kit's outcome unknown, as a kill leaves it
+        handle.write('{"row": 4, "state": "sending"}\n')
+    Path("inbox").mkdir()
+    shutil.copy("pets.csv", "inbox/again.csv")
+    dry = run(srv, "inbox/again.csv", "--dry-run")
+    assert dry.exit_code == 4, dry.output
+    assert (
+        "dry run: 0 rows would be sent, nothing sent; rejected locally 0; already created 2; "
+        "uncertain 1"
+    ) in dry.output.splitlines()
+    assert names(srv) == Counter({"Rex": 1, "Tom": 1, "Kit": 1})

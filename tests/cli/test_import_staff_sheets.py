@@ -7,6 +7,7 @@ and (where LibreOffice is installed) by LibreOffice itself.
 from __future__ import annotations
 
 import csv
+import shlex
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,30 @@ def test_category_names_are_read_through_the_map_and_an_unknown_one_names_it(
     assert pets(srv)[("Polly", 4)] == 1 and srv.store.count() == 5
 
 
+def test_the_printed_fix_command_carries_the_map_and_state_dir_it_needs(
+    petstore_server: Any, isolated: Path
+) -> None:
+    # Staff run the command the summary prints: without the first run's --category-map the
+    # fixed words were rejected again, and without its --state-dir the fix's journal went
+    # to another home (where a second fix could send the row again).
+    srv = petstore_server()
+    Path("arrivals.csv").write_text("Name,Category\nRex,Dog\nPolly,Parrot\n")
+    Path("my map.csv").write_text("name,categoryId\nDog,1\nBird,4\n")
+    first = run(srv, "arrivals.csv", "--category-map", "my map.csv", "--state-dir", "state")
+    assert first.exit_code == 4, first.output
+    printed = "petsync import arrivals.rejects.csv --state-dir state --category-map 'my map.csv'"
+    assert f"rejects:   arrivals.rejects.csv  (fix them, then: {printed})" in first.output
+    (polly,) = read_rows(Path("arrivals.rejects.csv"))
+    with Path("arrivals.rejects.csv").open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(polly))
+        writer.writeheader()
+        writer.writerow({**polly, "Category": "Bird"})
+    fixed = run(srv, *shlex.split(printed)[2:])
+    assert fixed.exit_code == 0, fixed.output
+    assert "note:" not in fixed.output  # the first file's journal was found
+    assert pets(srv) == Counter({("Rex", 1): 1, ("Polly", 4): 1})
+
+
 def test_without_a_map_a_category_word_names_the_option(
     petstore_server: Any, isolated: Path
 ) -> None:
@@ -210,7 +235,8 @@ def test_a_map_with_repeated_names_or_bad_ids_stops_before_anything_is_sent(
     assert missing.exit_code == 2
     assert "needs a name column (headed name or category)" in missing.output
     absent = run(srv, "arrivals.csv", "--category-map", "nope.csv")
-    assert absent.exit_code == 2 and "nope.csv" in absent.output
+    assert absent.exit_code == 2
+    assert "Error: category map nope.csv: no such file; check --category-map" in absent.output
 
 
 def test_the_map_from_a_workbook_a_job_file_and_the_environment(

@@ -74,3 +74,16 @@ def test_a_fifo_swapped_in_at_the_workbook_is_refused_naming_it(tmp_path: Path) 
             read_merged_ranges(path, "Sheet")
     finally:
         os.close(writer)
+
+
+@pytest.mark.parametrize("name", ["m.xls", "m.xlsb"])
+def test_xls_and_xlsb_give_no_ranges_without_a_warning(
+    tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Their covered cells read blank (see the module doc); an .xls is an OLE file, not a
+    # zip, and every import of one warned that its merged cells "could not be read".
+    path = tmp_path / name
+    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504))
+    with caplog.at_level("WARNING"):
+        assert read_merged_ranges(path, "Sheet") == []
+    assert caplog.records == []

@@ -85,13 +85,13 @@ def test_a_formula_without_a_saved_value_rejects_its_row_naming_the_cell(tmp_pat
     assert (report.created, report.rejected_local, report.skipped_blank) == (1, 2, 0)
     rejects = read_csv(tmp_path / "pets.rejects.csv")
     assert [(r["petsync_row"], r["petsync_error_code"]) for r in rejects] == [
-        ("2", "formula_without_value;name_missing"),
-        ("4", "formula_without_value;name_missing;category_missing"),
+        ("2", "formula_without_value"),  # no "name is blank" on top: the cell is no blank
+        ("4", "formula_without_value;name_missing"),
     ]
     assert rejects[0]["petsync_error_message"].startswith(
         "cell A2 (name) holds a formula with no saved value"
     )
-    assert rejects[1]["petsync_error_field"] == "categoryId;name;categoryId"
+    assert rejects[1]["petsync_error_field"] == "categoryId;name"
 
 
 def test_a_sheet_with_neither_reads_no_xml(tmp_path: Path) -> None:

@@ -76,6 +76,8 @@ def column_letters(index: int) -> str:
 def read_merged_ranges(path: Path, sheet_name: str) -> list[MergedRange]:
     """The merged ranges of the sheet ``sheet_name`` of the workbook ``path`` (see above)."""
     suffix = path.suffix.lower()
+    if suffix not in XLSX_SUFFIXES and suffix != ".ods":
+        return []  # .xls is no zip at all: asking would warn on every import of one
     try:
         # Checked as the import's input is (a FIFO swapped in since would block the open).
         with open_input(path) as handle, zipfile.ZipFile(handle) as archive:
