@@ -382,7 +382,8 @@ def test_report_of_one_night_says_come_back_tomorrow(tmp_path: Path, bundle_cach
         "with the second night)\n"
     )
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert f"one night, {START} to {START}." in page
+    assert f"one night, {START}." in page  # not "START to START"
+    assert f"(1 night, last night {START})</dd>" in page  # not "1 nights"
     assert "This history has one night so far: come back tomorrow." in page
     assert 'class="chart"' not in page and "vegaEmbed" not in page  # no empty charts
     assert "<td>2026-01-01</td><td>complete</td><td>1</td><td>1</td>" in page  # its numbers
