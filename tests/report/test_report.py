@@ -220,6 +220,8 @@ def check_axis(chart: str, axis: Axis) -> tuple[float, float] | None:
     else:
         values = [_number(t) for t in texts]
         _whole(values, f"{chart} {axis.description}")  # counts and days: whole numbers
+        if axis.orient == "y":  # the top of the plot (0) is a labelled tick, not a bare frame
+            assert abs(min(axis.ticks)) <= 1, (chart, axis.description, texts, axis.ticks)
     positions = axis.ticks
     assert len(values) >= 2, (chart, axis.description, texts)  # a scale shows its extent
     a, b = affine(values, positions)
