@@ -9,6 +9,7 @@ import click
 from petsync.cli.options import json_option
 from petsync.cli.output import echo_json
 from petsync.cli.state import terminal_line
+from petsync.core.errors import InputError
 
 if TYPE_CHECKING:
     from petsync.export.inventory import NightSummary
@@ -24,7 +25,8 @@ def snapshots_command(directory: str, as_json: bool) -> None:
 
     DIR|URI is the export's --out: a directory or an object-store URI (s3://, gs://, az://),
     holding Parquet folders, a Delta table or an Iceberg table. Nothing is fetched from the
-    API and nothing is written. Exit 0, also when there is no snapshot yet.
+    API and nothing is written. Exit 0, also when there is no snapshot yet; 2 when DIR
+    is not a folder.
 
     \b
     Example:
@@ -32,7 +34,13 @@ def snapshots_command(directory: str, as_json: bool) -> None:
       petsync snapshots s3://archive/petsync --json
     """
     from petsync.export.inventory import describe_snapshots  # pyarrow: only for this command
+    from petsync.export.location import parse_location
 
+    local = parse_location(directory, what="DIR|URI").local
+    if local is not None and not local.is_dir():  # a typo, not "no snapshot yet"
+        raise InputError(
+            f"{directory} is not a folder: pass the export's --out, the folder holding pets/"
+        )
     nights = describe_snapshots(directory)
     if as_json:
         echo_json({"location": directory, "snapshots": [n.to_json() for n in nights]})

@@ -158,6 +158,37 @@ def json_event_line(logger: str, level: str, event: str, fields: dict[str, objec
     return JsonFormatter(_Keys(())).format(record)
 
 
+class _LastResort(logging.Handler):
+    """Python's last resort, in sentences: when nothing shows the ``petsync`` loggers'
+    records (a script or notebook that set up no logging, no command's handler), a warning
+    reaches stderr as ``Warning: ...``; Python's own would print the bare event name."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(TextFormatter(_Keys(())))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _shown_elsewhere():
+            return
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # a logging handler never raises into the caller
+            self.handleError(record)
+
+
+def _shown_elsewhere() -> bool:
+    """Whether a handler besides the last resort sees the ``petsync`` loggers' records."""
+    logger: logging.Logger | None = logging.getLogger(LOGGER_NAME)
+    while logger is not None:
+        if any(not isinstance(h, _LastResort) for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
+
+
+logging.getLogger(LOGGER_NAME).addHandler(_LastResort())
+
+
 class LogHandle:
     """The handler one command installed; :meth:`close` puts the logger back as it was."""
 

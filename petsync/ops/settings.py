@@ -370,10 +370,9 @@ def inspect_target(
     else:
         if key is None:
             missing_key = ConfigError(
-                f"no API key: set {ENV_API_KEY} or pass --api-key-file PATH "
-                "(a file readable only by you: chmod 600 PATH); "
-                f"for environment {name!r} petsync first reads "
-                f"{_key_variable(environment, name)}"
+                f"no API key: set {_key_variable(environment, name)} (environment {name!r}) "
+                f"or {ENV_API_KEY}, or pass --api-key-file PATH "
+                "(a file readable only by you: chmod 600 PATH)"
             )
     try:
         resolved_limits = resolve_limits(

@@ -64,7 +64,8 @@ def count_scale(height: int = HEIGHT) -> Spec:
     ticks = max(2, math.ceil(height / 40))
     return {
         "axis": {"tickCount": ticks, "format": ",d"},
-        "scale": {"domain": {"unionWith": [0, ticks]}, "nice": True},
+        # nice to the tick count (True is d3's 10): the scale ends on a labelled tick.
+        "scale": {"domain": {"unionWith": [0, ticks]}, "nice": ticks},
     }
 
 

@@ -305,7 +305,7 @@ def render_page(
         f"<script>{WATCH}</script>\n{script}</head>\n<body>\n"
         f"<h1>{html.escape(title)}</h1>\n"
     )
-    span = f"{data.first} to {data.last}" if nights else "no night yet"
+    span = f"{data.first} to {data.last}" if nights > 1 else str(data.first or "no night yet")
     summary = f"{'one night' if nights == 1 else f'{nights} nights'}, {span}."
     meta = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in about)
     body = [f'<p class="meta">{html.escape(summary)}</p>', f'<dl class="meta">{meta}</dl>']

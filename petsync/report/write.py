@@ -89,10 +89,11 @@ def about(directory: Path | str, data: ReportData, made: dt.datetime) -> list[tu
     files = HistoryFiles.open(directory)
     folder = str(Path(directory).resolve()) if files.is_local else str(directory)
     last = f", last night {data.last}" if data.last else ""
+    count = len(data.nights)
     return [
         ("generated", made.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")),
         ("folder", folder),
-        ("history", f"{files.shown()} ({len(data.nights)} nights{last})"),
+        ("history", f"{files.shown()} ({count} night{'' if count == 1 else 's'}{last})"),
         ("petsync", __version__),
     ]
 

@@ -152,7 +152,10 @@ def test_check_without_a_base_url_exits_2(run: Callable[..., Result]) -> None:
 def test_check_without_a_key_exits_2(run: Callable[..., Result]) -> None:
     result = run("check", "--base-url", BASE, key=None)
     assert result.exit_code == 2
-    assert result.stderr.startswith("Error: no API key: set PETSYNC_API_KEY or pass --api-key-file")
+    assert result.stderr.startswith(
+        "Error: no API key: set PETSYNC_PRODUCTION_API_KEY (environment 'production') or "
+        "PETSYNC_API_KEY, or pass --api-key-file"
+    )
 
 
 def test_check_with_a_base_url_missing_v1_exits_2(run: Callable[..., Result]) -> None:

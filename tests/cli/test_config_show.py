@@ -31,7 +31,10 @@ def test_a_bare_environment_shows_every_setting_and_what_is_missing(isolated: Pa
     assert lines[8] == "max response  32 MiB  [default]"
     assert lines[9] == "a command would still need:"
     assert lines[10].startswith("  - no base URL: pass --base-url or set PETSYNC_BASE_URL")
-    assert lines[11].startswith("  - no API key: set PETSYNC_API_KEY or pass --api-key-file")
+    assert lines[11].startswith(
+        "  - no API key: set PETSYNC_PRODUCTION_API_KEY (environment 'production') or "
+        "PETSYNC_API_KEY, or pass --api-key-file"
+    )
     assert len(lines) == 12
     assert result.stderr == ""
 

@@ -94,6 +94,19 @@ def test_no_snapshot_yet_says_so_and_exits_0(tmp_path: Path) -> None:
     assert json.loads(_snapshots(str(tmp_path), "--json").stdout)["snapshots"] == []
 
 
+@pytest.mark.parametrize("made", ["nothing", "a file"])
+def test_a_folder_that_is_not_there_is_an_input_error_naming_it(tmp_path: Path, made: str) -> None:
+    typo = tmp_path / "petsnyc"  # a mistyped --out: not "no snapshots yet"
+    if made == "a file":
+        typo.write_text("not a folder")
+    for args in ([str(typo)], [str(typo), "--json"]):
+        result = _snapshots(*args)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert f"{typo} is not a folder" in result.stderr
+        assert "the export's --out" in result.stderr
+
+
 def _export(out: str, pets: list[Pet], today: dt.date, **options: Any) -> None:
     config = ExportConfig(
         client=ClientConfig(BASE, ApiKey("k")), out_dir=out, max_drop=1.0, **options

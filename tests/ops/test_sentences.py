@@ -5,10 +5,14 @@ keeps the structured event."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import datetime as dt
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +126,55 @@ def test_an_event_without_a_sentence_still_reads_as_words() -> None:
     finally:
         handle.close()
     assert stream.getvalue() == "Warning: cache too big (path: /tmp/c)\n"
+
+
+# A script or notebook that configures no logging: Python's own last resort would print the
+# bare event name ("history.snapshots_dated_ahead") and nothing else.
+LIBRARY_SCRIPT = """
+import datetime as dt, sys
+from pathlib import Path
+from tests.export.published import publish_snapshot
+import petsync
+folder = Path(sys.argv[1])
+publish_snapshot(folder, dt.date(2100, 1, 1), [(1, "Rex", 1, "sold")])
+petsync.update_history(folder)
+"""
+
+
+def test_in_a_script_with_no_logging_set_up_a_warning_is_the_same_sentence(
+    tmp_path: Path,
+) -> None:
+    repo = PACKAGE.parent
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("PYTHONWARNINGS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", LIBRARY_SCRIPT, str(tmp_path / "out")],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "Warning: snapshots dated after today (2100-01-01) were left out of the history: a "
+        "machine whose clock ran ahead wrote them. They are folded in when their date comes; "
+        "delete them if that date is wrong"
+    ]
+
+
+def test_logging_set_up_by_the_program_gets_the_record_and_petsync_prints_nothing_more() -> None:
+    stream = io.StringIO()
+    root = logging.getLogger()
+    handler = logging.StreamHandler(stream)
+    root.addHandler(handler)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as stderr:
+            logging.getLogger("petsync.history.update").warning(
+                "history.snapshots_dated_ahead", extra={"fields": {"dates": ["2100-01-01"]}}
+            )
+    finally:
+        root.removeHandler(handler)
+    assert stream.getvalue() == "history.snapshots_dated_ahead\n"  # the program's format
+    assert stderr.getvalue() == ""  # not a second copy

@@ -238,9 +238,9 @@ def test_missing_key_names_the_variables_to_set(dirs: tuple[Path, Path]) -> None
     with pytest.raises(ConfigError) as err:
         resolve(dirs, {"PETSYNC_BASE_URL": PROD}, env_name="staging")
     assert str(err.value) == (
-        "no API key: set PETSYNC_API_KEY or pass --api-key-file PATH (a file readable only by "
-        "you: chmod 600 PATH); for environment 'staging' petsync first reads "
-        "PETSYNC_STAGING_API_KEY"
+        # The environment's own variable first, as petsync.example.toml and cron.example use.
+        "no API key: set PETSYNC_STAGING_API_KEY (environment 'staging') or PETSYNC_API_KEY, "
+        "or pass --api-key-file PATH (a file readable only by you: chmod 600 PATH)"
     )
 
 

@@ -220,6 +220,8 @@ def check_axis(chart: str, axis: Axis) -> tuple[float, float] | None:
     else:
         values = [_number(t) for t in texts]
         _whole(values, f"{chart} {axis.description}")  # counts and days: whole numbers
+        if axis.orient == "y":  # the top of the plot (0) is a labelled tick, not a bare frame
+            assert abs(min(axis.ticks)) <= 1, (chart, axis.description, texts, axis.ticks)
     positions = axis.ticks
     assert len(values) >= 2, (chart, axis.description, texts)  # a scale shows its extent
     a, b = affine(values, positions)
@@ -382,7 +384,8 @@ def test_report_of_one_night_says_come_back_tomorrow(tmp_path: Path, bundle_cach
         "with the second night)\n"
     )
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert f"one night, {START} to {START}." in page
+    assert f"one night, {START}." in page  # not "START to START"
+    assert f"(1 night, last night {START})</dd>" in page  # not "1 nights"
     assert "This history has one night so far: come back tomorrow." in page
     assert 'class="chart"' not in page and "vegaEmbed" not in page  # no empty charts
     assert "<td>2026-01-01</td><td>complete</td><td>1</td><td>1</td>" in page  # its numbers
