@@ -198,6 +198,27 @@ def _stream_writer(path: Path, *, encoding: str, newline: str | None) -> Iterato
         yield handle
 
 
+def own_folder(directory: Path, what: str) -> None:
+    """Create ``directory`` (parents too) unless it exists; refuse a link or a file there.
+
+    For a folder petsync fills and prunes itself (``OUT/pets``, ``OUT/history``): a link
+    planted at its name, dangling or not, would have petsync write, replace and remove files
+    wherever it points, so it is :class:`ConfigError` (exit 2) naming it, never followed.
+    """
+    try:
+        mode = os.lstat(directory).st_mode
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True)
+        mode = os.lstat(directory).st_mode
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(
+            f"{what} {directory} is {describe_kind(mode)}, not a folder; petsync keeps its "
+            "files in a folder of its own and never follows a link there (one planted would "
+            "have petsync write and remove files where it points): remove it (a run "
+            "re-creates the folder) and run again"
+        )
+
+
 def check_writable_dir(directory: Path, what: str) -> None:
     """Fail (:class:`ConfigError`, exit 2) unless files can be created in ``directory``.
 
