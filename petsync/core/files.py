@@ -103,7 +103,7 @@ def atomic_writer(
     """
     kind = write_kind(path, what)
     if kind == "stream":
-        with _stream_writer(path, encoding=encoding, newline=newline) as handle:
+        with _stream_writer(path, what, encoding=encoding, newline=newline) as handle:
             yield handle
         return
     fd, temp = _create_temp(path)
@@ -179,23 +179,60 @@ def _refusal(path: Path, here: os.stat_result, what: str) -> str:
 
 def _is_own_stream(target: os.stat_result) -> bool:
     """True when ``target`` is the file behind this process's stdout or stderr."""
+    return _own_stream_fd(target) is not None
+
+
+def _own_stream_fd(target: os.stat_result) -> int | None:
+    """1 or 2 when ``target`` is the file behind that descriptor, else None."""
     for fd in (1, 2):
         with contextlib.suppress(OSError):
             if os.path.samestat(target, os.fstat(fd)):
-                return True
-    return False
+                return fd
+    return None
 
 
 @contextlib.contextmanager
-def _stream_writer(path: Path, *, encoding: str, newline: str | None) -> Iterator[IO[str]]:
-    # O_APPEND: /dev/stdout behind cron's `>>log` must add to the log, not overwrite its
-    # start. No O_CREAT, no O_TRUNC.
+def _stream_writer(
+    path: Path, what: str, *, encoding: str, newline: str | None
+) -> Iterator[IO[str]]:
+    # Written through a copy of the descriptor itself, never by opening ``path`` again: a
+    # link at the name swapped between the check and an open (`-> /proc/self/fd/1`, then
+    # `-> ~/.ssh/authorized_keys`) would have the rows appended where it then points. The
+    # copy shares the stream's offset and flags (cron's `>>log` stays an append).
+    own = None
+    with contextlib.suppress(OSError):
+        own = _own_stream_fd(path.stat())
+    if own is None:  # the name changed since write_kind looked at it
+        raise ConfigError(
+            f"{what} {path} changed while petsync was about to write it: it no longer names "
+            "this process's own output; look at what stands there and run again"
+        )
     for stream in (sys.stdout, sys.stderr):  # what was printed before comes first
         with contextlib.suppress(Exception):
             stream.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
-    with os.fdopen(fd, "w", encoding=encoding, newline=newline) as handle:
+    with os.fdopen(os.dup(own), "w", encoding=encoding, newline=newline) as handle:
         yield handle
+
+
+def own_folder(directory: Path, what: str) -> None:
+    """Create ``directory`` (parents too) unless it exists; refuse a link or a file there.
+
+    For a folder petsync fills and prunes itself (``OUT/pets``, ``OUT/history``): a link
+    planted at its name, dangling or not, would have petsync write, replace and remove files
+    wherever it points, so it is :class:`ConfigError` (exit 2) naming it, never followed.
+    """
+    try:
+        mode = os.lstat(directory).st_mode
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True)
+        mode = os.lstat(directory).st_mode
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(
+            f"{what} {directory} is {describe_kind(mode)}, not a folder; petsync keeps its "
+            "files in a folder of its own and never follows a link there (one planted would "
+            "have petsync write and remove files where it points): remove it (a run "
+            "re-creates the folder) and run again"
+        )
 
 
 def check_writable_dir(directory: Path, what: str) -> None:

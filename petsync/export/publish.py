@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from petsync.core.errors import ConfigError
-from petsync.core.files import fsync_dir, fsync_file
+from petsync.core.files import fsync_dir, fsync_file, own_folder
 from petsync.export.layout import STAGING_DIR, partition_path, pets_root
 from petsync.export.snapshot import list_snapshots
 
@@ -91,7 +91,7 @@ class StagedSnapshot(LocalFiles):
             fsync_file(entry)
         fsync_dir(self.path)
         root = pets_root(self.directory)
-        root.mkdir(parents=True, exist_ok=True)
+        own_folder(root, "snapshots folder")
         target = partition_path(self.directory, date)
         if target.is_symlink() or (target.exists() and not target.is_dir()):
             what = "a symbolic link" if target.is_symlink() else "not a folder"

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.core.files import atomic_write_text, fsync_dir, fsync_file
+from petsync.core.files import atomic_write_text, fsync_dir, fsync_file, own_folder
 from petsync.export.location import Location, parse_location
 from petsync.export.lock import LOCK_NAME as EXPORT_LOCK_NAME
 
@@ -284,8 +284,8 @@ class HistoryFiles:
 
     def prepare(self) -> None:
         """Create the folder on a local disk (an object store has no folders to create)."""
-        if self.is_local:
-            self.filesystem.create_dir(self.root, recursive=True)
+        if self.location.local is not None:
+            own_folder(self.location.local / HISTORY_DIR, "history folder")
 
     def read_state(self) -> HistoryState | None:
         """The state ``_history.json`` holds, or None if there is none."""

@@ -5,7 +5,8 @@
 A glob picks the spreadsheets it matches (``.csv``, ``.tsv`` and every workbook petsync
 reads) and passes over other files (a ``README``, Excel's ``~$`` lock
 files, hidden files). The files petsync writes beside an input (``*.rejects.csv``,
-``*.accepted.csv``, ``*.uncertain.csv``) are never picked up by a glob, only when named.
+``*.accepted.csv``, ``*.uncertain.csv``) are never picked up by a glob, only when named;
+nor is a symbolic link (with a warning): only a link named on the command line is followed.
 
 ``--archive DIR`` moves a fully processed file and its outputs into ``DIR/YYYY-MM-DD/``
 (:func:`archive_import`). Fully processed means the run was not stopped and every row of
@@ -50,7 +51,7 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
             matches = [
                 Path(name)
                 for name in sorted(glob.glob(pattern))
-                if picked_by_glob(Path(name).name) and Path(name).is_file()
+                if picked_by_glob(Path(name).name) and Path(name).is_file() and _no_link(name)
             ]
         else:
             matches = [Path(pattern)]
@@ -58,6 +59,23 @@ def expand_inputs(patterns: Sequence[str]) -> list[Path]:
             if path not in found:
                 found.append(path)
     return found
+
+
+def _no_link(name: str) -> bool:
+    """False, with a warning, for a symbolic link a glob met: it is passed over.
+
+    In a shared inbox, ``evil.csv -> ~/secret`` would have the import read a file only
+    petsync's user may read and copy its rows into a reject file the inbox's users can
+    (and POST them). A link named on the command line is the user's own and is followed.
+    """
+    if not os.path.islink(name):
+        return True
+    logger.warning(
+        "%s is a symbolic link: a glob passes over links (one planted in a shared inbox "
+        "would have petsync read the file it points to); name the file itself to import it",
+        name,
+    )
+    return False
 
 
 def picked_by_glob(name: str) -> bool:

@@ -231,3 +231,42 @@ def test_the_archive_never_moves_a_file_through_a_planted_link(
     )
     assert Path("archive", f"{today}_2", "done.csv").read_text() == ROWS
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_glob_passes_over_a_planted_link_and_copies_nothing_of_its_target(
+    petstore_server: Any, isolated: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `evil.csv -> a file only petsync's user may read`, planted in a shared inbox: read, its
+    # rows landed in a reject file the inbox's users can read (issue 29 item 6).
+    srv = petstore_server()
+    secret = isolated / "secret"
+    secret.write_text("name,categoryId\nTOPSECRET-token,not-a-number\nLeak,1\n")
+    secret.chmod(0o600)
+    Path("inbox").mkdir()
+    Path("inbox/evil.csv").symlink_to(secret)
+    Path("inbox/ok.csv").write_text(ROWS)
+
+    result = run(srv, "import", "inbox/*")
+
+    assert result.exit_code == 0, result.output
+    assert "1 files (0 not imported)" in result.stdout
+    assert [p.name for p in srv.store.all()] == ["Rex"]
+    assert sorted(p.name for p in Path("inbox").iterdir()) == [
+        "evil.csv",
+        "ok.accepted.csv",
+        "ok.csv",
+    ]
+    assert "inbox/evil.csv is a symbolic link: a glob passes over links" in caplog.text
+
+
+def test_a_link_named_on_the_command_line_is_the_users_own_and_is_read(
+    petstore_server: Any, isolated: Path
+) -> None:
+    srv = petstore_server()
+    (isolated / "real.csv").write_text(ROWS)
+    Path("named.csv").symlink_to(isolated / "real.csv")
+
+    result = run(srv, "import", "named.csv")
+
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in srv.store.all()] == ["Rex"]

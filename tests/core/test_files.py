@@ -209,3 +209,41 @@ def test_a_journal_behind_a_link_or_fifo_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"^journal .*b\.jsonl is a FIFO \(named pipe\)"):
         open_locked(tmp_path / "b.jsonl", "busy")
     assert victim.read_text() == "keep me"
+
+
+def test_a_link_to_the_own_stdout_swapped_before_the_write_never_reaches_the_new_target(
+    tmp_path: Path,
+) -> None:
+    # A link planted at an output's name as `-> /proc/self/fd/1` passes the check as the
+    # own stdout; swapped for `-> ~/.ssh/authorized_keys` before the write, an open by name
+    # would append the rows there (issue 29 item 6). The swap is made inside the check.
+    log = tmp_path / "job.log"
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("ssh-ed25519 AAAA owner\n")
+    link = tmp_path / "drop.rejects.csv"
+    link.symlink_to("/proc/self/fd/1")
+    code = (
+        "import os, sys; from pathlib import Path; import petsync.core.files as files\n"
+        "link, victim = Path(sys.argv[1]), sys.argv[2]\n"
+        "checked = files.write_kind\n"
+        "def swapped(path, what='output file'):\n"
+        "    kind = checked(path, what)\n"
+        "    os.symlink(victim, str(link) + '.new'); os.replace(str(link) + '.new', link)\n"
+        "    return kind\n"
+        "files.write_kind = swapped\n"
+        "try:\n"
+        "    files.atomic_write_text(link, 'ssh-ed25519 EVIL attacker\\n')\n"
+        "except files.ConfigError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    with log.open("a") as appended:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(link), str(victim)],
+            stdout=appended,
+            timeout=TIMEOUT,
+            check=False,
+        )
+
+    assert done.returncode == 0
+    assert victim.read_text() == "ssh-ed25519 AAAA owner\n"
+    assert "EVIL" not in victim.read_text()

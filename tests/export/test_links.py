@@ -136,3 +136,32 @@ def test_the_staging_folder_is_made_for_this_user_only(tmp_path: Path) -> None:
 
     assert (out / STAGING_DIR).stat().st_mode & 0o777 == 0o700
     assert (earlier / STAGING_DIR).stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_link_at_the_snapshots_folder_publishes_nothing_where_it_points(
+    tmp_path: Path, dangling: bool
+) -> None:
+    # OUT/pets as a link would put each night's snapshot, and --keep's removals, in the
+    # folder it points to (issue 29 item 6).
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "elsewhere"
+    if not dangling:
+        target = precious_folder(tmp_path)
+    before = contents(target) if not dangling else {}
+    (out / "pets").symlink_to(target, target_is_directory=True)
+
+    with pytest.raises(ConfigError) as caught:
+        export(out, ScriptedClient(PETS))
+
+    assert caught.value.exit_code is ExitCode.USAGE
+    assert str(caught.value).startswith(
+        f"snapshots folder {out / 'pets'} is a symbolic link, not a folder; petsync "
+    )
+    assert (out / "pets").is_symlink()
+    if dangling:
+        assert not target.exists()
+    else:
+        assert contents(target) == before
+        assert sorted(p.name for p in target.iterdir()) == [".hidden", "sub", "thesis.txt"]

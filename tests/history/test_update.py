@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from petsync.core.errors import InputError
+from petsync.core.errors import ConfigError, ExitCode, InputError
 from petsync.export.layout import MANIFEST_NAME, SnapshotInfo
 from petsync.history.load import load_history
 from petsync.history.table import history_dir
@@ -231,3 +231,32 @@ def test_an_update_loads_neither_pandas_nor_the_table_writers(tmp_path: Path) ->
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["4", "[]"]
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_link_at_the_history_folder_is_refused_and_nothing_lands_where_it_points(
+    tmp_path: Path, dangling: bool
+) -> None:
+    # A link planted at OUT/history would have the update write (and remove) its files in
+    # whatever folder it points to; a dangling one was an internal error (issue 29).
+    out = tmp_path / "out"
+    publish_snapshot(out, START, [(1, "a", 1, "sold")])
+    target = tmp_path / "elsewhere"
+    if not dangling:
+        target.mkdir()
+        (target / "keep.txt").write_text("mine\n")
+    history_dir(out).symlink_to(target, target_is_directory=True)
+
+    with pytest.raises(ConfigError) as caught:
+        update_history(out)
+
+    assert caught.value.exit_code is ExitCode.USAGE
+    assert str(caught.value).startswith(
+        f"history folder {history_dir(out)} is a symbolic link, not a folder; petsync "
+    )
+    assert "remove it (a run re-creates the folder)" in str(caught.value)
+    assert history_dir(out).is_symlink()
+    if dangling:
+        assert not target.exists()
+    else:
+        assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
