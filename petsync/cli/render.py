@@ -118,7 +118,10 @@ def import_summary(
     ``fix_options`` are the options of this run the fix's import needs too (the command
     line's ``--category-map`` and ``--state-dir``): the printed command carries them.
     """
-    read = f"read {report.source}: {report.rows_read} rows, {report.skipped_blank} blank skipped"
+    read = (
+        f"read {report.source}: {_counted_rows(report.rows_read)}, "
+        f"{report.skipped_blank} blank skipped"
+    )
     if report.sheet is not None:
         read += f", sheet {report.sheet!r}"
     else:
@@ -136,8 +139,8 @@ def import_summary(
         if report.uncertain:  # sent by an earlier run, outcome unknown: --settle decides
             done += f"; uncertain {report.uncertain}"
         lines.append(
-            f"dry run: {report.would_send} rows would be sent, nothing sent; rejected locally "
-            f"{report.rejected_local}{done}"
+            f"dry run: {_counted_rows(report.would_send)} would be sent, nothing sent; "
+            f"rejected locally {report.rejected_local}{done}"
         )
     else:
         lines.append(
@@ -275,3 +278,8 @@ def _shown_side(info: SnapshotInfo) -> str:
 
 def _shown_status(status: str | None) -> str:
     return NO_STATUS_SHOWN if status is None else status
+
+
+def _counted_rows(count: int) -> str:
+    """``1 row``, ``2 rows``: a summary a person reads says one row, not 1 rows."""
+    return f"{count} row" if count == 1 else f"{count} rows"

@@ -70,11 +70,7 @@ def _no_link(name: str) -> bool:
     """
     if not os.path.islink(name):
         return True
-    logger.warning(
-        "%s is a symbolic link: a glob passes over links (one planted in a shared inbox "
-        "would have petsync read the file it points to); name the file itself to import it",
-        name,
-    )
+    logger.warning("import_glob_link_skipped", extra={"fields": {"path": name}})
     return False
 
 

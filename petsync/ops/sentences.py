@@ -68,6 +68,11 @@ SENTENCES: dict[str, Callable[[Fields], str]] = {
         f"published (staged at {_get(f, 'staged')}); the snapshot before it is as it was"
     ),
     "export.warning": lambda f: _get(f, "message"),
+    "import_glob_link_skipped": lambda f: (
+        f"{_get(f, 'path')} is a symbolic link: a glob passes over links (one planted in a "
+        "shared inbox would have petsync read the file it points to); name the file itself "
+        "to import it"
+    ),
     "import_earlier_file_unfinished": lambda f: (
         f"an earlier {_get(f, 'source')} (journal {_get(f, 'journal')}) was not finished: put "
         "that file back and import it (with --settle) to finish it"

@@ -100,7 +100,7 @@ def test_dry_run_needs_no_key_and_sends_nothing(petstore_server: Any, isolated: 
     Path("pets.csv").write_text("name,categoryId\nRex,1\nBad,x\n")
     result = CliRunner().invoke(cli, ["import", "pets.csv", "--dry-run"], env={})
     assert result.exit_code == 4, result.output
-    assert "dry run: 1 rows would be sent, nothing sent; rejected locally 1" in result.output
+    assert "dry run: 1 row would be sent, nothing sent; rejected locally 1" in result.output
     assert srv.store.count() == 0
     assert [r["name"] for r in read_csv(Path("pets.rejects.csv"))] == ["Bad"]
     ok = CliRunner().invoke(cli, ["import", "pets.rejects.csv", "--dry-run"], env={})

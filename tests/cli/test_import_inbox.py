@@ -41,7 +41,7 @@ def test_a_glob_imports_each_file_with_one_summary_and_the_worst_exit(
     result = run(srv, "import", "inbox/*.csv", "--report", "report.json")
     assert result.exit_code == 2, result.output  # the worst: an input error
     out = result.stdout.splitlines()
-    assert out[0].startswith("read inbox/a.csv: 1 rows")
+    assert out[0].startswith("read inbox/a.csv: 1 row,")
     assert "inbox/c.csv: not imported: inbox/c.csv: no column for 'name' and 'categoryId'" in (
         result.stdout
     )
@@ -215,7 +215,7 @@ def test_run_dry_run_checks_an_import_job_and_sends_nothing(
     Path("export.toml").write_text('[export]\nout = "snaps"\n')
     result = run(srv, "run", "--dry-run", "job.toml")
     assert result.exit_code == 4, result.output
-    assert "dry run: 1 rows would be sent, nothing sent; rejected locally 1" in result.stdout
+    assert "dry run: 1 row would be sent, nothing sent; rejected locally 1" in result.stdout
     assert srv.store.count() == 0
     refused = run(srv, "run", "--dry-run", "export.toml")
     assert refused.exit_code == 2
