@@ -64,42 +64,120 @@ class Versions:
         return len(self.id)
 
 
+@dataclass
+class Columns:
+    """One table's versions as NumPy columns, in the table's order: what the reading of
+    one file keeps (:func:`table_columns`) until the files are put together
+    (:func:`versions_from_columns`).
+
+    ``status`` indexes ``words`` (``len(words)`` where a version has none); ``start`` and
+    ``end`` are days since the first night (``end`` -1 while current).
+    """
+
+    id: np.ndarray
+    category: np.ndarray
+    status: np.ndarray
+    words: tuple[str, ...]
+    none: bool  # some version has no status
+    start: np.ndarray
+    end: np.ndarray
+
+
+def table_columns(table: pa.Table, first: dt.date) -> Columns:
+    """The :class:`Columns` of a table with the history's columns (``name`` is not read).
+
+    Each file is turned into these on its reading thread and its Arrow table dropped, so
+    the report holds 20 bytes a version (int16 status codes, int32 days), not the table."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    epoch = np.int32((first - dt.date(1970, 1, 1)).days)
+    start = _numpy(table.column("valid_from").cast(pa.int32()), np.int32) - epoch
+    valid_to = table.column("valid_to")
+    if valid_to.null_count == len(valid_to):  # the open file: every version current
+        end = np.full(len(valid_to), -1, dtype=np.int32)
+    else:
+        end = _numpy(pc.fill_null(valid_to.cast(pa.int32()), epoch - 1), np.int32) - epoch
+    status = table.column("status")
+    if not pa.types.is_dictionary(status.type):
+        status = pc.dictionary_encode(status)
+    # One array, one dictionary: combining a column's chunks unifies their dictionaries.
+    array = status.chunk(0) if status.num_chunks == 1 else status.combine_chunks()
+    words = [str(w) for w in array.dictionary.to_pylist()]
+    codes = array.indices.fill_null(len(words)) if array.null_count else array.indices
+    return Columns(
+        id=_numpy(table.column("id"), np.int64),
+        category=_numpy(table.column("categoryId"), np.int64),
+        status=codes.to_numpy().astype(np.int16),
+        words=tuple(words),
+        none=array.null_count > 0,
+        start=start,
+        end=end,
+    )
+
+
+def _numpy(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
+    """A column without nulls as one NumPy array: a one-chunk column is not copied (and
+    ``ChunkedArray.to_numpy`` would import pandas)."""
+    import numpy as np
+
+    if column.num_chunks == 1:
+        one: np.ndarray = column.chunk(0).to_numpy()
+        return one
+    return np.concatenate([c.to_numpy() for c in column.chunks] or [np.zeros(0, dtype)])
+
+
 def versions_from_table(
     table: pa.Table, first: dt.date, names: Callable[[np.ndarray], list[str]] | None = None
 ) -> Versions:
     """:class:`Versions` from a table with the history's columns (:data:`COLUMNS`; ``name``
     may be left out when ``names`` gives the names of rows of the table)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    epoch = (first - dt.date(1970, 1, 1)).days
-    start = table.column("valid_from").cast(pa.int32()).to_numpy() - np.int32(epoch)
-    end_days = pc.fill_null(table.column("valid_to").cast(pa.int32()), epoch - 1)
-    end = end_days.to_numpy() - np.int32(epoch)
-    status_array = table.unify_dictionaries().column("status").combine_chunks()
-    if not pa.types.is_dictionary(status_array.type):
-        status_array = pc.dictionary_encode(status_array)
-    words = [str(w) for w in status_array.dictionary.to_pylist()]
-    present = set(words) | ({NO_STATUS} if status_array.null_count else set())
-    statuses = _status_order(sorted(present))
-    # Each dictionary index (and len(words) for null) to its place in ``statuses``.
-    # int16 codes (and int32 days) keep the versions' columns a few bytes a row.
-    codes = [statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]]
-    recode = np.array(codes, dtype=np.int16)
-    status = recode[pc.fill_null(status_array.indices, len(words)).to_numpy()]
-    ids = table.column("id").to_numpy()
-    order = np.argsort(ids, kind="stable")
-    ids, start, end, status = ids[order], start[order], end[order], status[order]
-    if not in_pet_order(ids, start):
-        again = np.lexsort((start, ids))
-        order, ids, start, end, status = (a[again] for a in (order, ids, start, end, status))
     if names is None:
         column = table.column("name")
         names = lambda rows: column.take(rows).to_pylist()  # noqa: E731
+    return versions_from_columns([table_columns(table, first)], first, names)
+
+
+def versions_from_columns(
+    parts: list[Columns], first: dt.date, names: Callable[[np.ndarray], list[str]]
+) -> Versions:
+    """:class:`Versions` from the columns of tables read one after the other (``names``
+    gives the names of rows counted across them, in that order). ``parts`` is emptied as
+    its columns are put together, so each is held once."""
+    import numpy as np
+
+    present = {w for p in parts for w in p.words}
+    if any(p.none for p in parts):
+        present.add(NO_STATUS)
+    statuses = _status_order(sorted(present))
+    for p in parts:
+        # Each word's index (and len(words) for none) to its place in ``statuses``.
+        codes = [statuses.index(w) if w in statuses else 0 for w in [*p.words, NO_STATUS]]
+        p.status = np.array(codes, dtype=np.int16)[p.status]
+
+    def joined(name: str, dtype: type) -> np.ndarray:
+        arrays = [getattr(p, name) for p in parts]
+        for p in parts:
+            setattr(p, name, None)  # dropped as soon as joined
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+
+    ids = joined("id", np.int64)
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    start = joined("start", np.int32)[order]
+    end = joined("end", np.int32)[order]
+    status = joined("status", np.int16)[order]
+    category = joined("category", np.int64)[order]
+    parts.clear()
+    if not in_pet_order(ids, start):
+        again = np.lexsort((start, ids))
+        order, ids, start, end, status, category = (
+            a[again] for a in (order, ids, start, end, status, category)
+        )
     return Versions(
         id=ids,
-        category=table.column("categoryId").to_numpy()[order],
+        category=category,
         status=status,
         start=start,
         end=end,
