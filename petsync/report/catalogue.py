@@ -228,11 +228,8 @@ def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
     ranked = np.lexsort((ids, -sizes))[:TOP_CATEGORIES]  # largest first, then by id
     top = ids[ranked]
     group = np.full(len(v), len(top), dtype=np.int16)
-    if len(top):
-        by_id = np.argsort(top)
-        at = np.searchsorted(top[by_id], v.category).clip(0, len(top) - 1)
-        hit = top[by_id][at] == v.category
-        group[hit] = by_id[at[hit]]
+    for code, category in enumerate(top.tolist()):
+        group[v.category == category] = code  # a pass a group: no int64 temporaries
     categories = [str(int(c)) for c in top]
     category_ids: list[int | None] = [int(c) for c in top]
     if bool((group == len(top)).any()):
@@ -241,9 +238,8 @@ def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
 
     night_days = [(night - v.first).days for night in nights]
     shape = (len(categories), len(v.statuses))
-    same_pet_before = np.zeros(len(v), dtype=bool)
-    same_pet_before[1:] = v.id[1:] == v.id[:-1]
-    follows = same_pet_before.copy()
+    follows = np.zeros(len(v), dtype=bool)  # the same pet's version ending as it starts
+    np.equal(v.id[1:], v.id[:-1], out=follows[1:])
     follows[1:] &= v.start[1:] == v.end[:-1]
     followed = np.zeros(len(v), dtype=bool)
     followed[:-1] = follows[1:]
@@ -327,10 +323,14 @@ def _changes(v: Versions, follows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     same_status = np.zeros(len(v), dtype=bool)
-    same_status[1:] = v.status[1:] == v.status[:-1]
-    run_start = ~(follows & same_status)
-    since = v.start[np.maximum.accumulate(np.where(run_start, np.arange(len(v)), 0))]
-    return follows & ~same_status, since
+    np.equal(v.status[1:], v.status[:-1], out=same_status[1:])
+    # Each version's run's first row: its own index where a run starts, carried forward.
+    first = np.arange(len(v), dtype=np.int32 if len(v) < 2**31 else np.int64)
+    first[follows & same_status] = 0
+    np.maximum.accumulate(first, out=first)
+    since = v.start[first]
+    same_status &= follows
+    return follows ^ same_status, since
 
 
 def _moves(
