@@ -66,66 +66,75 @@ class Versions:
 
 @dataclass
 class Columns:
-    """One table's versions as NumPy columns, in the table's order: what the reading of
-    one file keeps (:func:`table_columns`) until the files are put together
-    (:func:`versions_from_columns`).
+    """The versions of tables read one after the other, as NumPy columns in that order.
 
-    ``status`` indexes ``words`` (``len(words)`` where a version has none); ``start`` and
-    ``end`` are days since the first night (``end`` -1 while current).
+    Made with room for every row (:meth:`empty`, from the files' footers) and filled a
+    table at a time, each into its own rows (:meth:`fill`, so files can be read on
+    threads); then :func:`versions_from_columns` sorts them. One allocation a column, and
+    no Arrow table kept: at a million pets the report's memory is mostly these columns,
+    and every page of memory first touched costs a fault (the system time of a run).
+
+    ``status`` holds each table's own dictionary indices (``len(words)`` where a version
+    has none) until :func:`versions_from_columns` maps them to the statuses; ``start``
+    and ``end`` are days since the first night (``end`` -1 while current).
     """
 
     id: np.ndarray
     category: np.ndarray
     status: np.ndarray
-    words: tuple[str, ...]
-    none: bool  # some version has no status
     start: np.ndarray
     end: np.ndarray
+    words: list[tuple[int, int, tuple[str, ...], bool]]  # per table: rows, words, none seen
+
+    @classmethod
+    def empty(cls, rows: int) -> Columns:
+        import numpy as np
+
+        return cls(
+            id=np.empty(rows, np.int64),
+            category=np.empty(rows, np.int64),
+            status=np.empty(rows, np.int16),
+            start=np.empty(rows, np.int32),
+            end=np.empty(rows, np.int32),
+            words=[],
+        )
+
+    def fill(self, table: pa.Table, at: int, first: dt.date) -> None:
+        """Put ``table`` (the history's columns; ``name`` is not read) in rows ``at`` on."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = slice(at, at + table.num_rows)
+        epoch = (first - dt.date(1970, 1, 1)).days
+        _put(self.id[rows], table.column("id"))
+        _put(self.category[rows], table.column("categoryId"))
+        _put(self.start[rows], table.column("valid_from").cast(pa.int32()), epoch)
+        valid_to = table.column("valid_to")
+        if valid_to.null_count == len(valid_to):  # the open file: every version current
+            self.end[rows] = -1
+        else:
+            _put(self.end[rows], pc.fill_null(valid_to.cast(pa.int32()), epoch - 1), epoch)
+        status = table.column("status")
+        if not pa.types.is_dictionary(status.type):
+            status = pc.dictionary_encode(status)
+        # One array, one dictionary: combining a column's chunks unifies their dictionaries.
+        array = status.chunk(0) if status.num_chunks == 1 else status.combine_chunks()
+        words = tuple(str(w) for w in array.dictionary.to_pylist())
+        codes = array.indices.fill_null(len(words)) if array.null_count else array.indices
+        self.status[rows] = codes.to_numpy()
+        self.words.append((at, at + table.num_rows, words, array.null_count > 0))
 
 
-def table_columns(table: pa.Table, first: dt.date) -> Columns:
-    """The :class:`Columns` of a table with the history's columns (``name`` is not read).
-
-    Each file is turned into these on its reading thread and its Arrow table dropped, so
-    the report holds 20 bytes a version (int16 status codes, int32 days), not the table."""
+def _put(out: np.ndarray, column: pa.ChunkedArray, less: int = 0) -> None:
+    """Copy a column without nulls into ``out``, ``less`` taken off each value (chunk by
+    chunk: ``ChunkedArray.to_numpy`` would copy it whole first, and import pandas)."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    epoch = np.int32((first - dt.date(1970, 1, 1)).days)
-    start = _numpy(table.column("valid_from").cast(pa.int32()), np.int32) - epoch
-    valid_to = table.column("valid_to")
-    if valid_to.null_count == len(valid_to):  # the open file: every version current
-        end = np.full(len(valid_to), -1, dtype=np.int32)
-    else:
-        end = _numpy(pc.fill_null(valid_to.cast(pa.int32()), epoch - 1), np.int32) - epoch
-    status = table.column("status")
-    if not pa.types.is_dictionary(status.type):
-        status = pc.dictionary_encode(status)
-    # One array, one dictionary: combining a column's chunks unifies their dictionaries.
-    array = status.chunk(0) if status.num_chunks == 1 else status.combine_chunks()
-    words = [str(w) for w in array.dictionary.to_pylist()]
-    codes = array.indices.fill_null(len(words)) if array.null_count else array.indices
-    return Columns(
-        id=_numpy(table.column("id"), np.int64),
-        category=_numpy(table.column("categoryId"), np.int64),
-        status=codes.to_numpy().astype(np.int16),
-        words=tuple(words),
-        none=array.null_count > 0,
-        start=start,
-        end=end,
-    )
-
-
-def _numpy(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
-    """A column without nulls as one NumPy array: a one-chunk column is not copied (and
-    ``ChunkedArray.to_numpy`` would import pandas)."""
-    import numpy as np
-
-    if column.num_chunks == 1:
-        one: np.ndarray = column.chunk(0).to_numpy()
-        return one
-    return np.concatenate([c.to_numpy() for c in column.chunks] or [np.zeros(0, dtype)])
+    at = 0
+    for chunk in column.chunks:
+        values = chunk.to_numpy()
+        np.subtract(values, less, out=out[at : at + len(values)], casting="unsafe")
+        at += len(values)
 
 
 def versions_from_table(
@@ -136,40 +145,36 @@ def versions_from_table(
     if names is None:
         column = table.column("name")
         names = lambda rows: column.take(rows).to_pylist()  # noqa: E731
-    return versions_from_columns([table_columns(table, first)], first, names)
+    columns = Columns.empty(table.num_rows)
+    columns.fill(table, 0, first)
+    return versions_from_columns(columns, first, names)
 
 
 def versions_from_columns(
-    parts: list[Columns], first: dt.date, names: Callable[[np.ndarray], list[str]]
+    columns: Columns, first: dt.date, names: Callable[[np.ndarray], list[str]]
 ) -> Versions:
-    """:class:`Versions` from the columns of tables read one after the other (``names``
-    gives the names of rows counted across them, in that order). ``parts`` is emptied as
-    its columns are put together, so each is held once."""
+    """:class:`Versions` from the filled ``columns`` (``names`` gives the names of their
+    rows). ``columns`` is used up: each column is dropped once it is in pet order."""
     import numpy as np
 
-    present = {w for p in parts for w in p.words}
-    if any(p.none for p in parts):
+    present = {w for _, _, words, _ in columns.words for w in words}
+    if any(none for *_, none in columns.words):
         present.add(NO_STATUS)
     statuses = _status_order(sorted(present))
-    for p in parts:
+    for low, high, words, _ in columns.words:
         # Each word's index (and len(words) for none) to its place in ``statuses``.
-        codes = [statuses.index(w) if w in statuses else 0 for w in [*p.words, NO_STATUS]]
-        p.status = np.array(codes, dtype=np.int16)[p.status]
+        codes = [statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]]
+        rows = columns.status[low:high]
+        rows[:] = np.array(codes, dtype=np.int16)[rows]
 
-    def joined(name: str, dtype: type) -> np.ndarray:
-        arrays = [getattr(p, name) for p in parts]
-        for p in parts:
-            setattr(p, name, None)  # dropped as soon as joined
-        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+    def taken(name: str) -> np.ndarray:
+        values: np.ndarray = getattr(columns, name)[order]
+        setattr(columns, name, None)  # dropped as soon as ordered
+        return values
 
-    ids = joined("id", np.int64)
-    order = np.argsort(ids, kind="stable")
-    ids = ids[order]
-    start = joined("start", np.int32)[order]
-    end = joined("end", np.int32)[order]
-    status = joined("status", np.int16)[order]
-    category = joined("category", np.int64)[order]
-    parts.clear()
+    order = np.argsort(columns.id, kind="stable")
+    ids, start, end = taken("id"), taken("start"), taken("end")
+    status, category = taken("status"), taken("category")
     if not in_pet_order(ids, start):
         again = np.lexsort((start, ids))
         order, ids, start, end, status, category = (

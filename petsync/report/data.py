@@ -26,7 +26,6 @@ from petsync.report.catalogue import (
     Columns,
     Versions,
     count_catalogue,
-    table_columns,
     versions_from_columns,
 )
 from petsync.report.lookup import Lookup, pick_pets
@@ -84,9 +83,10 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
     """The versions in the history's files, read in the state's order (oldest night first,
     the open versions last), a few files at a time on threads.
 
-    Each file is read with ``ParquetFile`` (``read_table`` goes through pyarrow.dataset,
-    which imports pandas) for its five columns, and kept only as NumPy columns
-    (:func:`~petsync.report.catalogue.table_columns`)."""
+    The files' footers are read first: their row counts place each file's rows in
+    columns made once (:class:`~petsync.report.catalogue.Columns`), which each file is
+    copied into on its thread and then dropped. Files are read with ``ParquetFile``
+    (``read_table`` goes through pyarrow.dataset, which imports pandas)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -96,23 +96,42 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
     files = HistoryFiles.open(directory)
     first = state.nights[0].date if state.nights else dt.date(1970, 1, 1)
 
-    def read(name: str, columns: list[str]) -> pa.Table:
+    def unreadable(name: str, exc: Exception) -> InputError:
+        return InputError(
+            f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
+            f"`petsync history {files.location.uri} --rebuild`"
+        )
+
+    def footer(name: str) -> pq.FileMetaData:
         try:
             with files.filesystem.open_input_file(files.path(name)) as handle:
-                parquet = pq.ParquetFile(handle, read_dictionary=["status"], pre_buffer=True)
-                return parquet.read(columns=columns, use_threads=False)
+                return pq.read_metadata(handle)
         except (OSError, ValueError) as exc:  # pa.ArrowInvalid is a ValueError
-            raise InputError(
-                f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
-                f"`petsync history {files.location.uri} --rebuild`"
-            ) from exc
+            raise unreadable(name, exc) from exc
 
-    def columns(name: str) -> Columns:
-        return table_columns(read(name, COLUMNS[:1] + COLUMNS[2:]), first)
+    def read(name: str, columns: list[str], meta: pq.FileMetaData | None = None) -> pa.Table:
+        try:
+            with files.filesystem.open_input_file(files.path(name)) as handle:
+                parquet = pq.ParquetFile(
+                    handle, metadata=meta, read_dictionary=["status"], pre_buffer=True
+                )
+                return parquet.read(columns=columns, use_threads=False)
+        except (OSError, ValueError) as exc:
+            raise unreadable(name, exc) from exc
 
     with ThreadPoolExecutor(max_workers=READERS) as pool:
-        parts = list(pool.map(columns, state.files))
-    starts = np.cumsum([0] + [len(p.id) for p in parts])
+        footers = list(pool.map(footer, state.files))
+        starts = np.cumsum([0] + [f.num_rows for f in footers]).tolist()
+        columns = Columns.empty(starts[-1])
+
+        def fill(index: int) -> None:
+            name = state.files[index]
+            table = read(name, COLUMNS[:1] + COLUMNS[2:], footers[index])
+            if table.num_rows != footers[index].num_rows:  # not from a footer read just now
+                raise unreadable(name, ValueError("the file changed while it was read"))
+            columns.fill(table, starts[index], first)
+
+        list(pool.map(fill, range(len(footers))))
 
     def names(rows: np.ndarray) -> list[str]:
         """The names of ``rows``, reading the name column of the files that hold them."""
@@ -126,7 +145,7 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
                 out[at] = name
         return out
 
-    return versions_from_columns(parts, first, names)
+    return versions_from_columns(columns, first, names)
 
 
 def tables(state: HistoryState, versions: Versions) -> ReportData:
