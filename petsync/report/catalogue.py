@@ -23,7 +23,7 @@ is a removal. The tests check these numbers against ``load_history(as_of=...)``,
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ KNOWN_STATUSES = ("available", "pending", "sold")
 CHANGES = ("added", "changed", "removed")
 FROM_STATUS = "available"
 TO_STATUS = "sold"
+PIECE = 1 << 19  # rows counted at a time (see _pieces)
 COLUMNS = ["id", "name", "categoryId", "status", "valid_from", "valid_to"]
 
 
@@ -268,6 +269,13 @@ def _frame(columns: list[str], values: list[np.ndarray]) -> pd.DataFrame:
     )
 
 
+def _pieces(rows: int) -> Iterator[slice]:
+    """Slices of :data:`PIECE` rows: the keys counted are made a piece at a time, so their
+    temporaries (int64, as ``bincount`` wants them) are a few MB reused, not 36 MB each
+    of fresh memory at 4.6M versions."""
+    return (slice(at, min(at + PIECE, rows)) for at in range(0, rows, PIECE))
+
+
 def _counts(
     v: Versions, group: np.ndarray, night_days: list[int], shape: tuple[int, int]
 ) -> pd.DataFrame:
@@ -281,10 +289,13 @@ def _counts(
         return _frame(["n", "c", "s", "p"], [np.zeros(0)] * 4)
     cells = shape[0] * shape[1]
     days = night_days[-1] + 1
-    key = group.astype(np.int32) * shape[1] + v.status
-    opened = np.bincount(v.start * cells + key, minlength=days * cells)
-    ended = v.end >= 0
-    closed: np.ndarray = np.bincount(v.end[ended] * cells + key[ended], minlength=days * cells)
+    opened = np.zeros(days * cells, dtype=np.int64)
+    closed = np.zeros(days * cells, dtype=np.int64)
+    for rows in _pieces(len(v)):
+        key = group[rows].astype(np.intp) * shape[1] + v.status[rows]
+        opened += np.bincount(v.start[rows] * cells + key, minlength=days * cells)
+        ended = v.end[rows] >= 0
+        closed += np.bincount(v.end[rows][ended] * cells + key[ended], minlength=days * cells)
     running: np.ndarray = np.cumsum((opened - closed).reshape(days, *shape), axis=0)[night_days]
     grid: np.ndarray = np.indices(running.shape)
     used = (running != 0).any(axis=0)  # a category and status seen on some night
@@ -305,15 +316,17 @@ def _churn(
 
     if not len(v):
         return _frame(["n", "c", "s", "k", "p"], [np.zeros(0)] * 5)
-    cell = group.astype(np.int32) * shape[1] + v.status  # a version's group and status
     cells = shape[0] * shape[1]
     size = (int(max(v.start.max(), v.end.max())) + 1) * cells * 3
     # Opened (k 0 added, 1 changed) where a version starts; removed (k 2) where one ends
     # with none after it. The key space is small: days x groups x statuses x 3.
-    opened = np.bincount((v.start * cells + cell) * 3 + follows, minlength=size)
-    removed = (v.end >= 0) & ~followed
-    key = (v.end[removed] * cells + cell[removed]) * 3 + 2
-    counted = opened + np.bincount(key, minlength=size)
+    counted = np.zeros(size, dtype=np.int64)
+    for rows in _pieces(len(v)):
+        cell = group[rows].astype(np.intp) * shape[1] + v.status[rows]  # group and status
+        counted += np.bincount((v.start[rows] * cells + cell) * 3 + follows[rows], minlength=size)
+        removed = (v.end[rows] >= 0) & ~followed[rows]
+        key = (v.end[rows][removed] * cells + cell[removed]) * 3 + 2
+        counted += np.bincount(key, minlength=size)
     found = np.flatnonzero(counted)
     pets = counted[found]
     rest, k = np.divmod(found, 3)
