@@ -23,7 +23,7 @@ is a removal. The tests check these numbers against ``load_history(as_of=...)``,
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ KNOWN_STATUSES = ("available", "pending", "sold")
 CHANGES = ("added", "changed", "removed")
 FROM_STATUS = "available"
 TO_STATUS = "sold"
+PIECE = 1 << 19  # rows counted at a time (see _pieces)
 COLUMNS = ["id", "name", "categoryId", "status", "valid_from", "valid_to"]
 
 
@@ -64,42 +65,125 @@ class Versions:
         return len(self.id)
 
 
+@dataclass
+class Columns:
+    """The versions of tables read one after the other, as NumPy columns in that order.
+
+    Made with room for every row (:meth:`empty`, from the files' footers) and filled a
+    table at a time, each into its own rows (:meth:`fill`, so files can be read on
+    threads); then :func:`versions_from_columns` sorts them. One allocation a column, and
+    no Arrow table kept: at a million pets the report's memory is mostly these columns,
+    and every page of memory first touched costs a fault (the system time of a run).
+
+    ``status`` holds each table's own dictionary indices (``len(words)`` where a version
+    has none) until :func:`versions_from_columns` maps them to the statuses; ``start``
+    and ``end`` are days since the first night (``end`` -1 while current).
+    """
+
+    id: np.ndarray
+    category: np.ndarray
+    status: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    words: list[tuple[int, int, tuple[str, ...], bool]]  # per table: rows, words, none seen
+
+    @classmethod
+    def empty(cls, rows: int) -> Columns:
+        import numpy as np
+
+        return cls(
+            id=np.empty(rows, np.int64),
+            category=np.empty(rows, np.int64),
+            status=np.empty(rows, np.int16),
+            start=np.empty(rows, np.int32),
+            end=np.empty(rows, np.int32),
+            words=[],
+        )
+
+    def fill(self, table: pa.Table, at: int, first: dt.date) -> None:
+        """Put ``table`` (the history's columns; ``name`` is not read) in rows ``at`` on."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = slice(at, at + table.num_rows)
+        epoch = (first - dt.date(1970, 1, 1)).days
+        _put(self.id[rows], table.column("id"))
+        _put(self.category[rows], table.column("categoryId"))
+        _put(self.start[rows], table.column("valid_from").cast(pa.int32()), epoch)
+        valid_to = table.column("valid_to")
+        if valid_to.null_count == len(valid_to):  # the open file: every version current
+            self.end[rows] = -1
+        else:
+            _put(self.end[rows], pc.fill_null(valid_to.cast(pa.int32()), epoch - 1), epoch)
+        status = table.column("status")
+        if not pa.types.is_dictionary(status.type):
+            status = pc.dictionary_encode(status)
+        # One array, one dictionary: combining a column's chunks unifies their dictionaries.
+        array = status.chunk(0) if status.num_chunks == 1 else status.combine_chunks()
+        words = tuple(str(w) for w in array.dictionary.to_pylist())
+        codes = array.indices.fill_null(len(words)) if array.null_count else array.indices
+        self.status[rows] = codes.to_numpy()
+        self.words.append((at, at + table.num_rows, words, array.null_count > 0))
+
+
+def _put(out: np.ndarray, column: pa.ChunkedArray, less: int = 0) -> None:
+    """Copy a column without nulls into ``out``, ``less`` taken off each value (chunk by
+    chunk: ``ChunkedArray.to_numpy`` would copy it whole first, and import pandas)."""
+    import numpy as np
+
+    at = 0
+    for chunk in column.chunks:
+        values = chunk.to_numpy()
+        np.subtract(values, less, out=out[at : at + len(values)], casting="unsafe")
+        at += len(values)
+
+
 def versions_from_table(
     table: pa.Table, first: dt.date, names: Callable[[np.ndarray], list[str]] | None = None
 ) -> Versions:
     """:class:`Versions` from a table with the history's columns (:data:`COLUMNS`; ``name``
     may be left out when ``names`` gives the names of rows of the table)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    epoch = (first - dt.date(1970, 1, 1)).days
-    start = table.column("valid_from").cast(pa.int32()).to_numpy() - np.int32(epoch)
-    end_days = pc.fill_null(table.column("valid_to").cast(pa.int32()), epoch - 1)
-    end = end_days.to_numpy() - np.int32(epoch)
-    status_array = table.unify_dictionaries().column("status").combine_chunks()
-    if not pa.types.is_dictionary(status_array.type):
-        status_array = pc.dictionary_encode(status_array)
-    words = [str(w) for w in status_array.dictionary.to_pylist()]
-    present = set(words) | ({NO_STATUS} if status_array.null_count else set())
-    statuses = _status_order(sorted(present))
-    # Each dictionary index (and len(words) for null) to its place in ``statuses``.
-    # int16 codes (and int32 days) keep the versions' columns a few bytes a row.
-    codes = [statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]]
-    recode = np.array(codes, dtype=np.int16)
-    status = recode[pc.fill_null(status_array.indices, len(words)).to_numpy()]
-    ids = table.column("id").to_numpy()
-    order = np.argsort(ids, kind="stable")
-    ids, start, end, status = ids[order], start[order], end[order], status[order]
-    if not in_pet_order(ids, start):
-        again = np.lexsort((start, ids))
-        order, ids, start, end, status = (a[again] for a in (order, ids, start, end, status))
     if names is None:
         column = table.column("name")
         names = lambda rows: column.take(rows).to_pylist()  # noqa: E731
+    columns = Columns.empty(table.num_rows)
+    columns.fill(table, 0, first)
+    return versions_from_columns(columns, first, names)
+
+
+def versions_from_columns(
+    columns: Columns, first: dt.date, names: Callable[[np.ndarray], list[str]]
+) -> Versions:
+    """:class:`Versions` from the filled ``columns`` (``names`` gives the names of their
+    rows). ``columns`` is used up: each column is dropped once it is in pet order."""
+    import numpy as np
+
+    present = {w for _, _, words, _ in columns.words for w in words}
+    if any(none for *_, none in columns.words):
+        present.add(NO_STATUS)
+    statuses = _status_order(sorted(present))
+    for low, high, words, _ in columns.words:
+        # Each word's index (and len(words) for none) to its place in ``statuses``.
+        codes = [statuses.index(w) if w in statuses else 0 for w in [*words, NO_STATUS]]
+        rows = columns.status[low:high]
+        rows[:] = np.array(codes, dtype=np.int16)[rows]
+
+    def taken(name: str) -> np.ndarray:
+        values: np.ndarray = getattr(columns, name)[order]
+        setattr(columns, name, None)  # dropped as soon as ordered
+        return values
+
+    order = np.argsort(columns.id, kind="stable")
+    ids, start, end = taken("id"), taken("start"), taken("end")
+    status, category = taken("status"), taken("category")
+    if not in_pet_order(ids, start):
+        again = np.lexsort((start, ids))
+        order, ids, start, end, status, category = (
+            a[again] for a in (order, ids, start, end, status, category)
+        )
     return Versions(
         id=ids,
-        category=table.column("categoryId").to_numpy()[order],
+        category=category,
         status=status,
         start=start,
         end=end,
@@ -150,11 +234,8 @@ def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
     ranked = np.lexsort((ids, -sizes))[:TOP_CATEGORIES]  # largest first, then by id
     top = ids[ranked]
     group = np.full(len(v), len(top), dtype=np.int16)
-    if len(top):
-        by_id = np.argsort(top)
-        at = np.searchsorted(top[by_id], v.category).clip(0, len(top) - 1)
-        hit = top[by_id][at] == v.category
-        group[hit] = by_id[at[hit]]
+    for code, category in enumerate(top.tolist()):
+        group[v.category == category] = code  # a pass a group: no int64 temporaries
     categories = [str(int(c)) for c in top]
     category_ids: list[int | None] = [int(c) for c in top]
     if bool((group == len(top)).any()):
@@ -163,9 +244,8 @@ def count_catalogue(v: Versions, nights: list[dt.date]) -> Catalogue:
 
     night_days = [(night - v.first).days for night in nights]
     shape = (len(categories), len(v.statuses))
-    same_pet_before = np.zeros(len(v), dtype=bool)
-    same_pet_before[1:] = v.id[1:] == v.id[:-1]
-    follows = same_pet_before.copy()
+    follows = np.zeros(len(v), dtype=bool)  # the same pet's version ending as it starts
+    np.equal(v.id[1:], v.id[:-1], out=follows[1:])
     follows[1:] &= v.start[1:] == v.end[:-1]
     followed = np.zeros(len(v), dtype=bool)
     followed[:-1] = follows[1:]
@@ -189,6 +269,13 @@ def _frame(columns: list[str], values: list[np.ndarray]) -> pd.DataFrame:
     )
 
 
+def _pieces(rows: int) -> Iterator[slice]:
+    """Slices of :data:`PIECE` rows: the keys counted are made a piece at a time, so their
+    temporaries (int64, as ``bincount`` wants them) are a few MB reused, not 36 MB each
+    of fresh memory at 4.6M versions."""
+    return (slice(at, min(at + PIECE, rows)) for at in range(0, rows, PIECE))
+
+
 def _counts(
     v: Versions, group: np.ndarray, night_days: list[int], shape: tuple[int, int]
 ) -> pd.DataFrame:
@@ -202,10 +289,13 @@ def _counts(
         return _frame(["n", "c", "s", "p"], [np.zeros(0)] * 4)
     cells = shape[0] * shape[1]
     days = night_days[-1] + 1
-    key = group.astype(np.int32) * shape[1] + v.status
-    opened = np.bincount(v.start * cells + key, minlength=days * cells)
-    ended = v.end >= 0
-    closed: np.ndarray = np.bincount(v.end[ended] * cells + key[ended], minlength=days * cells)
+    opened = np.zeros(days * cells, dtype=np.int64)
+    closed = np.zeros(days * cells, dtype=np.int64)
+    for rows in _pieces(len(v)):
+        key = group[rows].astype(np.intp) * shape[1] + v.status[rows]
+        opened += np.bincount(v.start[rows] * cells + key, minlength=days * cells)
+        ended = v.end[rows] >= 0
+        closed += np.bincount(v.end[rows][ended] * cells + key[ended], minlength=days * cells)
     running: np.ndarray = np.cumsum((opened - closed).reshape(days, *shape), axis=0)[night_days]
     grid: np.ndarray = np.indices(running.shape)
     used = (running != 0).any(axis=0)  # a category and status seen on some night
@@ -226,15 +316,17 @@ def _churn(
 
     if not len(v):
         return _frame(["n", "c", "s", "k", "p"], [np.zeros(0)] * 5)
-    cell = group.astype(np.int32) * shape[1] + v.status  # a version's group and status
     cells = shape[0] * shape[1]
     size = (int(max(v.start.max(), v.end.max())) + 1) * cells * 3
     # Opened (k 0 added, 1 changed) where a version starts; removed (k 2) where one ends
     # with none after it. The key space is small: days x groups x statuses x 3.
-    opened = np.bincount((v.start * cells + cell) * 3 + follows, minlength=size)
-    removed = (v.end >= 0) & ~followed
-    key = (v.end[removed] * cells + cell[removed]) * 3 + 2
-    counted = opened + np.bincount(key, minlength=size)
+    counted = np.zeros(size, dtype=np.int64)
+    for rows in _pieces(len(v)):
+        cell = group[rows].astype(np.intp) * shape[1] + v.status[rows]  # group and status
+        counted += np.bincount((v.start[rows] * cells + cell) * 3 + follows[rows], minlength=size)
+        removed = (v.end[rows] >= 0) & ~followed[rows]
+        key = (v.end[rows][removed] * cells + cell[removed]) * 3 + 2
+        counted += np.bincount(key, minlength=size)
     found = np.flatnonzero(counted)
     pets = counted[found]
     rest, k = np.divmod(found, 3)
@@ -249,10 +341,14 @@ def _changes(v: Versions, follows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     same_status = np.zeros(len(v), dtype=bool)
-    same_status[1:] = v.status[1:] == v.status[:-1]
-    run_start = ~(follows & same_status)
-    since = v.start[np.maximum.accumulate(np.where(run_start, np.arange(len(v)), 0))]
-    return follows & ~same_status, since
+    np.equal(v.status[1:], v.status[:-1], out=same_status[1:])
+    # Each version's run's first row: its own index where a run starts, carried forward.
+    first = np.arange(len(v), dtype=np.int32 if len(v) < 2**31 else np.int64)
+    first[follows & same_status] = 0
+    np.maximum.accumulate(first, out=first)
+    since = v.start[first]
+    same_status &= follows
+    return follows ^ same_status, since
 
 
 def _moves(

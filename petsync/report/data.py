@@ -23,9 +23,10 @@ from petsync.report.catalogue import (
     FROM_STATUS,
     TO_STATUS,
     Catalogue,
+    Columns,
     Versions,
     count_catalogue,
-    versions_from_table,
+    versions_from_columns,
 )
 from petsync.report.lookup import Lookup, pick_pets
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["FROM_STATUS", "TO_STATUS", "ReportData", "report_data", "tables"]
 
 VERDICTS = ("complete", "incomplete", "drop flagged")
+READERS = 2  # files read at once: the files are small and the reads use little else
 
 
 @dataclass(frozen=True)
@@ -79,38 +81,57 @@ def report_data(directory: Path | str) -> ReportData:
 
 def read_versions(directory: Path | str, state: HistoryState) -> Versions:
     """The versions in the history's files, read in the state's order (oldest night first,
-    the open versions last), a few files at a time on threads."""
+    the open versions last), a few files at a time on threads.
+
+    The files' footers are read first: their row counts place each file's rows in
+    columns made once (:class:`~petsync.report.catalogue.Columns`), which each file is
+    copied into on its thread and then dropped. Files are read with ``ParquetFile``
+    (``read_table`` goes through pyarrow.dataset, which imports pandas)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from petsync.history.table import HISTORY_SCHEMA
-
     files = HistoryFiles.open(directory)
     first = state.nights[0].date if state.nights else dt.date(1970, 1, 1)
-    schema = pa.schema([HISTORY_SCHEMA.field(c) for c in COLUMNS])
 
-    def read(name: str, columns: list[str] = COLUMNS[:1] + COLUMNS[2:]) -> pa.Table:
+    def unreadable(name: str, exc: Exception) -> InputError:
+        return InputError(
+            f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
+            f"`petsync history {files.location.uri} --rebuild`"
+        )
+
+    def footer(name: str) -> pq.FileMetaData:
         try:
-            return pq.read_table(
-                files.path(name),
-                columns=columns,
-                filesystem=files.filesystem,
-                read_dictionary=["status"],
-            )
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise InputError(
-                f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
-                f"`petsync history {files.location.uri} --rebuild`"
-            ) from exc
+            with files.filesystem.open_input_file(files.path(name)) as handle:
+                return pq.read_metadata(handle)
+        except (OSError, ValueError) as exc:  # pa.ArrowInvalid is a ValueError
+            raise unreadable(name, exc) from exc
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        tables = list(pool.map(read, state.files))
-    if not tables:
-        return versions_from_table(schema.empty_table(), first)
-    starts = np.cumsum([0] + [t.num_rows for t in tables])
+    def read(name: str, columns: list[str], meta: pq.FileMetaData | None = None) -> pa.Table:
+        try:
+            with files.filesystem.open_input_file(files.path(name)) as handle:
+                parquet = pq.ParquetFile(
+                    handle, metadata=meta, read_dictionary=["status"], pre_buffer=True
+                )
+                return parquet.read(columns=columns, use_threads=False)
+        except (OSError, ValueError) as exc:
+            raise unreadable(name, exc) from exc
+
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        footers = list(pool.map(footer, state.files))
+        starts = np.cumsum([0] + [f.num_rows for f in footers]).tolist()
+        columns = Columns.empty(starts[-1])
+
+        def fill(index: int) -> None:
+            name = state.files[index]
+            table = read(name, COLUMNS[:1] + COLUMNS[2:], footers[index])
+            if table.num_rows != footers[index].num_rows:  # not from a footer read just now
+                raise unreadable(name, ValueError("the file changed while it was read"))
+            columns.fill(table, starts[index], first)
+
+        list(pool.map(fill, range(len(footers))))
 
     def names(rows: np.ndarray) -> list[str]:
         """The names of ``rows``, reading the name column of the files that hold them."""
@@ -124,7 +145,7 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
                 out[at] = name
         return out
 
-    return versions_from_table(pa.concat_tables(tables), first, names)
+    return versions_from_columns(columns, first, names)
 
 
 def tables(state: HistoryState, versions: Versions) -> ReportData:
