@@ -53,12 +53,13 @@ def history_lines(report: HistoryReport) -> list[str]:
         )
         kept = f", {night.kept} missing kept open" if night.kept else ""
         lines.append(
-            f"{night.date}  {verdict:<12} {night.pets} pets: {night.added} added, "
-            f"{night.changed} changed, {night.removed} removed{kept}"
+            f"{night.date}  {verdict:<12} {night.pets:,} pet{'' if night.pets == 1 else 's'}: "
+            f"{night.added:,} added, "
+            f"{night.changed:,} changed, {night.removed:,} removed{kept}"
         )
     done = "rebuilt" if report.rebuilt else "updated" if report.nights else "up to date"
     lines.append(
-        f"{report.path}: {done}, {report.versions} versions, {report.current} current, "
+        f"{report.path}: {done}, {report.versions:,} versions, {report.current:,} current, "
         f"last night {report.last_date or 'none'}"
     )
     return lines

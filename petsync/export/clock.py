@@ -72,7 +72,7 @@ class ClockCheck:
         side = "ahead of" if self.skew > 0 else "behind"
         return PetsyncError(
             f"this machine's clock says {local} UTC, but the API's Date header says {server} "
-            f"UTC: the local clock is {abs(self.skew):.0f} s {side} the server's, more than "
+            f"UTC: the local clock is {_gap(abs(self.skew))} {side} the server's, more than "
             f"--clock-tolerance {self.tolerance:g} s, and the snapshot would be dated "
             f"{snapshot_date}. Nothing was published. Set this machine's clock (NTP: "
             "timedatectl set-ntp true) and re-run; raise --clock-tolerance if the server's "
@@ -131,3 +131,18 @@ class ClockWatch:
             self._refused = (check.local, check.server, check.tolerance) if check.off else None
         if check.off:
             raise check.error(self._snapshot_date)
+
+
+def _gap(seconds: float) -> str:
+    """A clock's gap as a person reads it, the seconds kept for scripts.
+
+    >>> _gap(86402), _gap(5400), _gap(412)
+    ('86402 s (1 day)', '5400 s (1.5 hours)', '412 s (6.9 minutes)')
+    """
+    text = f"{seconds:.0f} s"
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds / size
+            shown = f"{count:.1f}".removesuffix(".0")
+            return f"{text} ({shown} {unit}{'' if shown == '1' else 's'})"
+    return text

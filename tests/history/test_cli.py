@@ -23,7 +23,7 @@ def test_history_prints_each_night_and_the_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         "2026-11-21  complete     2 pets: 2 added, 0 changed, 0 removed",
-        "2026-11-22  incomplete   1 pets: 0 added, 1 changed, 0 removed, 1 missing kept open",
+        "2026-11-22  incomplete   1 pet: 0 added, 1 changed, 0 removed, 1 missing kept open",
         f"{tmp_path / 'history'}: rebuilt, 3 versions, 2 current, last night 2026-11-22",
     ]
 
