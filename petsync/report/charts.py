@@ -94,15 +94,25 @@ def _colour(field: str, colours: dict[str, str], present: list[str], title: str)
 
 def _labels(field: str, code: str, labels: tuple[str, ...] | list[str]) -> Spec:
     """A calculate that turns a code column back into its label."""
-    return {"calculate": f"{_js_list(labels)}[datum.{code}]", "as": field}
+    return {"calculate": "[" + ",".join(map(_js, labels)) + f"][datum.{code}]", "as": field}
 
 
-def _js_list(values: tuple[str, ...] | list[str]) -> str:
-    return (
-        "["
-        + ",".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values)
-        + "]"
-    )
+def _js(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _described(spec: Spec, tips: list[Spec] | None = None) -> Spec:
+    """Gives ``spec``'s marks what a screen reader says of each: the pairs of its tooltip
+    (or ``tips``). Vega-Lite's own reads the encoding: a bar's left edge (the day before
+    its night) and internal fields (``t1``, ``y1``, ``g``) by name."""
+    said = []
+    for tip in tips or spec["encoding"]["tooltip"]:
+        value = f"datum[{_js(tip['field'])}]"
+        value = f"format({value}, {_js(tip['format'])})" if "format" in tip else value
+        said.append(f"{_js(str(tip.get('title') or tip['field']) + ': ')} + {value}")
+    spec["transform"] = [*spec["transform"], {"calculate": " + '; ' + ".join(said), "as": "said"}]
+    spec["encoding"]["description"] = {"field": "said", "type": "nominal"}
+    return spec
 
 
 class NightScale:
@@ -163,7 +173,7 @@ def _ms(day: dt.date) -> int:
 
 def _night_marks(scale: NightScale, kinds: list[str]) -> Spec:
     """Shaded bands behind the marks: nights with no snapshot, incomplete or flagged."""
-    return {
+    band = {
         "data": {"name": "marks"},
         "transform": [*scale.times(1.0), {"filter": {"field": "kind", "oneOf": kinds}}],
         "mark": {"type": "rect", "opacity": 0.22},
@@ -174,6 +184,8 @@ def _night_marks(scale: NightScale, kinds: list[str]) -> Spec:
             "tooltip": [scale.tip(), {"field": "kind", "type": "nominal", "title": "night"}],
         },
     }
+    # Two "night" pairs would read as two nights: the kind is said as what is shaded.
+    return _described(band, [scale.tip(), {"field": "kind", "title": "shaded"}])
 
 
 def _marks_present(data: ReportData) -> list[str]:
@@ -211,12 +223,14 @@ def pets_per_status(data: ReportData, scale: NightScale) -> Spec:
             *scale.times(),
             _labels("status", "s", cat.statuses),
         ],
+        "encoding": encoding,
+        # A line would be read as its first night: its points say each night instead.
         "layer": [
-            {"mark": {"type": "line", "interpolate": "linear"}, "encoding": encoding},
-            {"mark": {"type": "point", "filled": True, "size": 24}, "encoding": encoding},
+            {"mark": {"type": "line", "interpolate": "linear", "aria": False}},
+            {"mark": {"type": "point", "filled": True, "size": 24}},
         ],
     }
-    return _layered(data, scale, [line], shade=True)
+    return _layered(data, scale, [_described(line)], shade=True)
 
 
 def _count_tip(field: str = "p", title: str = "pets") -> Spec:
@@ -254,7 +268,7 @@ def changes(data: ReportData, scale: NightScale) -> Spec:
             "tooltip": [scale.tip(), {"field": "change", "type": "nominal"}, _count_tip()],
         },
     }
-    return _layered(data, scale, [bars], shade=True)
+    return _layered(data, scale, [_described(bars)], shade=True)
 
 
 def status_transitions(data: ReportData) -> Spec:
@@ -297,7 +311,8 @@ def status_transitions(data: ReportData) -> Spec:
                 },
             },
             {
-                "mark": {"type": "text", "fontSize": 13},
+                # The cell under it says its count (the text would be read as "p").
+                "mark": {"type": "text", "fontSize": 13, "aria": False},
                 "encoding": {
                     **axes,
                     "text": {"field": "p", "type": "quantitative", "format": ",d"},
@@ -313,7 +328,7 @@ def time_to_sold(data: ReportData) -> Spec:
     low = int(sold["d"].min()) if len(sold) else 0
     high = int(sold["d"].max()) if len(sold) else 1
     step = max(1, math.ceil((high - low + 1) / MAX_DAY_TICKS))
-    return {
+    spec = {
         "params": PARAMS,
         "data": {"name": "sold"},
         "transform": [
@@ -339,6 +354,7 @@ def time_to_sold(data: ReportData) -> Spec:
             "tooltip": [{"field": "d", "type": "quantitative", "title": "days"}, _count_tip()],
         },
     }
+    return _described(spec)
 
 
 def quality(data: ReportData, scale: NightScale) -> Spec:
@@ -379,16 +395,14 @@ def quality(data: ReportData, scale: NightScale) -> Spec:
     quarantined = {
         "data": {"name": "quality"},
         "transform": scale.times(),
+        "encoding": line_encoding,
         "layer": [
-            {"mark": {"type": "line", "color": "#6d597a"}, "encoding": line_encoding},
-            {
-                "mark": {"type": "point", "filled": True, "color": "#6d597a"},
-                "encoding": line_encoding,
-            },
+            {"mark": {"type": "line", "color": "#6d597a", "aria": False}},
+            {"mark": {"type": "point", "filled": True, "color": "#6d597a"}},
         ],
     }
-    top = _layered(data, scale, [bars], shade=False)
-    bottom = _layered(data, scale, [quarantined], shade=False)
+    top = _layered(data, scale, [_described(bars)], shade=False)
+    bottom = _layered(data, scale, [_described(quarantined)], shade=False)
     bottom["height"] = 120
     del top["params"], bottom["params"]
     return {"params": PARAMS, "vconcat": [top, bottom]}
@@ -426,13 +440,7 @@ def charts(data: ReportData) -> list[Chart]:
     """The five charts of the report, in page order (none before a second night)."""
     if len(data.nights) < 2:
         return []
-    from petsync.report.tables import (
-        changes_table,
-        counts_table,
-        moves_table,
-        quality_table,
-        sold_table,
-    )
+    from petsync.report import tables
 
     scale = NightScale(data)
     shaded = (
@@ -446,7 +454,7 @@ def charts(data: ReportData) -> list[Chart]:
             "without status. A pet an incomplete or flagged night lacked is still counted: "
             "such a night ends no pet's history. " + shaded,
             pets_per_status(data, scale),
-            counts_table(data),
+            tables.counts_table(data),
         ),
         Chart(
             "changes",
@@ -456,7 +464,7 @@ def charts(data: ReportData) -> list[Chart]:
             "complete night lacked. From the second night: the first, when every pet is "
             "added, is in the table. " + shaded,
             changes(data, scale),
-            changes_table(data),
+            tables.changes_table(data),
         ),
         Chart(
             "transitions",
@@ -465,7 +473,7 @@ def charts(data: ReportData) -> list[Chart]:
             "next, over all nights, under the category they had after the change. The status "
             "filter keeps the moves from or to that status.",
             status_transitions(data),
-            moves_table(data),
+            tables.moves_table(data),
         ),
         Chart(
             "time-to-sold",
@@ -474,7 +482,7 @@ def charts(data: ReportData) -> list[Chart]:
             f"night it was first seen {FROM_STATUS}: one bar per whole number of days. The "
             "status filter does not apply.",
             time_to_sold(data),
-            sold_table(data),
+            tables.sold_table(data),
         ),
         Chart(
             "quality",
@@ -483,6 +491,6 @@ def charts(data: ReportData) -> list[Chart]:
             "drops close no pet. The line counts the rows quarantined. About the nights, "
             "not the pets: the filters do not apply. Grey: no snapshot.",
             quality(data, scale),
-            quality_table(data),
+            tables.quality_table(data),
         ),
     ]

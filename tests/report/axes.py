@@ -86,6 +86,12 @@ def points(svg: str) -> list[tuple[float, float]]:
 
 def rect_centres(svg: str, role: str = "role-mark") -> list[float]:
     """The horizontal centre of every rect mark drawn (the shaded nights included)."""
+    return [centre for centre, _ in rects(svg, role)]
+
+
+def rects(svg: str, role: str = "role-mark") -> list[tuple[float, str]]:
+    """The horizontal centre and the ``aria-label`` (what a screen reader says of it) of
+    every rect mark drawn (the shaded nights included)."""
     root = ET.fromstring(svg)
     centres = []
     for group in root.iter(f"{SVG}g"):
@@ -97,7 +103,7 @@ def rect_centres(svg: str, role: str = "role-mark") -> list[float]:
             if found:
                 dx, _ = _translate(path)
                 x, width = float(found.group(1)), float(found.group(3))
-                centres.append(dx + x + width / 2)
+                centres.append((dx + x + width / 2, path.get("aria-label", "")))
     return centres
 
 

@@ -21,7 +21,7 @@ from petsync.report.data import report_data
 from petsync.report.page import CSP
 from petsync.report.write import write_report
 from tests.history.nights import START
-from tests.report.axes import Axis, affine, axes, point_xs, points, rect_centres
+from tests.report.axes import Axis, affine, axes, point_xs, points, rect_centres, rects
 from tests.report.browser import HOW_TO_GET, Browser, SinkProxy, find_chromium
 from tests.report.conftest import FLAGGED, GAP
 
@@ -186,7 +186,7 @@ def test_report_renders_every_chart_in_chromium_and_requests_nothing(
         assert chart["marks"] >= 3, chart  # bars, lines, points, cells: drawn, not empty
     points = browser_points[0]  # one point per night and status in the first chart
     assert points == len(report_data(history_out).catalogue.counts.groupby(["n", "s"]))
-    assert said.startswith(f"night: {START}; pets: ")  # not the day before (local time)
+    assert said.startswith(f"night: {START}; status: ")  # not the day before (local time)
     assert requested == [url]  # the page itself, and nothing else
     width, height = png_size(shot)
     assert width == 1000 and height > 2000  # the whole page, every chart on it
@@ -259,6 +259,68 @@ def test_report_axes_label_each_value_once_where_it_is(
                 nights = {round(v) - first for v in at}
                 assert nights <= {(n.date.toordinal() - first) for n in data.nights} | {GAP}
     assert checked >= 10  # an x and a y axis in each chart (two of each in the last)
+
+
+# What a screen reader says of a mark: "title: value" pairs, each title one a tooltip shows.
+SAID_TITLES = {
+    *("night", "shaded", "change", "pets", "verdict", "quarantined rows", "days", "from", "to")
+}
+# Hover the middle of the last bar of a chart; what the tooltip and the mark there say.
+HOVER_BAR = """(function (chart) {
+  var bars = document.querySelectorAll("#chart-" + chart + " g.mark-rect.role-mark path");
+  var bar = bars[bars.length - 1];
+  bar.scrollIntoView({block: "center"});
+  var box = bar.getBoundingClientRect();
+  var x = box.left + box.width / 2, y = box.top + box.height / 2;
+  return [x, y, document.elementFromPoint(x, y).getAttribute("aria-label")];
+})"""
+TOOLTIP = "(document.getElementById('vg-tooltip-element') || {}).textContent || ''"
+
+
+def _said(label: str) -> dict[str, str]:
+    pairs = dict(part.split(": ", 1) for part in label.split("; "))
+    assert set(pairs) <= SAID_TITLES, label  # no internal field name (t1, y1, g, ...)
+    return pairs
+
+
+def test_report_bars_tell_a_screen_reader_the_night_their_tooltip_names(
+    history_out: Path, bundle_cache: Path, tmp_path: Path, chromium: str, proxy: SinkProxy
+) -> None:
+    report = write_report(history_out, cache_dir=bundle_cache)
+    hovered = {}
+
+    with Browser(chromium, tmp_path / "profile", proxy) as browser:
+        open_report(browser, report.path.absolute().as_uri())
+        svgs = dict(browser.evaluate(SVGS))
+        for chart in ("changes", "quality"):
+            x, y, label = browser.evaluate(f"{HOVER_BAR}('{chart}')")
+            browser.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+            tip = browser.wait_for(f"{TOOLTIP}.indexOf('night') >= 0 && {TOOLTIP}")
+            hovered[chart] = (label, tip)
+
+    for chart, (label, tip) in hovered.items():
+        night = _said(label)["night"]
+        assert re.match(rf"night\s*{night}(?!\d)", tip), (chart, label, tip)  # the tooltip's night
+    checked = 0
+    for chart, svg in svgs.items():
+        x = next(a for a in axes(svg) if a.orient == "x")
+        if "discrete scale" in x.description:  # status transitions: cells, not bars
+            checked += sum(1 for _, label in rects(svg) if _said(label))
+            continue
+        a, b = affine([_value(x, t) for t, _ in x.labels], [at for _, at in x.labels])
+        for centre, label in rects(svg):
+            said = _said(label)
+            if "utc scale" in x.description:  # the night the bar is centred on
+                night = dt.date.fromordinal(round((centre - a) / b))
+                assert said["night"] == night.isoformat(), (chart, label)
+            elif chart == "chart-time-to-sold":
+                assert said["days"] == str(round((centre - a) / b)), (chart, label)
+            checked += 1
+    assert checked > 50  # the bars of two charts and the shaded nights of four
+
+
+def _value(axis: Axis, text: str) -> float:
+    return dt.date.fromisoformat(text).toordinal() if "utc" in axis.description else _number(text)
 
 
 def test_the_controls_filter_every_chart_and_find_a_pet(
