@@ -102,22 +102,21 @@ class _Night:
         shown = info.parquet_path
         unchanged: Callable[[], None] = _nothing  # a local file stays the one opened
         try:
-            if isinstance(shown, Path):
-                path = str(shown.absolute())
+            from petsync.export.objectstore.filesystem import open_filesystem
 
-                def open_file() -> pq.ParquetFile:
-                    return pq.ParquetFile(path, pre_buffer=True)
-            else:
-                from petsync.export.objectstore.filesystem import open_filesystem
-
-                location = parse_location(shown, what="snapshot")
-                filesystem = open_filesystem(location)
+            # A local file too is opened through the store's file system: it proves the
+            # file a regular one first (a FIFO planted there would block for ever).
+            location = parse_location(
+                shown.absolute() if isinstance(shown, Path) else shown, what="snapshot"
+            )
+            filesystem = open_filesystem(location)
+            if not isinstance(shown, Path):
                 unchanged = _unchanged_check(info, filesystem, location.store_path)
 
-                def open_file() -> pq.ParquetFile:
-                    return pq.ParquetFile(
-                        filesystem.open_input_file(location.store_path), pre_buffer=True
-                    )
+            def open_file() -> pq.ParquetFile:
+                return pq.ParquetFile(
+                    filesystem.open_input_file(location.store_path), pre_buffer=True
+                )
 
             with open_file() as handle:
                 schema, metadata = handle.schema_arrow, handle.metadata

@@ -17,6 +17,12 @@ Credentials come only from each provider's standard chain, never from petsync's 
 :func:`store_error` is the one boundary where a store's ``OSError`` becomes a
 :class:`~petsync.core.errors.PetsyncError`: it names the bucket and the fix, and the values
 of the secret variables are redacted from whatever the store said.
+
+A local directory is read through :class:`CheckedLocalFiles`: pyarrow's local file system,
+except that a file opened for reading is first proven a regular file (as
+:mod:`petsync.core.reading` proves every other local input), so a FIFO, device or folder
+planted where a snapshot, manifest or history file belongs is exit 2 naming it, never a
+read that blocks for ever or a night silently taken for unpublished.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 from collections.abc import Mapping
 from typing import Literal
 from urllib.parse import urlsplit
@@ -31,7 +38,8 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from petsync.core.apikey import ApiKey, redact
-from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.errors import ConfigError, InputError, PetsyncError
+from petsync.core.reading import describe_kind
 from petsync.export.location import Location
 from petsync.export.objectstore.credentials import (
     AZURE_CONNECTION_VARIABLE,
@@ -92,7 +100,7 @@ def open_filesystem(
     """The pyarrow file system holding ``location`` (credentials: the provider's chain)."""
     env = os.environ if environ is None else environ
     if location.kind == "local":
-        return pafs.LocalFileSystem()
+        return pafs.PyFileSystem(CheckedLocalFiles())
     if location.kind == "s3":
         settings = environment_settings(env)
         region = settings.get("region")
@@ -116,6 +124,87 @@ def open_filesystem(
     if location.kind == "gcs":
         return gcs_filesystem(access)
     return azure_filesystem(access)
+
+
+# As core/reading: a FIFO's open with no writer returns at once, no controlling terminal.
+_CHECK_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+# Where a descriptor can be opened again as a new file (Linux): pyarrow then reads the very
+# file examined, even if the name is swapped in between.
+_FD_FOLDER = "/proc/self/fd"
+
+
+class CheckedLocalFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow: untyped
+    """pyarrow's local file system, every file opened for reading proven a regular file.
+
+    The check is one non-blocking ``open`` and one ``fstat``; the file pyarrow then reads
+    is a native file as before (no Python in the reads). A missing file is pyarrow's
+    ``FileNotFoundError`` as before; anything but a regular file is an
+    :class:`~petsync.core.errors.InputError` (exit 2) naming the path.
+    """
+
+    def __init__(self) -> None:
+        self.local = pafs.LocalFileSystem()
+
+    def _checked(self, path: str, opener: str) -> pafs.NativeFile:
+        fd = os.open(path, _CHECK_FLAGS)
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputError(
+                    f"{path} is {describe_kind(mode)}, not a regular file; petsync reads only "
+                    "regular files where it keeps its snapshots and history (a pipe or device "
+                    "could block or never end): remove it, or export again to write it anew"
+                )
+            again = f"{_FD_FOLDER}/{fd}"
+            return getattr(self.local, opener)(again if os.path.isdir(_FD_FOLDER) else path)
+        finally:
+            os.close(fd)
+
+    def open_input_file(self, path: str) -> pafs.NativeFile:
+        return self._checked(path, "open_input_file")
+
+    def open_input_stream(self, path: str) -> pafs.NativeFile:
+        return self._checked(path, "open_input_stream")
+
+    # Everything else is pyarrow's local file system as it is.
+    def get_type_name(self) -> str:
+        return "petsync-local"
+
+    def normalize_path(self, path: str) -> str:
+        return str(self.local.normalize_path(path))
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        return list(self.local.get_file_info(paths))
+
+    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        return list(self.local.get_file_info(selector))
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        self.local.create_dir(path, recursive=recursive)
+
+    def delete_dir(self, path: str) -> None:
+        self.local.delete_dir(path)
+
+    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
+        self.local.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
+
+    def delete_root_dir_contents(self) -> None:
+        raise PermissionError("petsync never empties the root folder")
+
+    def delete_file(self, path: str) -> None:
+        self.local.delete_file(path)
+
+    def move(self, src: str, dest: str) -> None:
+        self.local.move(src, dest)
+
+    def copy_file(self, src: str, dest: str) -> None:
+        self.local.copy_file(src, dest)
+
+    def open_output_stream(self, path: str, metadata: dict[str, str]) -> pafs.NativeFile:
+        return self.local.open_output_stream(path, metadata=metadata)
+
+    def open_append_stream(self, path: str, metadata: dict[str, str]) -> pafs.NativeFile:
+        return self.local.open_append_stream(path, metadata=metadata)
 
 
 def gcs_filesystem(access: StoreAccess) -> pafs.FileSystem:
