@@ -116,27 +116,41 @@ def check_regular(
         os.close(fd)
 
 
-def _open_checked(path: Path, what: str, limit: int | None, error: type[UsageError]) -> int:
+def regular_descriptor(
+    path: Path | str, named: str, advice: str, *, error: type[UsageError] = InputError
+) -> int:
+    """A descriptor of ``path`` opened for reading, once proven a regular file.
+
+    The open never blocks (a FIFO with no writer answers at once); an ``OSError`` of the
+    open (a missing file) is raised as it is. Anything but a regular file is ``error``:
+    "``named`` is a FIFO (named pipe), not a regular file; ``advice``".
+    """
+    fd = os.open(path, _OPEN_FLAGS)
     try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise error(f"cannot read {what} {path}: {reason}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(
-                f"{what} {path} is {describe_kind(info.st_mode)}, not a regular file; "
-                "petsync reads only regular files (a pipe or device could block or never "
-                "end): save the content to a file and name that file"
-            )
-        if limit is not None and info.st_size > limit:
-            raise _too_big(path, what, limit, error)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{named} is {describe_kind(mode)}, not a regular file; {advice}")
         # A regular file never blocks; clear the flag so reads behave as usual anyway.
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
+    return fd
+
+
+def _open_checked(path: Path, what: str, limit: int | None, error: type[UsageError]) -> int:
+    advice = (
+        "petsync reads only regular files (a pipe or device could block or never end): save "
+        "the content to a file and name that file"
+    )
+    try:
+        fd = regular_descriptor(path, f"{what} {path}", advice, error=error)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise error(f"cannot read {what} {path}: {reason}") from exc
+    if limit is not None and os.fstat(fd).st_size > limit:
+        os.close(fd)
+        raise _too_big(path, what, limit, error)
     return fd
 
 

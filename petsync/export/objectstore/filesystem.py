@@ -30,7 +30,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import stat
 from collections.abc import Mapping
 from typing import Literal
 from urllib.parse import urlsplit
@@ -38,8 +37,8 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 from petsync.core.apikey import ApiKey, redact
-from petsync.core.errors import ConfigError, InputError, PetsyncError
-from petsync.core.reading import describe_kind
+from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.reading import regular_descriptor
 from petsync.export.location import Location
 from petsync.export.objectstore.credentials import (
     AZURE_CONNECTION_VARIABLE,
@@ -126,8 +125,6 @@ def open_filesystem(
     return azure_filesystem(access)
 
 
-# As core/reading: a FIFO's open with no writer returns at once, no controlling terminal.
-_CHECK_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
 # Where a descriptor can be opened again as a new file (Linux): pyarrow then reads the very
 # file examined, even if the name is swapped in between.
 _FD_FOLDER = "/proc/self/fd"
@@ -146,15 +143,14 @@ class CheckedLocalFiles(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarro
         self.local = pafs.LocalFileSystem()
 
     def _checked(self, path: str, opener: str) -> pafs.NativeFile:
-        fd = os.open(path, _CHECK_FLAGS)
+        fd = regular_descriptor(
+            path,
+            path,
+            "petsync reads only regular files where it keeps its snapshots and history (a "
+            "pipe or device could block or never end): remove it, or export again to write "
+            "it anew",
+        )
         try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise InputError(
-                    f"{path} is {describe_kind(mode)}, not a regular file; petsync reads only "
-                    "regular files where it keeps its snapshots and history (a pipe or device "
-                    "could block or never end): remove it, or export again to write it anew"
-                )
             again = f"{_FD_FOLDER}/{fd}"
             return getattr(self.local, opener)(again if os.path.isdir(_FD_FOLDER) else path)
         finally:
