@@ -254,7 +254,7 @@ def test_missing_base_url_says_where_to_set_it(dirs: tuple[Path, Path]) -> None:
 def test_plain_http_to_a_remote_host_is_refused(dirs: tuple[Path, Path]) -> None:
     with pytest.raises(ConfigError) as err:
         resolve(dirs, {"PETSYNC_API_KEY": "k"}, base_url="http://petstore.example.com/v1")
-    assert "pass --allow-insecure-http if you really mean it" in str(err.value)
+    assert "pass allow_insecure_http=True if you really mean it" in str(err.value)
     assert str(err.value).endswith("(base URL from --base-url)")
 
 

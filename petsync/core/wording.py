@@ -1,0 +1,199 @@
+"""Messages that name a setting in the terms of whoever reads them.
+
+One setting has three names: the command line's option (``--scratch-dir``), a job file's
+key (``scratch_dir``) and the library's keyword (``scratch_dir=``). A message names the
+setting itself, a :class:`Setting` from :mod:`petsync.core.settings_table`, never one of
+its names; the message is :class:`Words`, text and mentions in order, and is put into
+words for a reader only when shown::
+
+    >>> from petsync.core.settings_table import MEMORY_BUDGET
+    >>> said = "raise " + MEMORY_BUDGET.given("512MiB") + " and run it again"
+    >>> str(said)
+    "raise memory_budget='512MiB' and run it again"
+    >>> said.render(COMMAND_LINE)
+    'raise --memory-budget 512MiB and run it again'
+    >>> said.render(job_file_terms(Path("jobs/nightly.toml")))
+    'raise memory_budget = "512MiB" (in jobs/nightly.toml) and run it again'
+
+``str()`` of a message (and of a :class:`~petsync.core.errors.PetsyncError` holding one)
+is the library's wording: a notebook is told the keyword it has. The one place each caller
+shows errors renders its own terms: the command line's error boundary, and ``petsync run``
+for a job file's command. Nothing here is switched globally; the reader is an argument.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Caller = Literal["library", "command line", "job file"]
+# The commands whose options a job file holds as keys (the job file's tables).
+JOB_COMMANDS: tuple[str, ...] = ("export", "import")
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting, as each caller names it: option, job-file key, library keyword.
+
+    ``option`` is the long option (None for a command's argument, named by ``argument``);
+    ``keyword`` the library's keyword, or what the library takes instead, in its own
+    spelling (None when only the command line has it: the library then reads the option);
+    ``commands`` the commands that take it (``"serve"``, ``"config show"``). A job file of
+    one of :data:`JOB_COMMANDS` holds it under :attr:`key`. ``off`` is the option that
+    turns a flag off (``--no-sweep``).
+    """
+
+    option: str | None
+    keyword: str | None
+    commands: tuple[str, ...]
+    argument: str | None = None
+    off: str | None = None
+
+    @property
+    def key(self) -> str | None:
+        """The job-file key, when a job command takes the setting: the long option in
+        snake_case (``--out-dir`` is ``out_dir``), an argument its name."""
+        if not set(self.commands) & set(JOB_COMMANDS):
+            return None
+        if self.option is None:
+            return self.argument
+        return self.option.removeprefix("--").replace("-", "_")
+
+    def given(self, value: object) -> Mention:
+        """This setting with a value: ``--extra-fields keep``, ``extra_fields = "keep"``."""
+        return Mention(self, value)
+
+    def __add__(self, other: str | Words | Mention | Setting) -> Words:
+        return Words((Mention(self),)) + other
+
+    def __radd__(self, other: str) -> Words:
+        return Words((other, Mention(self)))
+
+    def __str__(self) -> str:
+        return Mention(self).render(LIBRARY)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """Whose terms a message is put in: the library's, the command line's, a job file's."""
+
+    caller: Caller
+    job_file: Path | None = None
+
+
+LIBRARY = Terms("library")
+COMMAND_LINE = Terms("command line")
+
+
+def job_file_terms(path: Path) -> Terms:
+    """The terms of a job file's command: its keys, naming the file."""
+    return Terms("job file", path)
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A setting named in a message, with the value it would take if the message says one."""
+
+    setting: Setting
+    value: object = _UNSET
+
+    def render(self, terms: Terms) -> str:
+        """The setting's name (and value) in ``terms``; the command line's where the caller
+        has no name for it (a job runs under ``petsync run``, a command line too)."""
+        setting, has_value = self.setting, self.value is not _UNSET
+        if terms.caller == "job file" and setting.key is not None:
+            said = f"{setting.key} = {_toml(self.value)}" if has_value else setting.key
+            return f"{said} (in {terms.job_file})"
+        if terms.caller == "library" and setting.keyword is not None:
+            return f"{setting.keyword}={self.value!r}" if has_value else f"{setting.keyword}="
+        option = setting.option or (setting.argument or "").upper()
+        if not has_value:
+            return option
+        if isinstance(self.value, bool):
+            return option if self.value or setting.off is None else setting.off
+        return f"{option} {self.value}"
+
+    def __add__(self, other: str | Words | Mention | Setting) -> Words:
+        return Words((self,)) + other
+
+    def __radd__(self, other: str) -> Words:
+        return Words((other, self))
+
+    def __str__(self) -> str:
+        return self.render(LIBRARY)
+
+
+Part = str | Mention
+
+
+@dataclass(frozen=True)
+class Words:
+    """A message: text and mentions of settings, in order; put into words by :meth:`render`.
+
+    Built with ``+`` from strings (f-strings too), settings and mentions.
+    """
+
+    parts: tuple[Part, ...]
+
+    def render(self, terms: Terms) -> str:
+        """The message as ``terms``' reader reads it."""
+        return "".join(part if isinstance(part, str) else part.render(terms) for part in self.parts)
+
+    def __add__(self, other: str | Words | Mention | Setting) -> Words:
+        return Words(self.parts + _parts(other))
+
+    def __radd__(self, other: str) -> Words:
+        return Words((other, *self.parts))
+
+    def __str__(self) -> str:
+        return self.render(LIBRARY)
+
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        """The settings the message names, in order."""
+        return tuple(part.setting for part in self.parts if isinstance(part, Mention))
+
+
+Said = str | Words
+
+
+def words(*parts: str | Words | Mention | Setting) -> Words:
+    """One message of ``parts``: ``words("pass ", OUT, " with a new folder")``."""
+    found: list[Part] = []
+    for part in parts:
+        found.extend(_parts(part))
+    return Words(tuple(found))
+
+
+def render(said: Said, terms: Terms) -> str:
+    """A message (or plain text) in ``terms``."""
+    return said if isinstance(said, str) else said.render(terms)
+
+
+def joined(separator: str, items: Iterable[Said]) -> Said:
+    """``separator.join(items)`` that keeps each item's mentions."""
+    result: Said = ""
+    for index, item in enumerate(items):
+        result = result + (separator if index else "") + item if index else item
+    return result
+
+
+def _parts(other: str | Words | Mention | Setting) -> tuple[Part, ...]:
+    if isinstance(other, Words):
+        return other.parts
+    if isinstance(other, Setting):
+        return (Mention(other),)
+    return (other,)
+
+
+def _toml(value: object) -> str:
+    """A value as a job file writes it: ``true``, ``7``, ``"keep"``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(str(value))
