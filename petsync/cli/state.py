@@ -139,6 +139,7 @@ class CliState:
             allow_insecure_http=options.allow_insecure_http,
             allow_insecure_http_source=options.source("allow_insecure_http"),
             limits=options.given_limits(),
+            terms=COMMAND_LINE,
         )
         if self.log is not None:
             self.log.add_key(view.api_key)

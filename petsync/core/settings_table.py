@@ -35,7 +35,7 @@ JSON = Setting(
     "--json", None, ("check", "export", "import", "diff", "history", "snapshots", "config show")
 )
 GRACE = Setting("--grace", "grace_seconds", _JOBS)  # StopRequest(grace_seconds=)
-METRICS_FILE = Setting("--metrics-file", None, _JOBS)
+METRICS_FILE = Setting("--metrics-file", "path", _JOBS)  # write_metrics(path=)
 CONCURRENCY = Setting("--concurrency", "concurrency", _JOBS)
 LOG_FORMAT = Setting("--log-format", "log_format", ("petsync",))  # configure_logging
 LOG_LEVEL = Setting("--log-level", "level", ("petsync",))

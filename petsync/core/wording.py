@@ -77,6 +77,12 @@ class Setting:
         return Mention(self).render(LIBRARY)
 
 
+class Placeholder(str):
+    """A value a message stands in for, shown as it is in any terms: ``PATH``, ``N``."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class Terms:
     """Whose terms a message is put in: the library's, the command line's, a job file's."""
@@ -109,7 +115,8 @@ class Mention:
             said = f"{setting.key} = {_toml(self.value)}" if has_value else setting.key
             return f"{said} (in {terms.job_file})"
         if terms.caller == "library" and setting.keyword is not None:
-            return f"{setting.keyword}={self.value!r}" if has_value else f"{setting.keyword}="
+            value = self.value if isinstance(self.value, Placeholder) else repr(self.value)
+            return f"{setting.keyword}={value}" if has_value else f"{setting.keyword}="
         option = setting.option or (setting.argument or "").upper()
         if not has_value:
             return option
@@ -192,6 +199,8 @@ def _parts(other: str | Words | Mention | Setting) -> tuple[Part, ...]:
 
 def _toml(value: object) -> str:
     """A value as a job file writes it: ``true``, ``7``, ``"keep"``."""
+    if isinstance(value, Placeholder):
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

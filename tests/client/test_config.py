@@ -139,13 +139,11 @@ def test_timeouts_split_connect_and_read() -> None:
         ),
         (
             {"budget_seconds": -1.0},
-            "the retry budget (budget_seconds=) must be a number of seconds, 0 or more; "
-            "got -1.0",
+            "the retry budget (budget_seconds=) must be a number of seconds, 0 or more; got -1.0",
         ),
         (
             {"budget_seconds": float("nan")},
-            "the retry budget (budget_seconds=) must be a number of seconds, 0 or more; "
-            "got nan",
+            "the retry budget (budget_seconds=) must be a number of seconds, 0 or more; got nan",
         ),
         ({"backoff_base": -0.5}, "retry backoff_base must be a number of seconds, 0 or more"),
     ],
