@@ -13,7 +13,7 @@ from the option (:attr:`~petsync.core.wording.Setting.key`).
 
 from __future__ import annotations
 
-from petsync.core.wording import Setting
+from petsync.core.wording import Command, Setting
 
 # The commands that take the target options (petsync.cli.options.target_options).
 _TARGET = ("check", "get", "export", "import", "run", "config show")
@@ -108,6 +108,9 @@ EXTRA_FIELDS_DEMO = Setting("--extra-fields-demo", "extra_fields", ("serve", "de
 DEMO_PETS = Setting("--pets", "pets", ("demo",))
 DEMO_NIGHTS = Setting("--nights", "nights", ("demo",))
 DEMO_OUT = Setting("--out", "out_dir", ("demo",))
+
+# Commands a message tells to run, with the library function that does the same.
+HISTORY_COMMAND = Command("history", "update_history")
 
 SETTINGS: tuple[Setting, ...] = tuple(
     value for value in dict(globals()).values() if isinstance(value, Setting)

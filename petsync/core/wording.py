@@ -33,6 +33,8 @@ Caller = Literal["library", "command line", "job file"]
 # The commands whose options a job file holds as keys (the job file's tables).
 JOB_COMMANDS: tuple[str, ...] = ("export", "import")
 _UNSET = object()
+# An f-string would fix the library's terms into plain text before the reader is known.
+_JOIN_WITH_PLUS = "join a message naming a setting with +, not an f-string"
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,14 @@ class Setting:
         """This setting with a value: ``--extra-fields keep``, ``extra_fields = "keep"``."""
         return Mention(self, value)
 
-    def __add__(self, other: str | Words | Mention | Setting) -> Words:
+    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
         return Words((Mention(self),)) + other
 
     def __radd__(self, other: str) -> Words:
         return Words((other, Mention(self)))
+
+    def __format__(self, spec: str) -> str:
+        raise TypeError(_JOIN_WITH_PLUS)
 
     def __str__(self) -> str:
         return Mention(self).render(LIBRARY)
@@ -124,17 +129,61 @@ class Mention:
             return option if self.value or setting.off is None else setting.off
         return f"{option} {self.value}"
 
-    def __add__(self, other: str | Words | Mention | Setting) -> Words:
+    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
         return Words((self,)) + other
 
     def __radd__(self, other: str) -> Words:
         return Words((other, self))
 
+    def __format__(self, spec: str) -> str:
+        raise TypeError(_JOIN_WITH_PLUS)
+
     def __str__(self) -> str:
         return self.render(LIBRARY)
 
 
-Part = str | Mention
+@dataclass(frozen=True)
+class Command:
+    """A command, and the library function that does what it does."""
+
+    name: str  # "history": petsync history
+    function: str  # "update_history"
+
+    def run(self, argument: str, *settings: Mention) -> Call:
+        """This command on ``argument`` with ``settings``, to be named in a message."""
+        return Call(self, argument, settings)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A command to run, named in a message: ``petsync history DIR --rebuild`` on the
+    command line, ``update_history('DIR', rebuild=True)`` for the library."""
+
+    command: Command
+    argument: str
+    settings: tuple[Mention, ...] = ()
+
+    def render(self, terms: Terms) -> str:
+        if terms.caller == "library":
+            given = [repr(self.argument), *(m.render(LIBRARY) for m in self.settings)]
+            return f"`{self.command.function}({', '.join(given)})`"
+        given = [self.argument, *(m.render(COMMAND_LINE) for m in self.settings)]
+        return f"`petsync {self.command.name} {' '.join(given)}`"
+
+    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
+        return Words((self,)) + other
+
+    def __radd__(self, other: str) -> Words:
+        return Words((other, self))
+
+    def __format__(self, spec: str) -> str:
+        raise TypeError(_JOIN_WITH_PLUS)
+
+    def __str__(self) -> str:
+        return self.render(LIBRARY)
+
+
+Part = str | Mention | Call
 
 
 @dataclass(frozen=True)
@@ -150,11 +199,14 @@ class Words:
         """The message as ``terms``' reader reads it."""
         return "".join(part if isinstance(part, str) else part.render(terms) for part in self.parts)
 
-    def __add__(self, other: str | Words | Mention | Setting) -> Words:
+    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
         return Words(self.parts + _parts(other))
 
     def __radd__(self, other: str) -> Words:
         return Words((other, *self.parts))
+
+    def __format__(self, spec: str) -> str:
+        raise TypeError(_JOIN_WITH_PLUS)
 
     def __str__(self) -> str:
         return self.render(LIBRARY)
@@ -168,7 +220,7 @@ class Words:
 Said = str | Words
 
 
-def words(*parts: str | Words | Mention | Setting) -> Words:
+def words(*parts: str | Words | Mention | Setting | Call) -> Words:
     """One message of ``parts``: ``words("pass ", OUT, " with a new folder")``."""
     found: list[Part] = []
     for part in parts:
@@ -189,7 +241,7 @@ def joined(separator: str, items: Iterable[Said]) -> Said:
     return result
 
 
-def _parts(other: str | Words | Mention | Setting) -> tuple[Part, ...]:
+def _parts(other: str | Words | Mention | Setting | Call) -> tuple[Part, ...]:
     if isinstance(other, Words):
         return other.parts
     if isinstance(other, Setting):
