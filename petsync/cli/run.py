@@ -151,7 +151,11 @@ def _run_job(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) 
     job = load_job(jobfile, specs, given.overrides)
     command = _job_command(ctx, job.kind)
     arguments, job_target = job_arguments(ctx, job, command)
-    running = RunningJob(name=job.name, target=job_target.overridden_by(given.target))
+    running = RunningJob(
+        name=job.name,
+        target=job_target.overridden_by(given.target),
+        terms=job_file_terms(jobfile),
+    )
     if given.check_only:
         # Resolved before anything is printed: a job whose settings fail is never "valid".
         lines = target_lines(state.resolve_target(running.target))

@@ -100,10 +100,12 @@ def _given(value: object) -> bool:
 
 @dataclass(frozen=True)
 class RunningJob:
-    """The job ``petsync run`` is running: its name labels the metrics, its target wins."""
+    """The job ``petsync run`` is running: its name labels the metrics, its target wins,
+    and what it says of a setting names the job file's key (``terms``)."""
 
     name: str
     target: TargetOptions
+    terms: Terms = COMMAND_LINE
 
 
 @dataclass
@@ -115,6 +117,11 @@ class CliState:
     environ: Mapping[str, str] = field(default_factory=dict)
     job: RunningJob | None = None
     debug: bool = False  # --log-level debug: an internal error shows its traceback
+
+    @property
+    def terms(self) -> Terms:
+        """Whose terms a setting is named in: a running job file's, else the command line's."""
+        return self.job.terms if self.job is not None else COMMAND_LINE
 
     def job_name(self, command: str) -> str:
         """The metrics label: the job file's name under ``petsync run``, else the command's."""
@@ -173,7 +180,7 @@ class CliState:
         settings it names read as options, or as a job file's keys when ``petsync run`` marked
         it so (:meth:`~petsync.core.errors.PetsyncError.shown_to`).
         """
-        terms = exc.reader or COMMAND_LINE
+        terms = exc.reader or self.terms
         if isinstance(exc, IncompleteError):
             for warning in [] if self.json_logs else exc.warnings:
                 said = self.redact(render(warning, terms))

@@ -13,7 +13,7 @@ words for a reader only when shown::
     >>> said.render(COMMAND_LINE)
     'raise --memory-budget 512MiB and run it again'
     >>> said.render(job_file_terms(Path("jobs/nightly.toml")))
-    'raise memory_budget = "512MiB" (in jobs/nightly.toml) and run it again'
+    'raise memory_budget = "512MiB" in jobs/nightly.toml and run it again'
 
 ``str()`` of a message (and of a :class:`~petsync.core.errors.PetsyncError` holding one)
 is the library's wording: a notebook is told the keyword it has. The one place each caller
@@ -118,7 +118,7 @@ class Mention:
         setting, has_value = self.setting, self.value is not _UNSET
         if terms.caller == "job file" and setting.key is not None:
             said = f"{setting.key} = {_toml(self.value)}" if has_value else setting.key
-            return f"{said} (in {terms.job_file})"
+            return f"{said} in {terms.job_file}"
         if terms.caller == "library" and setting.keyword is not None:
             value = self.value if isinstance(self.value, Placeholder) else repr(self.value)
             return f"{setting.keyword}={value}" if has_value else f"{setting.keyword}="
@@ -237,7 +237,7 @@ def joined(separator: str, items: Iterable[Said]) -> Said:
     """``separator.join(items)`` that keeps each item's mentions."""
     result: Said = ""
     for index, item in enumerate(items):
-        result = result + (separator if index else "") + item if index else item
+        result = item if index == 0 else result + separator + item
     return result
 
 

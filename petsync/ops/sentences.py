@@ -80,7 +80,7 @@ SENTENCES: dict[str, Callable[[Fields], Said]] = {
     ),
     "import_earlier_file_unfinished": lambda f: (
         f"an earlier {_get(f, 'source')} (journal {_get(f, 'journal')}) was not finished: put "
-        "that file back and import it (with " + SETTLE + ") to finish it"
+        "that file back and import it (with " + SETTLE.given(True) + ") to finish it"
     ),
     "import_row_echo_differs": lambda f: (
         f"row {_get(f, 'row')}: the API created pet {_get(f, 'id')} but answered with other "
@@ -88,7 +88,8 @@ SENTENCES: dict[str, Callable[[Fields], Said]] = {
     ),
     "import_row_uncertain": lambda f: (
         f"row {_get(f, 'row')}: the request was sent but its outcome is unknown (HTTP "
-        f"{_get(f, 'http_status')}); it is not sent again: list the pets, then " + SETTLE
+        f"{_get(f, 'http_status')}); it is not sent again: list the pets, then "
+        + SETTLE.given(True)
     ),
     "import_grace_expired": lambda f: (
         f"{_get(f, 'workers_still_sending')} senders still waited for an answer when the grace "
