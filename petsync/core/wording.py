@@ -33,12 +33,50 @@ Caller = Literal["library", "command line", "job file"]
 # The commands whose options a job file holds as keys (the job file's tables).
 JOB_COMMANDS: tuple[str, ...] = ("export", "import")
 _UNSET = object()
-# An f-string would fix the library's terms into plain text before the reader is known.
-_JOIN_WITH_PLUS = "join a message naming a setting with +, not an f-string"
 
 
 @dataclass(frozen=True)
-class Setting:
+class Terms:
+    """Whose terms a message is put in: the library's, the command line's, a job file's."""
+
+    caller: Caller
+    job_file: Path | None = None
+
+
+LIBRARY = Terms("library")
+COMMAND_LINE = Terms("command line")
+
+
+def job_file_terms(path: Path) -> Terms:
+    """The terms of a job file's command: its keys, naming the file."""
+    return Terms("job file", path)
+
+
+class Joined:
+    """A piece of a message: joined to text with ``+``, put into words when shown.
+
+    ``str()`` is the library's wording. An f-string raises :class:`TypeError`: it would fix
+    the library's words into plain text before the reader is known.
+    """
+
+    def render(self, terms: Terms) -> str:
+        raise NotImplementedError
+
+    def __add__(self, other: Said | Joined) -> Words:
+        return words(self, other)
+
+    def __radd__(self, other: str) -> Words:
+        return words(other, self)
+
+    def __format__(self, spec: str) -> str:
+        raise TypeError("join a message naming a setting with +, not an f-string")
+
+    def __str__(self) -> str:
+        return self.render(LIBRARY)
+
+
+@dataclass(frozen=True)
+class Setting(Joined):
     """One setting, as each caller names it: option, job-file key, library keyword.
 
     ``option`` is the long option (None for a command's argument, named by ``argument``);
@@ -69,17 +107,8 @@ class Setting:
         """This setting with a value: ``--extra-fields keep``, ``extra_fields = "keep"``."""
         return Mention(self, value)
 
-    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
-        return Words((Mention(self),)) + other
-
-    def __radd__(self, other: str) -> Words:
-        return Words((other, Mention(self)))
-
-    def __format__(self, spec: str) -> str:
-        raise TypeError(_JOIN_WITH_PLUS)
-
-    def __str__(self) -> str:
-        return Mention(self).render(LIBRARY)
+    def render(self, terms: Terms) -> str:
+        return Mention(self).render(terms)
 
 
 class Placeholder(str):
@@ -89,24 +118,7 @@ class Placeholder(str):
 
 
 @dataclass(frozen=True)
-class Terms:
-    """Whose terms a message is put in: the library's, the command line's, a job file's."""
-
-    caller: Caller
-    job_file: Path | None = None
-
-
-LIBRARY = Terms("library")
-COMMAND_LINE = Terms("command line")
-
-
-def job_file_terms(path: Path) -> Terms:
-    """The terms of a job file's command: its keys, naming the file."""
-    return Terms("job file", path)
-
-
-@dataclass(frozen=True)
-class Mention:
+class Mention(Joined):
     """A setting named in a message, with the value it would take if the message says one."""
 
     setting: Setting
@@ -129,18 +141,6 @@ class Mention:
             return option if self.value or setting.off is None else setting.off
         return f"{option} {self.value}"
 
-    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
-        return Words((self,)) + other
-
-    def __radd__(self, other: str) -> Words:
-        return Words((other, self))
-
-    def __format__(self, spec: str) -> str:
-        raise TypeError(_JOIN_WITH_PLUS)
-
-    def __str__(self) -> str:
-        return self.render(LIBRARY)
-
 
 @dataclass(frozen=True)
 class Command:
@@ -155,7 +155,7 @@ class Command:
 
 
 @dataclass(frozen=True)
-class Call:
+class Call(Joined):
     """A command to run, named in a message: ``petsync history DIR --rebuild`` on the
     command line, ``update_history('DIR', rebuild=True)`` for the library."""
 
@@ -170,61 +170,28 @@ class Call:
         given = [self.argument, *(m.render(COMMAND_LINE) for m in self.settings)]
         return f"`petsync {self.command.name} {' '.join(given)}`"
 
-    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
-        return Words((self,)) + other
-
-    def __radd__(self, other: str) -> Words:
-        return Words((other, self))
-
-    def __format__(self, spec: str) -> str:
-        raise TypeError(_JOIN_WITH_PLUS)
-
-    def __str__(self) -> str:
-        return self.render(LIBRARY)
-
-
-Part = str | Mention | Call
-
 
 @dataclass(frozen=True)
-class Words:
-    """A message: text and mentions of settings, in order; put into words by :meth:`render`.
-
-    Built with ``+`` from strings (f-strings too), settings and mentions.
+class Words(Joined):
+    """A message: text and the settings (and commands) it names, in order; put into words
+    by :meth:`render`. Built with ``+`` from strings (f-strings too), settings and mentions.
     """
 
-    parts: tuple[Part, ...]
+    parts: tuple[str | Joined, ...]
 
     def render(self, terms: Terms) -> str:
         """The message as ``terms``' reader reads it."""
         return "".join(part if isinstance(part, str) else part.render(terms) for part in self.parts)
 
-    def __add__(self, other: str | Words | Mention | Setting | Call) -> Words:
-        return Words(self.parts + _parts(other))
-
-    def __radd__(self, other: str) -> Words:
-        return Words((other, *self.parts))
-
-    def __format__(self, spec: str) -> str:
-        raise TypeError(_JOIN_WITH_PLUS)
-
-    def __str__(self) -> str:
-        return self.render(LIBRARY)
-
-    @property
-    def settings(self) -> tuple[Setting, ...]:
-        """The settings the message names, in order."""
-        return tuple(part.setting for part in self.parts if isinstance(part, Mention))
-
 
 Said = str | Words
 
 
-def words(*parts: str | Words | Mention | Setting | Call) -> Words:
+def words(*parts: Said | Joined) -> Words:
     """One message of ``parts``: ``words("pass ", OUT, " with a new folder")``."""
-    found: list[Part] = []
+    found: list[str | Joined] = []
     for part in parts:
-        found.extend(_parts(part))
+        found.extend(part.parts if isinstance(part, Words) else (part,))
     return Words(tuple(found))
 
 
@@ -239,14 +206,6 @@ def joined(separator: str, items: Iterable[Said]) -> Said:
     for index, item in enumerate(items):
         result = item if index == 0 else result + separator + item
     return result
-
-
-def _parts(other: str | Words | Mention | Setting | Call) -> tuple[Part, ...]:
-    if isinstance(other, Words):
-        return other.parts
-    if isinstance(other, Setting):
-        return (Mention(other),)
-    return (other,)
 
 
 def _toml(value: object) -> str:
