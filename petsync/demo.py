@@ -24,6 +24,7 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import InputError
 from petsync.core.files import atomic_write_text
+from petsync.core.settings_table import DEMO_OUT
 from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import ExportProgress
@@ -155,13 +156,14 @@ def claim_folder(out_dir: Path) -> None:
         atomic_write_text(out_dir / DEMO_MARK, "", what="demo marker")  # never through a link
         return
     if not out_dir.is_dir():
-        raise InputError(f"{out_dir} is not a folder; pass --out with a new folder")
+        raise InputError(f"{out_dir} is not a folder; pass " + DEMO_OUT + " with a new folder")
     ours = (out_dir / DEMO_MARK).exists()
     held = [p.name for p in out_dir.iterdir() if p.name in ("pets", "history")]
     if held and not ours:
         raise InputError(
-            f"{out_dir} holds {' and '.join(held)} that no demo made; pass --out with a new "
-            "folder (the demo replaces only its own)"
+            f"{out_dir} holds {' and '.join(held)} that no demo made; pass "
+            + DEMO_OUT
+            + " with a new folder (the demo replaces only its own)"
         )
     for name in held:
         shutil.rmtree(out_dir / name)

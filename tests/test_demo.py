@@ -89,7 +89,7 @@ def test_the_demo_leaves_a_folder_it_did_not_make_alone(tmp_path: Path) -> None:
         run_demo(out, 10)
 
     assert str(caught.value) == (
-        f"{out} holds pets that no demo made; pass --out with a new folder (the demo "
+        f"{out} holds pets that no demo made; pass out_dir= with a new folder (the demo "
         "replaces only its own)"
     )
     assert [p.name for p in out.iterdir()] == ["pets"]

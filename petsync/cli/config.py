@@ -9,6 +9,7 @@ from petsync.cli.output import echo_json
 from petsync.cli.render_settings import needs_lines, target_document, target_lines
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError
+from petsync.core.wording import COMMAND_LINE
 
 
 @click.group()
@@ -52,7 +53,7 @@ def config_show(
         document = target_document(view)
         if store is not None:
             document["store"] = {"value": out, "source": store}
-        document["needs"] = [state.redact(need) for need in view.needs]
+        document["needs"] = [state.redact(need.render(COMMAND_LINE)) for need in view.needs]
         echo_json(document)
     else:
         for line in target_lines(view):
@@ -62,7 +63,7 @@ def config_show(
         for line in needs_lines(view):
             click.echo(state.redact(line))
     if check and view.needs:
-        raise ConfigError(f"not ready: {view.needs[0]}")
+        raise ConfigError("not ready: " + view.needs[0])
 
 
 def _store_access(out: str) -> str:

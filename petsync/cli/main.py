@@ -29,6 +29,7 @@ from petsync.cli.serve import serve
 from petsync.cli.snapshots import snapshots_command
 from petsync.cli.state import CliState
 from petsync.core.errors import ExitCode, PetsyncError
+from petsync.core.wording import COMMAND_LINE
 from petsync.ops.logs import configure_logging, keys_from_environ
 
 
@@ -89,6 +90,7 @@ def cli(ctx: click.Context, log_format: str, log_level: str) -> None:
         level=log_level,
         keys=keys_from_environ(environ),
         outcomes=json_logs,  # as text, the command prints a job's warnings itself, once
+        terms=COMMAND_LINE,  # a warning naming a setting names its option
     )
     ctx.call_on_close(handle.close)
     ctx.obj = CliState(log=handle, json_logs=json_logs, environ=environ, debug=log_level == "debug")

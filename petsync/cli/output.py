@@ -17,6 +17,7 @@ from typing import Protocol
 import click
 
 from petsync.core.files import check_writable_file
+from petsync.core.settings_table import REPORT
 
 
 class _JsonReport(Protocol):
@@ -50,7 +51,7 @@ class ReportTo:
         """Take ``--report``'s value, checking a file location before anything is sent."""
         report_to = cls(path)
         if path is not None and not report_to.stdout:
-            check_writable_file(path, "report file (--report)", parent_made=True)
+            check_writable_file(path, "report file (" + REPORT + ")", parent_made=True)
         return report_to
 
     def write_file(self, report: _JsonReport) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from petsync.core.apikey import ENV_API_KEY, redact
+from petsync.core.settings_table import API_KEY_FILE
+from petsync.core.wording import COMMAND_LINE
 
 if TYPE_CHECKING:
     from petsync.ops.limits import ClientLimits
@@ -31,7 +33,10 @@ def needs_lines(view: TargetView) -> list[str]:
     needs = view.needs
     if not needs:
         return ["ready: a command has the base URL and key it needs"]
-    return ["a command would still need:", *(f"  - {need}" for need in needs)]
+    return [
+        "a command would still need:",
+        *(f"  - {need.render(COMMAND_LINE)}" for need in needs),
+    ]
 
 
 def target_document(target: Target | TargetView) -> dict[str, Any]:
@@ -52,7 +57,7 @@ def _target_rows(target: Target | TargetView) -> list[tuple[str, str, str, objec
 
     key_help = (
         f"{NOT_SET}: set {env_key_variable(target.env_name)} or {ENV_API_KEY}, "
-        "or pass --api-key-file PATH"
+        f"or pass {API_KEY_FILE.option} PATH"
     )
     config_file = str(target.config_file) if target.config_file else None
     return [

@@ -28,6 +28,7 @@ from petsync.core.errors import (
     StoppedError,
     severity,
 )
+from petsync.core.wording import job_file_terms
 from petsync.ops.jobfile import (
     AFTER_KEYS,
     JOB_KINDS,
@@ -134,11 +135,27 @@ class _Given:
 
 
 def _run_one(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) -> None:
+    """Run one job file; what it says of a setting (an error, a warning, a log line) names
+    the job file's key, not an option nobody gave."""
+    terms = job_file_terms(jobfile)
+    try:
+        with state.terms_of_job(terms):
+            _run_job(ctx, state, given, jobfile)
+    except PetsyncError as exc:
+        exc.shown_to(terms)  # shown by the one boundary, in the job file's terms
+        raise
+
+
+def _run_job(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) -> None:
     specs = {kind: job_specs(ctx, kind) for kind in JOB_KINDS}
     job = load_job(jobfile, specs, given.overrides)
     command = _job_command(ctx, job.kind)
     arguments, job_target = job_arguments(ctx, job, command)
-    running = RunningJob(name=job.name, target=job_target.overridden_by(given.target))
+    running = RunningJob(
+        name=job.name,
+        target=job_target.overridden_by(given.target),
+        terms=job_file_terms(jobfile),
+    )
     if given.check_only:
         # Resolved before anything is printed: a job whose settings fail is never "valid".
         lines = target_lines(state.resolve_target(running.target))

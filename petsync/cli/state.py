@@ -9,11 +9,12 @@ target options (``--base-url``, ``--env``, ...) as a command was given them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import logging
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from petsync._version import __version__
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
 from petsync.core.text import shown_text
+from petsync.core.wording import COMMAND_LINE, Terms, render
 
 BUG_MESSAGE_LIMIT = 300  # characters of the exception's own message shown
 TERMINAL_LINE_LIMIT = 2_000  # characters of one error or warning line
@@ -98,10 +100,12 @@ def _given(value: object) -> bool:
 
 @dataclass(frozen=True)
 class RunningJob:
-    """The job ``petsync run`` is running: its name labels the metrics, its target wins."""
+    """The job ``petsync run`` is running: its name labels the metrics, its target wins,
+    and what it says of a setting names the job file's key (``terms``)."""
 
     name: str
     target: TargetOptions
+    terms: Terms = COMMAND_LINE
 
 
 @dataclass
@@ -113,6 +117,11 @@ class CliState:
     environ: Mapping[str, str] = field(default_factory=dict)
     job: RunningJob | None = None
     debug: bool = False  # --log-level debug: an internal error shows its traceback
+
+    @property
+    def terms(self) -> Terms:
+        """Whose terms a setting is named in: a running job file's, else the command line's."""
+        return self.job.terms if self.job is not None else COMMAND_LINE
 
     def job_name(self, command: str) -> str:
         """The metrics label: the job file's name under ``petsync run``, else the command's."""
@@ -137,6 +146,7 @@ class CliState:
             allow_insecure_http=options.allow_insecure_http,
             allow_insecure_http_source=options.source("allow_insecure_http"),
             limits=options.given_limits(),
+            terms=COMMAND_LINE,
         )
         if self.log is not None:
             self.log.add_key(view.api_key)
@@ -148,6 +158,15 @@ class CliState:
 
         return PetstoreClient(self.resolve_target(options).client_config())
 
+    @contextlib.contextmanager
+    def terms_of_job(self, terms: Terms) -> Iterator[None]:
+        """While a job file's command runs, its log lines name the file's keys."""
+        if self.log is None:
+            yield
+            return
+        with self.log.terms_of(terms):
+            yield
+
     def redact(self, text: str) -> str:
         """``text`` without any key this invocation knows (or any bearer token)."""
         return self.log.redact(text) if self.log is not None else redact(text)
@@ -157,13 +176,17 @@ class CliState:
 
         ``Error: message`` as text; with JSON logs an ``error`` event, so stderr stays JSON.
         An :class:`IncompleteError` is a finished job's outcome, not a failure: its warnings
-        show as ``Warning:`` lines (with JSON logs the job has logged them as events).
+        show as ``Warning:`` lines (with JSON logs the job has logged them as events). The
+        settings it names read as options, or as a job file's keys when ``petsync run`` marked
+        it so (:meth:`~petsync.core.errors.PetsyncError.shown_to`).
         """
+        terms = exc.reader or self.terms
         if isinstance(exc, IncompleteError):
             for warning in [] if self.json_logs else exc.warnings:
-                click.echo(terminal_line(f"Warning: {self.redact(warning)}"), err=True)
+                said = self.redact(render(warning, terms))
+                click.echo(terminal_line(f"Warning: {said}"), err=True)
             return
-        self._echo(self.redact(str(exc)), type(exc).__name__, int(exc.exit_code))
+        self._echo(self.redact(exc.render(terms)), type(exc).__name__, int(exc.exit_code))
 
     def echo_usage_error(self, exc: click.ClickException) -> None:
         """A command-line mistake click found, as an ``error`` event (JSON logs only)."""

@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from petsync.client.config import MAX_RESPONSE_SIZE_OPTION
 from petsync.core.errors import ProtocolError
+from petsync.core.settings_table import MAX_RESPONSE_SIZE
 from petsync.core.text import shown_text
 
 PIECE = 64 * 1024  # the most one inflate step may produce
@@ -218,8 +218,8 @@ def too_large(subject: str, limit: int, *, started: bool = True) -> ProtocolErro
     done = "stopped reading it" if started else "did not read it"
     return ProtocolError(
         f"{subject} the response size limit of {_size(limit)}; petsync {done}. A page of "
-        f"100 pets is about 10 KB: if answers this large are expected, raise the limit with "
-        f"{MAX_RESPONSE_SIZE_OPTION}"
+        "100 pets is about 10 KB: if answers this large are expected, raise the limit with "
+        + MAX_RESPONSE_SIZE
     )
 
 

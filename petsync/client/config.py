@@ -25,6 +25,14 @@ from petsync.core.interface import (
     PaginationStyle,
 )
 from petsync.core.reading import read_regular
+from petsync.core.settings_table import (
+    ALLOW_INSECURE_HTTP,
+    API_KEY_FILE,
+    MAX_RESPONSE_SIZE,
+    RETRIES,
+    RETRY_BUDGET,
+    TIMEOUT,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -40,13 +48,6 @@ DEFAULT_RETRIES = DEFAULT_MAX_ATTEMPTS - 1  # what --retries N counts: attempts 
 DEFAULT_BACKOFF_BASE = 0.5
 DEFAULT_BACKOFF_MAX = 30.0
 DEFAULT_RETRY_BUDGET = 300.0
-
-# The command-line options (and job-file keys) each setting will be given by, so that a
-# validation error or a "raise it" hint names what the user can change.
-RETRIES_OPTION = "--retries N"
-RETRY_BUDGET_OPTION = "--retry-budget SECONDS"
-TIMEOUT_OPTION = "--timeout SECONDS"
-MAX_RESPONSE_SIZE_OPTION = "--max-response-size"
 
 LOOPBACK_HOSTS = frozenset({"localhost"})
 
@@ -77,11 +78,11 @@ class RetryPolicy:
         if type(self.max_attempts) is not int or self.max_attempts < 1:
             retries = self.max_attempts - 1 if type(self.max_attempts) is int else self.max_attempts
             raise ConfigError(
-                f"retries ({RETRIES_OPTION}) must be a whole number, 0 or more; got {retries!r}"
+                "retries (" + RETRIES + f") must be a whole number, 0 or more; got {retries!r}"
             )
         if not _is_seconds(self.budget_seconds, allow_zero=True):
             raise ConfigError(
-                f"the retry budget ({RETRY_BUDGET_OPTION}) must be a number of seconds, 0 or "
+                "the retry budget (" + RETRY_BUDGET + ") must be a number of seconds, 0 or "
                 f"more; got {self.budget_seconds!r}"
             )
         for name in ("backoff_base", "backoff_max"):
@@ -129,7 +130,7 @@ class ClientConfig:
             raise ConfigError("max_pages must be at least 1")
         if not _is_seconds(self.request_timeout):
             raise ConfigError(
-                f"the request timeout ({TIMEOUT_OPTION}) must be a number of seconds above 0; "
+                "the request timeout (" + TIMEOUT + ") must be a number of seconds above 0; "
                 f"got {self.request_timeout!r}"
             )
         for name in ("connect_timeout", "read_timeout"):
@@ -139,7 +140,7 @@ class ClientConfig:
                 )
         if type(self.max_response_bytes) is not int or self.max_response_bytes < 1:
             raise ConfigError(
-                f"the response size limit ({MAX_RESPONSE_SIZE_OPTION}) must be a whole number "
+                "the response size limit (" + MAX_RESPONSE_SIZE + ") must be a whole number "
                 f"of bytes above 0; got {self.max_response_bytes!r}"
             )
 
@@ -293,16 +294,18 @@ def plain_http_refused(base_url: str) -> ConfigError:
     """The refusal of a plain-http base URL to a host that is not loopback."""
     return ConfigError(
         f"base URL {base_url!r} uses plain http to a host that is not loopback: the API key "
-        "would cross the network in clear text. Use https, or pass --allow-insecure-http "
-        "if you really mean it."
+        "would cross the network in clear text. Use https, or pass "
+        + ALLOW_INSECURE_HTTP.given(True)
+        + " if you really mean it."
     )
 
 
 def _credentials_refused(shown: str) -> ConfigError:
     return ConfigError(
         f"base URL {shown!r} carries a user name or password; petsync sends only the API key "
-        "(from PETSYNC_API_KEY or --api-key-file) and would copy the password wherever the URL "
-        "is shown. Remove the part before '@'"
+        "(from PETSYNC_API_KEY or "
+        + API_KEY_FILE
+        + ") and would copy the password wherever the URL is shown. Remove the part before '@'"
     )
 
 

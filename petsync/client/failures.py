@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from petsync.client.body import parse_json, too_large
-from petsync.client.config import TIMEOUT_OPTION, ClientConfig
+from petsync.client.config import ClientConfig
 from petsync.client.proxy import ProxyRoute
 from petsync.client.retry import Failure, parse_retry_after
 from petsync.client.wire import (
@@ -38,7 +38,9 @@ from petsync.core.errors import (
     TransportError,
 )
 from petsync.core.models import parse_error_body
+from petsync.core.settings_table import TIMEOUT
 from petsync.core.text import shown_text
+from petsync.core.wording import Said
 
 EXCERPT_CHARS = 200
 CODE_CHARS = 100  # an Error code is a short identifier
@@ -110,22 +112,22 @@ class FailureTranslator:
                 ),
                 sent=False,
             )
+        when: Said = f"({detail})"
         if late:
-            detail = (
+            when = (
                 f"within the request timeout of {self._config.request_timeout:g} s; raise it "
-                f"with {TIMEOUT_OPTION} if the server is slow but working"
+                "with " + TIMEOUT + " if the server is slow but working"
             )
-        else:
-            detail = f"({detail})"
         if method == "POST":
             error: TransportError = OutcomeUnknownError(
-                f"POST {shown} was sent but no answer came {detail}; the pet may or may not "
-                "have been created. petsync does not re-send it (that could create it twice): "
-                "list the pets to check before sending it again",
+                f"POST {shown} was sent but no answer came "
+                + when
+                + "; the pet may or may not have been created. petsync does not re-send it "
+                "(that could create it twice): list the pets to check before sending it again",
                 url=shown,
             )
         else:
-            error = TransportError(f"no answer to {method} {shown} {detail}", url=shown)
+            error = TransportError(f"no answer to {method} {shown} " + when, url=shown)
         return Failure(error, sent=True)
 
     def _connect_failure(
@@ -197,7 +199,7 @@ class FailureTranslator:
         error: PetsyncError = self._api_error(method, shown, response, body)
         if method == "POST" and response.status_code >= 500:
             error = OutcomeUnknownError(
-                f"{error.message}, after the request was sent; the pet may or may not have been "
+                error.words + ", after the request was sent; the pet may or may not have been "
                 "created. petsync does not re-send it (that could create it twice): list the "
                 "pets to check before sending it again",
                 url=shown,

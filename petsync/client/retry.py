@@ -25,8 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from petsync.client.config import RETRIES_OPTION, RETRY_BUDGET_OPTION, RetryPolicy
+from petsync.client.config import RetryPolicy
 from petsync.core.errors import PetsyncError, RetriesExhaustedError
+from petsync.core.settings_table import RETRIES, RETRY_BUDGET
+from petsync.core.wording import Said
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +160,7 @@ class RetrySchedule:
             raise self._exhausted(
                 failure,
                 elapsed,
-                f"to retry more, raise {RETRIES_OPTION} (now {self._policy.retries})",
+                "to retry more, raise " + RETRIES + f" (now {_retries(self._policy.retries)})",
             )
         delay = backoff_delay(self._policy, self.attempts, self._rng)
         if failure.retry_after is not None:
@@ -173,8 +175,7 @@ class RetrySchedule:
                 failure,
                 elapsed,
                 f"the next wait of {delay:.1f} s{asked} would pass the retry budget of "
-                f"{self._policy.budget_seconds:g} s; to retry longer, raise "
-                f"{RETRY_BUDGET_OPTION}",
+                f"{self._policy.budget_seconds:g} s; to retry longer, raise " + RETRY_BUDGET,
             )
         logger.info(
             "retry",
@@ -191,13 +192,20 @@ class RetrySchedule:
         )
         return delay
 
-    def _exhausted(self, failure: Failure, elapsed: float, fix: str) -> RetriesExhaustedError:
+    def _exhausted(self, failure: Failure, elapsed: float, fix: Said) -> RetriesExhaustedError:
         plural = "" if self.attempts == 1 else "s"
         return RetriesExhaustedError(
             f"gave up on {self._method} {self._url} after {self.attempts} attempt{plural} "
-            f"in {elapsed:.1f} s: last error: {failure.error.message}; "
-            f"{fix}, or try again later",
+            f"in {elapsed:.1f} s: last error: "
+            + failure.error.words
+            + "; "
+            + fix
+            + ", or try again later",
             attempts=self.attempts,
             elapsed=elapsed,
             last_error=failure.error,
         )
+
+
+def _retries(count: int) -> str:
+    return f"{count} retry" if count == 1 else f"{count} retries"

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from petsync.core.wording import Said, Terms, Words
+
 
 class ExitCode(IntEnum):
     """The documented exit codes of every petsync command."""
@@ -78,12 +80,27 @@ class PetsyncError(Exception):
 
     exit_code: ExitCode = ExitCode.FAILURE
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: Said) -> None:
+        self.words = message if isinstance(message, Words) else Words((message,))
+        self.message = str(self.words)  # in the library's terms, as str() says it
+        super().__init__(self.message)
+        self.reader: Terms | None = None  # whose terms it is shown in: the boundary's own
 
     def __str__(self) -> str:
         return self.message
+
+    def render(self, terms: Terms) -> str:
+        """The message with each setting it names in ``terms`` (:mod:`petsync.core.wording`)."""
+        return self.words.render(terms)
+
+    def shown_to(self, reader: Terms) -> None:
+        """This error, to be shown in ``reader``'s terms by the boundary that shows it.
+
+        ``petsync run`` marks the errors that leave a job file's command so: the command
+        line's one error boundary then names that file's keys, not options nobody gave;
+        left None, the boundary shows it in its own terms.
+        """
+        self.reader = reader
 
 
 class UsageError(PetsyncError):
@@ -110,7 +127,7 @@ class ApiError(PetsyncError):
 
     def __init__(
         self,
-        message: str,
+        message: Said,
         *,
         http_status: int,
         url: str,
@@ -141,7 +158,7 @@ class AuthenticationError(ApiError):
 class TransportError(PetsyncError):
     """The API could not be reached, or the connection failed before an answer came."""
 
-    def __init__(self, message: str, *, url: str) -> None:
+    def __init__(self, message: Said, *, url: str) -> None:
         super().__init__(message)
         self.url = url
 
@@ -154,7 +171,7 @@ class OutcomeUnknownError(TransportError):
     answered with (a 5xx after the request was sent), None when no answer came.
     """
 
-    def __init__(self, message: str, *, url: str, http_status: int | None = None) -> None:
+    def __init__(self, message: Said, *, url: str, http_status: int | None = None) -> None:
         super().__init__(message, url=url)
         self.http_status = http_status
 
@@ -163,7 +180,7 @@ class RetriesExhaustedError(PetsyncError):
     """Retrying ran out of attempts or of its time budget; ``last_error`` is the final cause."""
 
     def __init__(
-        self, message: str, *, attempts: int, elapsed: float, last_error: PetsyncError
+        self, message: Said, *, attempts: int, elapsed: float, last_error: PetsyncError
     ) -> None:
         super().__init__(message)
         self.attempts = attempts
@@ -204,7 +221,7 @@ class StoppedError(PetsyncError):
 
     exit_code = ExitCode.TERMINATED
 
-    def __init__(self, message: str, *, exit_code: ExitCode = ExitCode.TERMINATED) -> None:
+    def __init__(self, message: Said, *, exit_code: ExitCode = ExitCode.TERMINATED) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -219,6 +236,6 @@ class IncompleteError(PetsyncError):
 
     exit_code = ExitCode.INCOMPLETE
 
-    def __init__(self, message: str, *, warnings: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: Said, *, warnings: tuple[Said, ...] = ()) -> None:
         super().__init__(message)
         self.warnings = warnings

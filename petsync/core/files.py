@@ -47,6 +47,7 @@ from typing import IO, Literal
 
 from petsync.core.errors import ConfigError, InputError, LockedError
 from petsync.core.reading import describe_kind
+from petsync.core.wording import Said
 
 # Errors of fsync on a directory that mean "this file system cannot", not "it failed".
 _NO_DIRECTORY_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EISDIR})
@@ -85,7 +86,7 @@ def atomic_writer(
     encoding: str = "utf-8",
     newline: str | None = "\n",
     mode: int | None = None,
-    what: str = "output file",
+    what: Said = "output file",
 ) -> Iterator[IO[str]]:
     """A text handle whose content replaces ``path`` in one step when the block ends.
 
@@ -135,7 +136,7 @@ def _create_temp(path: Path) -> tuple[int, Path]:
 WriteKind = Literal["replace", "stream"]
 
 
-def write_kind(path: Path, what: str = "output file") -> WriteKind:
+def write_kind(path: Path, what: Said = "output file") -> WriteKind:
     """How :func:`atomic_writer` writes ``path``, or :class:`ConfigError` if it may not.
 
     ``replace``: absent or a regular file, replaced by rename. ``stream``: the file behind
@@ -158,7 +159,7 @@ def write_kind(path: Path, what: str = "output file") -> WriteKind:
     raise ConfigError(_refusal(path, here, what))
 
 
-def _refusal(path: Path, here: os.stat_result, what: str) -> str:
+def _refusal(path: Path, here: os.stat_result, what: Said) -> Said:
     if stat.S_ISLNK(here.st_mode):
         try:
             target = f" to {os.readlink(path)}"
@@ -166,13 +167,13 @@ def _refusal(path: Path, here: os.stat_result, what: str) -> str:
             target = ""
         dangling = "" if os.path.exists(path) else ", which points nowhere,"
         return (
-            f"{what} {path} is a symbolic link{target}{dangling} and petsync never writes "
+            what + f" {path} is a symbolic link{target}{dangling} and petsync never writes "
             "through a link at an output's name (one planted in a shared directory would "
             "have petsync overwrite the file it points to): remove the link, or choose "
             "another location"
         )
     return (
-        f"{what} {path} is {describe_kind(here.st_mode)}, not a regular file; petsync "
+        what + f" {path} is {describe_kind(here.st_mode)}, not a regular file; petsync "
         "writes outputs only as regular files: remove it, or choose another location"
     )
 
@@ -193,7 +194,7 @@ def _own_stream_fd(target: os.stat_result) -> int | None:
 
 @contextlib.contextmanager
 def _stream_writer(
-    path: Path, what: str, *, encoding: str, newline: str | None
+    path: Path, what: Said, *, encoding: str, newline: str | None
 ) -> Iterator[IO[str]]:
     # Written through a copy of the descriptor itself, never by opening ``path`` again: a
     # link at the name swapped between the check and an open (`-> /proc/self/fd/1`, then
@@ -204,7 +205,7 @@ def _stream_writer(
         own = _own_stream_fd(path.stat())
     if own is None:  # the name changed since write_kind looked at it
         raise ConfigError(
-            f"{what} {path} changed while petsync was about to write it: it no longer names "
+            what + f" {path} changed while petsync was about to write it: it no longer names "
             "this process's own output; look at what stands there and run again"
         )
     for stream in (sys.stdout, sys.stderr):  # what was printed before comes first
@@ -214,7 +215,7 @@ def _stream_writer(
         yield handle
 
 
-def own_folder(directory: Path, what: str) -> None:
+def own_folder(directory: Path, what: Said) -> None:
     """Create ``directory`` (parents too) unless it exists; refuse a link or a file there.
 
     For a folder petsync fills and prunes itself (``OUT/pets``, ``OUT/history``): a link
@@ -228,60 +229,63 @@ def own_folder(directory: Path, what: str) -> None:
         mode = os.lstat(directory).st_mode
     if not stat.S_ISDIR(mode):
         raise ConfigError(
-            f"{what} {directory} is {describe_kind(mode)}, not a folder; petsync keeps its "
+            what + f" {directory} is {describe_kind(mode)}, not a folder; petsync keeps its "
             "files in a folder of its own and never follows a link there (one planted would "
             "have petsync write and remove files where it points): remove it (a run "
             "re-creates the folder) and run again"
         )
 
 
-def check_writable_dir(directory: Path, what: str) -> None:
+def check_writable_dir(directory: Path, what: Said) -> None:
     """Fail (:class:`ConfigError`, exit 2) unless files can be created in ``directory``.
 
     A directory that does not exist yet passes when its nearest existing ancestor is a
     directory files can be created in (the job creates the rest). The proof is a real one:
     an empty file is created there and removed, so a read-only file system, a full inode
     table or missing permissions all show before the first request is sent.
-    ``what`` names the location in the message: ``"export directory (--out)"``.
+    ``what`` names the location in the message: ``"export directory (" + OUT + ")"``
+    (a message naming a setting: :mod:`petsync.core.wording`).
     """
     existing = directory
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         raise ConfigError(
-            f"{what} {directory}: {existing} is not a directory; choose another location"
+            what + f" {directory}: {existing} is not a directory; choose another location"
         )
     _probe(existing, what, directory)
 
 
-def check_writable_file(path: Path, what: str, *, parent_made: bool = False) -> None:
+def check_writable_file(path: Path, what: Said, *, parent_made: bool = False) -> None:
     """Fail (:class:`ConfigError`, exit 2) unless :func:`atomic_writer` can write ``path``.
 
-    ``what`` names the file in the message: ``"report file (--report)"``. With
+    ``what`` names the file in the message: ``"report file (" + REPORT + ")"``. With
     ``parent_made`` a missing directory passes as in :func:`check_writable_dir`: the caller
     creates it before writing.
     """
     if path.is_dir() and not path.is_symlink():
-        raise ConfigError(f"{what} {path} is a directory; name a file, e.g. {path}/report.json")
+        raise ConfigError(what + f" {path} is a directory; name a file, e.g. {path}/report.json")
     if write_kind(path, what) == "stream":
         if not os.access(path, os.W_OK):
-            raise ConfigError(f"{what} {path}: not writable; choose another file")
+            raise ConfigError(what + f" {path}: not writable; choose another file")
         return
     if parent_made and not os.path.lexists(path.parent):
-        check_writable_dir(path.parent, f"{what} {path}: directory")
+        check_writable_dir(path.parent, what + f" {path}: directory")
         return
     if not path.parent.is_dir():
-        raise ConfigError(f"{what} {path}: directory {path.parent} does not exist; create it first")
+        raise ConfigError(
+            what + f" {path}: directory {path.parent} does not exist; create it first"
+        )
     _probe(path.parent, what, path)
 
 
-def _probe(directory: Path, what: str, named: Path) -> None:
+def _probe(directory: Path, what: Said, named: Path) -> None:
     try:
         fd, name = tempfile.mkstemp(prefix=_PROBE_PREFIX, suffix=".tmp", dir=directory)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ConfigError(
-            f"{what} {named}: cannot create files in {directory} ({reason}); choose a "
+            what + f" {named}: cannot create files in {directory} ({reason}); choose a "
             "location petsync can write to, or fix its permissions"
         ) from exc
     os.close(fd)
@@ -294,7 +298,7 @@ def atomic_write_text(
     *,
     encoding: str = "utf-8",
     mode: int | None = None,
-    what: str = "output file",
+    what: Said = "output file",
 ) -> None:
     """Replace ``path`` with ``text`` atomically and durably (see :func:`atomic_writer`)."""
     with atomic_writer(path, encoding=encoding, mode=mode, what=what) as handle:
@@ -310,7 +314,7 @@ def try_lock(fd: int) -> bool:
     return True
 
 
-def open_append(path: Path, what: str, *, read: bool = False) -> int:
+def open_append(path: Path, what: Said, *, read: bool = False) -> int:
     """Open (or create, with the umask's mode) ``path`` for appending; the open descriptor.
 
     The file appended to (a journal, an index) must be a regular file: a symbolic link at
@@ -328,7 +332,7 @@ def open_append(path: Path, what: str, *, read: bool = False) -> int:
             raise InputError(_refusal(path, path.lstat(), what)) from exc
         if exc.errno == errno.ENXIO:  # a FIFO nobody reads
             raise InputError(_refusal(path, path.lstat(), what)) from exc
-        raise InputError(f"cannot open {what} {path}: {exc.strerror or exc}") from exc
+        raise InputError("cannot open " + what + f" {path}: {exc.strerror or exc}") from exc
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)

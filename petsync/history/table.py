@@ -36,6 +36,8 @@ import pyarrow.fs as pafs
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.core.files import atomic_write_text, fsync_dir, fsync_file, own_folder
+from petsync.core.settings_table import HISTORY_COMMAND, REBUILD
+from petsync.core.wording import COMMAND_LINE, Call
 from petsync.export.location import Location, parse_location
 from petsync.export.lock import LOCK_NAME as EXPORT_LOCK_NAME
 
@@ -236,12 +238,14 @@ class HistoryFiles:
         """The folder (or a file in it) as users see it: a path or a URI."""
         return self.location.child(HISTORY_DIR, *([name] if name else []))
 
-    def rebuild_hint(self) -> str:
-        return f"`petsync history {self.location.uri} --rebuild`"
+    def rebuild_hint(self) -> Call:
+        """The history rebuilt, as the reader runs it (command line or library)."""
+        return HISTORY_COMMAND.run(self.location.uri, REBUILD.given(True))
 
     def _damaged(self, name: str | None, exc: BaseException) -> InputError:
         return InputError(
-            f"cannot read {self.shown(name)}: {exc}; rebuild the history with {self.rebuild_hint()}"
+            f"cannot read {self.shown(name)}: {exc}; rebuild the history with "
+            + self.rebuild_hint()
         )
 
     def _store_error(self, exc: OSError, doing: str) -> PetsyncError:
@@ -253,12 +257,13 @@ class HistoryFiles:
         """
         from petsync.export.objectstore.filesystem import classify, store_error
 
-        said = str(store_error(self.location, exc, doing=doing, before_fetch=True))
+        said = store_error(self.location, exc, doing=doing, before_fetch=True).render(COMMAND_LINE)
         kind = PetsyncError if classify(exc) == "other" else ConfigError
         return kind(self._reworded(said))
 
     def _reworded(self, said: str) -> str:
-        """The export's message about the store, said of the history."""
+        """The export's message about the store (read in the command line's terms, whose
+        prefix names its option), said of the history."""
         what = said.removeprefix(f"cannot use --out {self.location}: ")
         what = what.removesuffix(" Nothing was fetched.").rstrip(".")
         return f"the history at {self.shown()}: {what}."
@@ -280,7 +285,7 @@ class HistoryFiles:
         try:
             check_reachable(self.location, self.filesystem)
         except ConfigError as exc:
-            raise ConfigError(self._reworded(str(exc))) from exc
+            raise ConfigError(self._reworded(exc.render(COMMAND_LINE))) from exc
 
     def prepare(self) -> None:
         """Create the folder on a local disk (an object store has no folders to create)."""
@@ -303,7 +308,7 @@ class HistoryFiles:
         if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
             raise InputError(
                 f"{self.shown(STATE_NAME)} is not a petsync history of format {STATE_FORMAT}; "
-                f"rebuild it with {self.rebuild_hint()}"
+                "rebuild it with " + self.rebuild_hint()
             )
         try:
             return HistoryState(
@@ -315,7 +320,7 @@ class HistoryFiles:
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(
                 f"{self.shown(STATE_NAME)} is damaged ({exc!r}); rebuild it with "
-                f"{self.rebuild_hint()}"
+                + self.rebuild_hint()
             ) from exc
 
     def write_state(self, state: HistoryState) -> None:

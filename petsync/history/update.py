@@ -30,6 +30,7 @@ import pyarrow.fs as pafs
 
 from petsync.core.errors import InputError, LockedError
 from petsync.core.files import open_append, try_lock
+from petsync.core.settings_table import HISTORY_COMMAND, OUT, REBUILD
 from petsync.export.layout import PETS_DIR, SnapshotInfo
 from petsync.export.location import Location, parse_location
 from petsync.export.snapshot import future_horizon, list_snapshots
@@ -121,8 +122,9 @@ def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryRe
     pets = files.filesystem.get_file_info(location.store_child(PETS_DIR))
     if pets.type != pafs.FileType.Directory:
         raise InputError(
-            f"no snapshots under {location.child(PETS_DIR)}; "
-            f"`petsync export --out {location.uri}` writes them"
+            f"no snapshots under {location.child(PETS_DIR)}; an export with "
+            + OUT.given(location.uri)
+            + " writes them"
         )
     with _locked(location) as confirm:
         if location.local is not None:
@@ -203,12 +205,13 @@ def _new_nights(
             raise InputError(
                 f"the snapshot of {info.date} is older than the history's last night "
                 f"({last}) and not in it; rebuild the history from the snapshots kept with "
-                f"`petsync history {location.uri} --rebuild`"
+                + HISTORY_COMMAND.run(location.uri, REBUILD.given(True))
             )
         if taken[info.date] != info.run_id:
             raise InputError(
                 f"the snapshot of {info.date} was exported again after the history took it "
-                f"in; rebuild the history with `petsync history {location.uri} --rebuild`"
+                "in; rebuild the history with "
+                + HISTORY_COMMAND.run(location.uri, REBUILD.given(True))
             )
     return [info for info in snapshots if info.date > last]
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import ConfigError
-from petsync.ops.settings import secret_key_message
+from petsync.core.settings_table import SET
+from petsync.ops.config_file import secret_key_message
 from petsync.ops.toml_file import read_toml
 
 JobKind = Literal["export", "import"]
@@ -140,7 +141,7 @@ def load_job(
     where = f"job file {path} [{kind}]"
     options: dict[str, object] = {}
     given = [(key, value, where) for key, value in table.items() if key not in (overrides or {})]
-    given += [(key, value, f"--set {key}") for key, value in (overrides or {}).items()]
+    given += [(key, value, f"{SET.option} {key}") for key, value in (overrides or {}).items()]
     for key, value, source in given:
         secret = secret_key_message(source, key)
         if secret is not None:
@@ -171,13 +172,13 @@ def parse_override(text: str) -> tuple[str, object]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ConfigError(f"--set {text!r}: write KEY=VALUE, e.g. --set keep=7")
+        raise ConfigError(f"{SET.option} {text!r}: write KEY=VALUE, e.g. {SET.option} keep=7")
     try:
         value: object = tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:
         value = raw
     except RecursionError as exc:  # brackets nested past the parser's depth
-        raise ConfigError(f"--set {key}: the value is nested too deeply to read") from exc
+        raise ConfigError(f"{SET.option} {key}: the value is nested too deeply to read") from exc
     return key, value
 
 

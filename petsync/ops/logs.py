@@ -26,16 +26,18 @@ object: values JSON cannot hold (NaN, infinities, other objects) are written as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.text import shown_text
+from petsync.core.wording import LIBRARY, Terms, Words
 from petsync.ops.sentences import sentence
 
 LogFormat = Literal["text", "json"]
@@ -74,17 +76,32 @@ def _time(record: logging.LogRecord) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
 
 
-def _fields(record: logging.LogRecord) -> dict[str, object]:
+class _Reader:
+    """Whose terms a handler's lines name settings in; ``petsync run`` switches it to a job
+    file's while the job runs (:meth:`LogHandle.terms_of`)."""
+
+    def __init__(self, terms: Terms) -> None:
+        self.terms = terms
+
+
+def _fields(record: logging.LogRecord, terms: Terms) -> dict[str, object]:
+    """The record's fields; a message naming settings (:class:`Words`) put in ``terms``."""
     fields = getattr(record, "fields", None)
-    return dict(fields) if isinstance(fields, dict) else {}
+    if not isinstance(fields, dict):
+        return {}
+    return {
+        key: value.render(terms) if isinstance(value, Words) else value
+        for key, value in fields.items()
+    }
 
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, event, fields (and exc when raised)."""
 
-    def __init__(self, keys: _Keys) -> None:
+    def __init__(self, keys: _Keys, reader: _Reader | None = None) -> None:
         super().__init__()
         self._keys = keys
+        self._reader = reader or _Reader(LIBRARY)
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
@@ -92,7 +109,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "event": self._keys.text(record.getMessage()),
-            "fields": self._keys.redact(_fields(record)),
+            "fields": self._keys.redact(_fields(record, self._reader.terms)),
         }
         if record.exc_info:
             entry["exc"] = self._keys.text(self.formatException(record.exc_info))
@@ -102,12 +119,13 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     """``TIME LEVEL logger event key=value ...`` on one line (tracebacks follow on their own)."""
 
-    def __init__(self, keys: _Keys) -> None:
+    def __init__(self, keys: _Keys, reader: _Reader | None = None) -> None:
         super().__init__()
         self._keys = keys
+        self._reader = reader or _Reader(LIBRARY)
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = self._keys.redact(_fields(record))
+        fields = self._keys.redact(_fields(record, self._reader.terms))
         assert isinstance(fields, dict)
         if record.levelno >= logging.WARNING:
             return self._sentence(record, fields)
@@ -122,7 +140,7 @@ class TextFormatter(logging.Formatter):
 
     def _sentence(self, record: logging.LogRecord, fields: dict[str, object]) -> str:
         """``Warning: ...`` (``Error: ...``): the event as a person reads it, redacted."""
-        said = sentence(record.getMessage(), fields)
+        said = sentence(record.getMessage(), fields, self._reader.terms)
         label = "Warning" if record.levelno < logging.ERROR else "Error"
         line = _escaped(self._keys.text(f"{label}: {said}"))
         if record.exc_info:
@@ -192,10 +210,22 @@ logging.getLogger(LOGGER_NAME).addHandler(_LastResort())
 class LogHandle:
     """The handler one command installed; :meth:`close` puts the logger back as it was."""
 
-    def __init__(self, handler: logging.Handler, keys: _Keys, previous_level: int) -> None:
+    def __init__(
+        self, handler: logging.Handler, keys: _Keys, previous_level: int, reader: _Reader
+    ) -> None:
         self.handler = handler
         self._keys = keys
         self._previous_level = previous_level
+        self._reader = reader
+
+    @contextlib.contextmanager
+    def terms_of(self, terms: Terms) -> Iterator[None]:
+        """Lines logged inside name settings in ``terms`` (a job file's, under ``run``)."""
+        previous, self._reader.terms = self._reader.terms, terms
+        try:
+            yield
+        finally:
+            self._reader.terms = previous
 
     def redact(self, text: str) -> str:
         """``text`` redacted with every key this handle knows."""
@@ -220,18 +250,23 @@ def configure_logging(
     level: str = DEFAULT_LOG_LEVEL,
     keys: Iterable[ApiKey | None] = (),
     outcomes: bool = True,
+    terms: Terms = LIBRARY,
 ) -> LogHandle:
     """Send the ``petsync`` loggers' records to ``stream`` in ``log_format``, redacted.
 
     ``outcomes=False`` leaves out the events marked ``outcome`` (a command shows those
-    itself). The caller closes the returned handle when the command ends, so tests and
-    embedding programs get the logger back untouched.
+    itself). A warning that names a setting names it in ``terms``: the library's keyword
+    unless the command line says it is the reader (:mod:`petsync.core.wording`). The caller
+    closes the returned handle when the command ends, so tests and embedding programs get
+    the logger back untouched.
     """
     if log_format not in LOG_FORMATS:
         raise ValueError(f"unknown log format {log_format!r}; use one of: text, json")
-    known = _Keys(keys)
+    known, reader = _Keys(keys), _Reader(terms)
     handler = logging.StreamHandler(stream)
-    formatter = JsonFormatter(known) if log_format == "json" else TextFormatter(known)
+    formatter = (
+        JsonFormatter(known, reader) if log_format == "json" else TextFormatter(known, reader)
+    )
     handler.setFormatter(formatter)
     if not outcomes:
         handler.addFilter(_not_an_outcome)
@@ -239,7 +274,7 @@ def configure_logging(
     previous = logger.level
     logger.addHandler(handler)
     logger.setLevel(level.upper())
-    return LogHandle(handler, known, previous)
+    return LogHandle(handler, known, previous, reader)
 
 
 def keys_from_environ(environ: Mapping[str, str]) -> list[ApiKey]:

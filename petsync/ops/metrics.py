@@ -47,6 +47,7 @@ from petsync.core.errors import ConfigError, ExitCode, PetsyncError
 from petsync.core.files import atomic_write_text, check_writable_file
 from petsync.core.interface import METRICS_FILE_LIMIT
 from petsync.core.reading import read_regular
+from petsync.core.settings_table import METRICS_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ def record_run(
 
 
 def _log_write_error(exc: PetsyncError) -> None:
-    logger.error("metrics.unwritable", extra={"fields": {"error": str(exc)}})
+    logger.error("metrics.unwritable", extra={"fields": {"error": exc.words}})
 
 
 def check_metrics_path(path: Path) -> None:
@@ -217,7 +218,8 @@ def check_metrics_path(path: Path) -> None:
     if not path.parent.is_dir():
         raise ConfigError(
             f"metrics file {path}: directory {path.parent} does not exist; create it or point "
-            "--metrics-file at node_exporter's textfile directory"
+            + METRICS_FILE
+            + " at node_exporter's textfile directory"
         )
     if path.is_dir():
         raise ConfigError(f"metrics file {path} is a directory; name a file like petsync.prom")

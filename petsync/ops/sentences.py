@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from petsync.core.settings_table import SETTLE
+from petsync.core.wording import LIBRARY, Said, Terms, render
+
 Fields = Mapping[str, Any]
 
 
@@ -34,7 +37,9 @@ def _get(fields: Fields, key: str) -> str:
     return _listed(fields.get(key, "?"))
 
 
-SENTENCES: dict[str, Callable[[Fields], str]] = {
+# A sentence that names a setting names the Setting (petsync.core.settings_table): the
+# reader's terms are the handler's.
+SENTENCES: dict[str, Callable[[Fields], Said]] = {
     "history.snapshots_dated_ahead": lambda f: (
         f"snapshots dated after today ({_get(f, 'dates')}) were left out of the history: a "
         "machine whose clock ran ahead wrote them. They are folded in when their date comes; "
@@ -75,7 +80,7 @@ SENTENCES: dict[str, Callable[[Fields], str]] = {
     ),
     "import_earlier_file_unfinished": lambda f: (
         f"an earlier {_get(f, 'source')} (journal {_get(f, 'journal')}) was not finished: put "
-        "that file back and import it (with --settle) to finish it"
+        "that file back and import it (with " + SETTLE.given(True) + ") to finish it"
     ),
     "import_row_echo_differs": lambda f: (
         f"row {_get(f, 'row')}: the API created pet {_get(f, 'id')} but answered with other "
@@ -83,7 +88,8 @@ SENTENCES: dict[str, Callable[[Fields], str]] = {
     ),
     "import_row_uncertain": lambda f: (
         f"row {_get(f, 'row')}: the request was sent but its outcome is unknown (HTTP "
-        f"{_get(f, 'http_status')}); it is not sent again: list the pets, then --settle"
+        f"{_get(f, 'http_status')}); it is not sent again: list the pets, then "
+        + SETTLE.given(True)
     ),
     "import_grace_expired": lambda f: (
         f"{_get(f, 'workers_still_sending')} senders still waited for an answer when the grace "
@@ -111,8 +117,8 @@ SENTENCES: dict[str, Callable[[Fields], str]] = {
 }
 
 
-def sentence(event: str, fields: Fields) -> str:
-    """The sentence a person reads for ``event`` with ``fields``.
+def sentence(event: str, fields: Fields, terms: Terms = LIBRARY) -> str:
+    """The sentence a person reads for ``event`` with ``fields``, settings in ``terms``.
 
     >>> sentence("history.snapshots_dated_ahead", {"dates": ["2026-11-28", "2026-11-29"]})[:58]
     'snapshots dated after today (2026-11-28 and 2026-11-29) we'
@@ -121,7 +127,7 @@ def sentence(event: str, fields: Fields) -> str:
     """
     said = SENTENCES.get(event)
     if said is not None:
-        return said(fields)
+        return render(said(fields), terms)
     words = event.replace(".", " ").replace("_", " ")
     details = ", ".join(f"{key}: {_listed(value)}" for key, value in fields.items())
     return f"{words} ({details})" if details else words

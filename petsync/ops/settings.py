@@ -38,7 +38,6 @@ from a config or job file; a key file that group or others can read is refused w
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -47,44 +46,20 @@ from petsync.client.config import ClientConfig, RetryPolicy, normalise_base_url
 from petsync.core.apikey import ENV_API_KEY, ApiKey, read_key_file
 from petsync.core.errors import ConfigError
 from petsync.core.interface import PaginationStyle
-from petsync.ops.limits import LIMIT_KEYS, ClientLimits, check_limit, resolve_limits
-from petsync.ops.toml_file import read_toml
+from petsync.core.settings_table import ALLOW_INSECURE_HTTP, API_KEY_FILE, BASE_URL, ENV
+from petsync.core.wording import LIBRARY, Mention, Placeholder, Terms, Words
+from petsync.ops.config_file import (
+    CONFIG_FILE_NAME,
+    ENV_NAME,
+    ConfigFile,
+    Environment,
+    find_config_file,
+)
+from petsync.ops.limits import ClientLimits, resolve_limits
 
 ENV_BASE_URL = "PETSYNC_BASE_URL"
 ENV_ENVIRONMENT = "PETSYNC_ENV"  # chooses the environment, as AWS_PROFILE chooses a profile
-ENV_CONFIG = "PETSYNC_CONFIG"  # names the config file
 DEFAULT_ENV = "production"
-CONFIG_FILE_NAME = "petsync.toml"
-_STRING_KEYS: tuple[str, ...] = ("base_url", "api_key_env", "api_key_file", "extra_fields")
-# Paths an environment may set for the import: its journals' state folder, its category map.
-_PATH_KEYS: tuple[str, ...] = ("state_dir", "category_map")
-ENVIRONMENT_KEYS: tuple[str, ...] = _STRING_KEYS + _PATH_KEYS + LIMIT_KEYS
-
-_ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-# Key names that would put a secret into a config or job file; refused with the way out.
-_SECRET_KEY = re.compile(r"(?i)^(api[_-]?key|key|token|api[_-]?token|bearer|secret|password)$")
-
-
-@dataclass(frozen=True)
-class Environment:
-    """One ``[environments.NAME]`` table of a config file."""
-
-    name: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    api_key_file: Path | None = None
-    limits: Mapping[str, float | int] = field(default_factory=dict)  # by LIMIT_KEYS name
-    extra_fields: str | None = None  # the export's --extra-fields for this environment
-    paths: Mapping[str, Path] = field(default_factory=dict)  # by _PATH_KEYS name
-
-
-@dataclass(frozen=True)
-class ConfigFile:
-    """A parsed ``petsync.toml``: its path, how it was found, and its environments."""
-
-    path: Path
-    source: str
-    environments: Mapping[str, Environment] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -134,106 +109,6 @@ def env_key_variable(env_name: str) -> str:
     return f"PETSYNC_{env_name.upper().replace('-', '_')}_API_KEY"
 
 
-def secret_key_message(where: str, key: str) -> str | None:
-    """The refusal for a config or job file key that would hold a key value, else None."""
-    if not _SECRET_KEY.match(key):
-        return None
-    return (
-        f"{where}: {key!r} would put an API key in a file others read, copy and commit; "
-        f"set the key in the environment ({ENV_API_KEY} or PETSYNC_<ENV>_API_KEY, e.g. from "
-        "the env file cron loads) or point api_key_file at a file with mode 600"
-    )
-
-
-def user_config_path(environ: Mapping[str, str], home: Path) -> Path:
-    """``$XDG_CONFIG_HOME/petsync/petsync.toml``, or ``~/.config/petsync/petsync.toml``."""
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    # The XDG spec says a relative value is invalid and must be ignored.
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
-    return base / "petsync" / CONFIG_FILE_NAME
-
-
-def find_config_file(
-    *, config_path: Path | None, cwd: Path, home: Path, environ: Mapping[str, str]
-) -> ConfigFile | None:
-    """Find and parse the one config file in use, or None when there is none."""
-    named, source = config_path, "--config"
-    if named is None and environ.get(ENV_CONFIG, "").strip():
-        named, source = Path(environ[ENV_CONFIG].strip()), ENV_CONFIG
-    if named is not None:
-        path = named if named.is_absolute() else cwd / named
-        if not path.exists():  # anything else there is named by load_config_file
-            raise ConfigError(f"config file {path} (from {source}) does not exist")
-        return load_config_file(path, source=source, home=home)
-    local = cwd / CONFIG_FILE_NAME
-    if local.exists():  # a FIFO or directory there is refused, naming it, not skipped
-        return load_config_file(local, source="working directory", home=home)
-    user = user_config_path(environ, home)
-    if user.exists():
-        return load_config_file(user, source="user config directory", home=home)
-    return None
-
-
-def load_config_file(path: Path, *, source: str, home: Path) -> ConfigFile:
-    """Parse a config file, naming the file and key of anything it does not allow."""
-    try:
-        data = read_toml(path, "config file")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-    for key in data:
-        if key != "environments":
-            raise ConfigError(
-                secret_key_message(f"config file {path}", key)
-                or f"config file {path}: unknown key {key!r}; allowed: environments"
-            )
-    tables = data.get("environments", {})
-    if not isinstance(tables, dict):
-        raise ConfigError(
-            f"config file {path}: 'environments' must be tables like [environments.production]"
-        )
-    environments: dict[str, Environment] = {}
-    for name, table in tables.items():
-        environments[name] = _parse_environment(path, name, table, home)
-    return ConfigFile(path=path, source=source, environments=environments)
-
-
-def _parse_environment(path: Path, name: str, table: object, home: Path) -> Environment:
-    where = f"config file {path} [environments.{name}]"
-    if not _ENV_NAME.match(name):
-        raise ConfigError(f"{where}: an environment name uses letters, digits, '-' and '_'")
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where} must be a table with keys: {', '.join(ENVIRONMENT_KEYS)}")
-    values: dict[str, str] = {}
-    limits: dict[str, float | int] = {}
-    for key, value in table.items():
-        if key not in ENVIRONMENT_KEYS:
-            raise ConfigError(
-                secret_key_message(where, key)
-                or f"{where}: unknown key {key!r}; allowed: {', '.join(ENVIRONMENT_KEYS)}"
-            )
-        if key in LIMIT_KEYS:
-            limits[key] = check_limit(where, key, value)
-            continue
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")
-        values[key] = value.strip()
-    if "api_key_env" in values and "api_key_file" in values:
-        raise ConfigError(f"{where}: set api_key_env or api_key_file, not both")
-    key_file = (
-        _config_path(values["api_key_file"], path, home) if "api_key_file" in values else None
-    )
-    paths = {key: _config_path(values[key], path, home) for key in _PATH_KEYS if key in values}
-    return Environment(
-        name=name,
-        base_url=values.get("base_url"),
-        api_key_env=values.get("api_key_env"),
-        api_key_file=key_file,
-        limits=limits,
-        extra_fields=values.get("extra_fields"),
-        paths=paths,
-    )
-
-
 @dataclass(frozen=True)
 class TargetView:
     """The settings as far as they resolve (``config show``): None is not set, its source
@@ -258,9 +133,11 @@ class TargetView:
     missing_key: ConfigError | None = None  # no key found: what to set
 
     @property
-    def needs(self) -> list[str]:
+    def needs(self) -> list[Words]:
+        """What a command would still need, a sentence each; ``str()`` of one is the
+        library's wording, the command line renders its own (:mod:`petsync.core.wording`)."""
         missing = [self.missing_key] if self.missing_key is not None else []
-        return [str(problem) for problem in (*self.problems, *missing)]  # a sentence each
+        return [problem.words for problem in (*self.problems, *missing)]
 
     def target(self, *, require_key: bool = True) -> Target:
         """The :class:`Target`, or the first problem a command would meet, raised."""
@@ -272,12 +149,6 @@ class TargetView:
         return Target(**{f.name: getattr(self, f.name) for f in fields(Target)})
 
 
-def _config_path(raw: str, path: Path, home: Path) -> Path:
-    """A path in a config file: ``~/`` is the home, a relative one the file's folder."""
-    found = home / raw[2:] if raw.startswith("~/") else Path(raw)
-    return found if found.is_absolute() else path.parent / found
-
-
 def resolve_target(
     *,
     base_url: str | None,
@@ -285,19 +156,21 @@ def resolve_target(
     environ: Mapping[str, str],
     require_key: bool = True,
     env_name: str | None = None,
-    env_source: str = "--env",
+    env_source: str | None = None,
     config_path: Path | None = None,
     cwd: Path | None = None,
     home: Path | None = None,
     allow_insecure_http: bool = False,
-    allow_insecure_http_source: str = "--allow-insecure-http",
+    allow_insecure_http_source: str | None = None,
     limits: Mapping[str, tuple[float | int, str]] | None = None,
+    terms: Terms = LIBRARY,
 ) -> Target:
     """Resolve the target of a command from its options, the environment and the config file.
 
     ``env_name`` None means ``PETSYNC_ENV``, else the default environment; ``env_source``
-    names where a given name came from (``--env``, or a job file). ``limits`` holds the
-    client limits given by option or job file, each with where it came from, by
+    names where a given name came from (``--env``, or a job file; by default the setting in
+    ``terms``: the keyword ``env_name=`` for the library). ``limits`` holds the client
+    limits given by option or job file, each with where it came from, by
     :data:`~petsync.ops.limits.LIMIT_KEYS` name. ``cwd`` and ``home`` default to the
     process's. The first setting missing or wrong raises (see :func:`inspect_target`).
     """
@@ -313,6 +186,7 @@ def resolve_target(
         allow_insecure_http=allow_insecure_http,
         allow_insecure_http_source=allow_insecure_http_source,
         limits=limits,
+        terms=terms,
     )
     return view.target(require_key=require_key)
 
@@ -323,21 +197,29 @@ def inspect_target(
     api_key_file: Path | None,
     environ: Mapping[str, str],
     env_name: str | None = None,
-    env_source: str = "--env",
+    env_source: str | None = None,
     config_path: Path | None = None,
     cwd: Path | None = None,
     home: Path | None = None,
     allow_insecure_http: bool = False,
-    allow_insecure_http_source: str = "--allow-insecure-http",
+    allow_insecure_http_source: str | None = None,
     limits: Mapping[str, tuple[float | int, str]] | None = None,
+    terms: Terms = LIBRARY,
 ) -> TargetView:
-    """Every setting as far as it resolves; one missing or wrong goes to ``problems``."""
+    """Every setting as far as it resolves; one missing or wrong goes to ``problems``.
+
+    The sources of values given here name their settings in ``terms`` (``--base-url`` for
+    the command line, ``base_url=`` for the library) unless given.
+    """
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
+    env_source = env_source or Mention(ENV).render(terms)
     problems: list[ConfigError] = []
     config = None
     try:
-        config = find_config_file(config_path=config_path, cwd=cwd, home=home, environ=environ)
+        config = find_config_file(
+            config_path=config_path, cwd=cwd, home=home, environ=environ, terms=terms
+        )
     except ConfigError as exc:
         problems.append(exc)
     unread = "not read: see what a command would still need" if problems else None
@@ -350,20 +232,23 @@ def inspect_target(
     except ConfigError as exc:
         problems.append(exc)
     url: str | None = None
+    given_url = Mention(BASE_URL).render(terms)
     try:
-        url, url_source = _resolve_url(base_url, environ, config, environment, name)
+        url, url_source = _resolve_url(base_url, given_url, environ, config, environment, name)
         try:
             url = normalise_base_url(url, allow_insecure_http)
         except ConfigError as exc:
-            problems.append(ConfigError(f"{exc} (base URL from {url_source})"))
+            problems.append(ConfigError(exc.words + f" (base URL from {url_source})"))
     except ConfigError as exc:
         problems.append(exc)
-        url_source = f"looked at --base-url, {ENV_BASE_URL}, base_url of [environments.{name}]"
-    insecure_source = allow_insecure_http_source if allow_insecure_http else "default"
+        url_source = f"looked at {given_url}, {ENV_BASE_URL}, base_url of [environments.{name}]"
+    insecure_source = "default"
+    if allow_insecure_http:
+        insecure_source = allow_insecure_http_source or Mention(ALLOW_INSECURE_HTTP).render(terms)
     key: ApiKey | None = None
     key_source, missing_key = None, None
     try:
-        key, key_source = _resolve_key(api_key_file, environ, environment, name)
+        key, key_source = _resolve_key(api_key_file, terms, environ, environment, name)
     except ConfigError as exc:
         problems.append(exc)
         key_source = "refused: see what a command would still need"
@@ -371,8 +256,9 @@ def inspect_target(
         if key is None:
             missing_key = ConfigError(
                 f"no API key: set {_key_variable(environment, name)} (environment {name!r}) "
-                f"or {ENV_API_KEY}, or pass --api-key-file PATH "
-                "(a file readable only by you: chmod 600 PATH)"
+                f"or {ENV_API_KEY}, or pass "
+                + API_KEY_FILE.given(Placeholder("PATH"))
+                + " (a file readable only by you: chmod 600 PATH)"
             )
     try:
         resolved_limits = resolve_limits(
@@ -414,7 +300,7 @@ def inspect_target(
 def _find_environment(
     config: ConfigFile | None, name: str, name_source: str, *, explicit: bool
 ) -> Environment | None:
-    if not _ENV_NAME.match(name):
+    if not ENV_NAME.match(name):
         raise ConfigError(
             f"environment name {name!r} (from {name_source}) uses letters, digits, '-' and '_'"
         )
@@ -433,13 +319,14 @@ def _find_environment(
 
 def _resolve_url(
     base_url: str | None,
+    given: str,
     environ: Mapping[str, str],
     config: ConfigFile | None,
     environment: Environment | None,
     name: str,
 ) -> tuple[str, str]:
     if base_url:
-        return base_url, "--base-url"
+        return base_url, given
     if environ.get(ENV_BASE_URL, "").strip():
         return environ[ENV_BASE_URL], ENV_BASE_URL
     if environment is not None and environment.base_url and config is not None:
@@ -451,7 +338,7 @@ def _resolve_url(
         "config directory)"
     )
     raise ConfigError(
-        f"no base URL: pass --base-url or set {ENV_BASE_URL} "
+        "no base URL: pass " + BASE_URL + f" or set {ENV_BASE_URL} "
         "(for example http://127.0.0.1:8080/v1 from `petsync serve`), "
         f"or define base_url under [environments.{name}] in {CONFIG_FILE_NAME}; {where}"
     )
@@ -465,12 +352,13 @@ def _key_variable(environment: Environment | None, name: str) -> str:
 
 def _resolve_key(
     api_key_file: Path | None,
+    terms: Terms,
     environ: Mapping[str, str],
     environment: Environment | None,
     name: str,
 ) -> tuple[ApiKey | None, str | None]:
     if api_key_file is not None:
-        return read_key_file(api_key_file), f"--api-key-file {api_key_file}"
+        return read_key_file(api_key_file), API_KEY_FILE.given(str(api_key_file)).render(terms)
     variable = _key_variable(environment, name)
     if environ.get(variable, "").strip():
         return ApiKey(environ[variable], source=f"environment variable {variable}"), variable

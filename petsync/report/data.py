@@ -99,7 +99,7 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
     def unreadable(name: str, exc: Exception) -> InputError:
         return InputError(
             f"cannot read {files.shown(name)} ({exc}); rebuild the history with "
-            f"`petsync history {files.location.uri} --rebuild`"
+            + files.rebuild_hint()
         )
 
     def footer(name: str) -> pq.FileMetaData:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from petsync.core.errors import InputError
 from petsync.core.files import atomic_write_text
+from petsync.core.settings_table import OUTPUT
 
 if TYPE_CHECKING:
     from petsync.report.data import ReportData
@@ -55,7 +56,10 @@ def write_report(
     if output is None and not HistoryFiles.open(directory).is_local:
         raise InputError(
             f"cannot write the report beside the history at {directory}: the report is one "
-            "local file; pass --output (-o) with a local path, for example -o report.html"
+            "local file; pass "
+            + OUTPUT
+            + " with a local path, for example "
+            + OUTPUT.given("report.html")
         )
     data = report_data(directory)
     made = charts(data)
@@ -72,8 +76,9 @@ def write_report(
         atomic_write_text(target, page, what="report file")  # never through a planted link
     except OSError as exc:
         raise InputError(
-            f"cannot write the report to {target}: {exc.strerror}; pass --output with a "
-            "writable path"
+            f"cannot write the report to {target}: {exc.strerror}; pass "
+            + OUTPUT
+            + " with a writable path"
         ) from exc
     size = len(page.encode("utf-8"))
     return ReportResult(

@@ -25,6 +25,7 @@ import uvicorn
 
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, ServerStartError
+from petsync.core.settings_table import DB, HOST, PORT
 from petsync.server.app import API_PREFIX, ServerConfig, create_app
 from petsync.server.faults import Faults
 from petsync.server.seed import seed_rows
@@ -169,8 +170,9 @@ def open_store(config: ServerConfig) -> tuple[PetStore, int]:
         store = PetStore(config.db_path)
     except sqlite3.Error as exc:
         raise ConfigError(
-            f"cannot open database {config.db_path}: {exc}; pass --db with a path in an "
-            "existing directory, to a petsync database or a new file"
+            f"cannot open database {config.db_path}: {exc}; pass "
+            + DB
+            + " with a path in an existing directory, to a petsync database or a new file"
         ) from exc
     seeded = 0
     if config.seed_pets and not store.ever_held_pets():
@@ -255,8 +257,10 @@ def _listen(host: str, port: int) -> socket.socket:
         if sock is not None:
             sock.close()
         raise ServerStartError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
-            "pick another --port (0 picks a free one) or --host"
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another "
+            + PORT
+            + " (0 picks a free one) or "
+            + HOST
         ) from exc
     return sock
 

@@ -140,4 +140,4 @@ def test_retries_0_gives_up_after_one_attempt(petstore_server: Any, isolated: Pa
     result = CliRunner().invoke(cli, ["check", "--retries", "0"], env=env)
 
     assert result.exit_code == 1
-    assert "raise --retries N (now 0)" in result.stderr
+    assert "raise --retries (now 0 retries)" in result.stderr

@@ -32,7 +32,7 @@ LIMIT = MiB
 OVER = (
     "the response size limit of 1 MiB (1048576 bytes); petsync stopped reading it. A page of "
     "100 pets is about 10 KB: if answers this large are expected, raise the limit with "
-    "--max-response-size"
+    "max_response_bytes="
 )
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 

@@ -305,7 +305,7 @@ def test_max_attempts_bound_the_retries(api: respx.MockRouter, fake_clock: FakeC
     assert str(caught.value) == (
         f"gave up on GET {PETS}?limit=100 after 3 attempts in {elapsed:.1f} s: last error: "
         f"GET {PETS}?limit=100 answered HTTP 503, unavailable: busy; to retry more, raise "
-        "--retries N (now 2), or try again later"
+        "max_attempts= (now 2 retries), or try again later"
     )
 
 
@@ -316,7 +316,7 @@ def test_the_time_budget_bounds_the_retries(api: respx.MockRouter, fake_clock: F
     assert len(api.calls) == 3  # waits of 20 and 20; a third would end at 60 s > 50 s
     assert fake_clock.sleeps == [20.0, 20.0]
     assert str(caught.value).endswith(
-        "would pass the retry budget of 50 s; to retry longer, raise --retry-budget SECONDS, "
+        "would pass the retry budget of 50 s; to retry longer, raise budget_seconds=, "
         "or try again later"
     )
 

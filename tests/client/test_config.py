@@ -81,7 +81,7 @@ def test_a_base_url_with_credentials_is_refused_without_repeating_them(url: str)
     assert "***@" in message
     assert message.endswith(
         "carries a user name or password; petsync sends only the API key (from "
-        "PETSYNC_API_KEY or --api-key-file) and would copy the password wherever the URL is "
+        "PETSYNC_API_KEY or api_key_file=) and would copy the password wherever the URL is "
         "shown. Remove the part before '@'"
     )
     assert caught.value.exit_code == ExitCode.USAGE
@@ -131,21 +131,19 @@ def test_timeouts_split_connect_and_read() -> None:
     [
         (
             {"max_attempts": 0},
-            "retries (--retries N) must be a whole number, 0 or more; got -1",
+            "retries (max_attempts=) must be a whole number, 0 or more; got -1",
         ),
         (
             {"max_attempts": 2.5},
-            "retries (--retries N) must be a whole number, 0 or more; got 2.5",
+            "retries (max_attempts=) must be a whole number, 0 or more; got 2.5",
         ),
         (
             {"budget_seconds": -1.0},
-            "the retry budget (--retry-budget SECONDS) must be a number of seconds, 0 or more; "
-            "got -1.0",
+            "the retry budget (budget_seconds=) must be a number of seconds, 0 or more; got -1.0",
         ),
         (
             {"budget_seconds": float("nan")},
-            "the retry budget (--retry-budget SECONDS) must be a number of seconds, 0 or more; "
-            "got nan",
+            "the retry budget (budget_seconds=) must be a number of seconds, 0 or more; got nan",
         ),
         ({"backoff_base": -0.5}, "retry backoff_base must be a number of seconds, 0 or more"),
     ],
@@ -169,15 +167,15 @@ def test_retries_count_the_attempts_after_the_first() -> None:
         ({"max_pages": 0}, "max_pages must be at least 1"),
         (
             {"request_timeout": 0},
-            "the request timeout (--timeout SECONDS) must be a number of seconds above 0; got 0",
+            "the request timeout (request_timeout=) must be a number of seconds above 0; got 0",
         ),
         (
             {"request_timeout": float("inf")},
-            "the request timeout (--timeout SECONDS) must be a number of seconds above 0; got inf",
+            "the request timeout (request_timeout=) must be a number of seconds above 0; got inf",
         ),
         (
             {"max_response_bytes": 0},
-            "the response size limit (--max-response-size) must be a whole number of bytes "
+            "the response size limit (max_response_bytes=) must be a whole number of bytes "
             "above 0; got 0",
         ),
         ({"read_timeout": -1}, "read_timeout must be a number of seconds above 0; got -1"),

@@ -23,7 +23,7 @@ DEADLINE = 0.3
 DRIP_EVERY = 0.05
 DRIPPED = b"x" * 40  # 2 s of dripping: what the request would take without a deadline
 BOUND = 1.2  # seconds: well under the 2 s of dripping, well over the deadline
-SLOW = "raise it with --timeout SECONDS if the server is slow but working"
+SLOW = "raise it with request_timeout= if the server is slow but working"
 
 
 def _client(live: Harness, server: Loopback, attempts: int = 1) -> PetstoreClient:

@@ -132,7 +132,8 @@ def test_attempts_exhausted_message(fake_clock: FakeClock) -> None:
     assert caught.value.last_error is SENT.error
     assert str(caught.value) == (
         f"gave up on GET https://h/v1/pets after 2 attempts in {caught.value.elapsed:.1f} s: "
-        "last error: read timeout; to retry more, raise --retries N (now 1), or try again later"
+        "last error: read timeout; to retry more, raise max_attempts= (now 1 retry), "
+        "or try again later"
     )
 
 
@@ -144,5 +145,5 @@ def test_budget_exhausted_by_a_long_retry_after(fake_clock: FakeClock) -> None:
     assert str(caught.value) == (
         "gave up on GET https://h/v1/pets after 1 attempt in 0.0 s: last error: HTTP 429; "
         "the next wait of 120.0 s (the server asked for Retry-After 120 s) would pass the "
-        "retry budget of 60 s; to retry longer, raise --retry-budget SECONDS, or try again later"
+        "retry budget of 60 s; to retry longer, raise budget_seconds=, or try again later"
     )

@@ -159,7 +159,7 @@ def test_what_can_recover_is_retried_for_get(
         list(_client(fake_clock, handler).list_pets())
     assert handler.calls == ATTEMPTS and len(fake_clock.sleeps) == ATTEMPTS - 1
     assert str(caught.value).endswith(
-        "; to retry more, raise --retries N (now 2), or try again later"
+        "; to retry more, raise max_attempts= (now 2 retries), or try again later"
     )
 
 

@@ -59,7 +59,7 @@ def test_no_snapshots_exits_2_naming_the_export(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["history", str(tmp_path)])
 
     assert result.exit_code == 2
-    assert f"no snapshots under {tmp_path / 'pets'}; `petsync export --out {tmp_path}`" in (
+    assert f"no snapshots under {tmp_path / 'pets'}; an export with --out {tmp_path} wr" in (
         result.stderr
     )
 

@@ -228,8 +228,8 @@ def test_no_snapshots_on_the_store_exits_2_naming_the_export(emulated: EmulatedB
 
     assert result.exit_code == 2, result.output
     assert (
-        f"no snapshots under {emulated.uri()}/pets; `petsync export --out {emulated.uri()}`"
-        in result.stderr
+        f"no snapshots under {emulated.uri()}/pets; an export with --out {emulated.uri()} "
+        "writes them" in result.stderr
     )
 
 
@@ -325,7 +325,7 @@ def test_petsync_report_of_a_store_without_output_exits_2_asking_for_one(
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == (
         f"Error: cannot write the report beside the history at {emulated.uri()}: the report "
-        "is one local file; pass --output (-o) with a local path, for example "
-        "-o report.html"
+        "is one local file; pass --output with a local path, for example "
+        "--output report.html"
     )
     assert list(here.iterdir()) == []  # nothing written here either

@@ -55,7 +55,7 @@ def test_no_snapshots_on_s3_exits_2_naming_the_export(s3: S3Bucket) -> None:
     result = CliRunner().invoke(cli, ["history", s3.uri()])
 
     assert result.exit_code == 2
-    assert f"no snapshots under {s3.uri()}/pets; `petsync export --out {s3.uri()}`" in (
+    assert f"no snapshots under {s3.uri()}/pets; an export with --out {s3.uri()} writes" in (
         result.stderr
     )
 

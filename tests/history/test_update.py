@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import ConfigError, ExitCode, InputError
+from petsync.core.wording import COMMAND_LINE
 from petsync.export.layout import MANIFEST_NAME, SnapshotInfo
 from petsync.history.load import load_history
 from petsync.history.table import history_dir
@@ -67,9 +68,10 @@ def test_a_late_snapshot_is_refused_with_the_fix(tmp_path: Path) -> None:
 
     assert str(caught.value) == (
         "the snapshot of 2026-01-02 is older than the history's last night (2026-01-03) and "
-        f"not in it; rebuild the history from the snapshots kept with `petsync history "
-        f"{tmp_path} --rebuild`"
+        f"not in it; rebuild the history from the snapshots kept with `update_history("
+        f"{str(tmp_path)!r}, rebuild=True)`"
     )
+    assert caught.value.render(COMMAND_LINE).endswith(f"`petsync history {tmp_path} --rebuild`")
     assert update_history(tmp_path, rebuild=True).last_date == START + dt.timedelta(days=2)
     assert len(load_history(tmp_path)) == 1
 

@@ -18,6 +18,7 @@ from petsync.core.errors import (
     LockedError,
     PetsyncError,
 )
+from petsync.core.wording import COMMAND_LINE
 from petsync.ops.metrics import RunMetrics, RunRecord, record_run, write_metrics
 
 
@@ -208,8 +209,9 @@ def test_missing_directory_is_a_config_error(tmp_path: Path) -> None:
         write_metrics(path, export_run())
     assert str(err.value) == (
         f"metrics file {path}: directory {tmp_path / 'nope'} does not exist; create it or "
-        "point --metrics-file at node_exporter's textfile directory"
+        "point path= at node_exporter's textfile directory"
     )
+    assert "point --metrics-file at" in err.value.render(COMMAND_LINE)
 
 
 # -- record_run: the wrapper every job command runs in --

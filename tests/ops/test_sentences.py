@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 import petsync
 from petsync.cli import cli
+from petsync.core.wording import COMMAND_LINE
 from petsync.ops.logs import configure_logging
 from petsync.ops.sentences import SENTENCES
 from tests.export.published import publish_snapshot
@@ -77,7 +78,8 @@ def test_each_warning_reads_as_a_sentence_in_the_text_log(
     if "dates" in fields:
         fields["dates"] = ["2100-01-01", "2100-01-02"]  # type: ignore[assignment]
     stream = io.StringIO()
-    handle = configure_logging("text", stream=stream, level="warning")
+    # A person's terminal: a setting reads as its option (its keyword has an "=" in it).
+    handle = configure_logging("text", stream=stream, level="warning", terms=COMMAND_LINE)
     try:
         logging.getLogger("petsync.test").warning(event, extra={"fields": fields})
     finally:

@@ -8,6 +8,7 @@ import pytest
 
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError
+from petsync.core.wording import COMMAND_LINE
 from petsync.ops.settings import env_key_variable, resolve_target
 
 PROD = "https://petstore.example.com/v1"
@@ -48,7 +49,7 @@ def test_base_url_flag_beats_env_var_beats_config_file(dirs: tuple[Path, Path]) 
     write_config(dirs[0] / "petsync.toml", CONFIG)
     env = {"PETSYNC_API_KEY": "k", "PETSYNC_BASE_URL": "https://env.example.com/v1"}
     flag = resolve(dirs, env, base_url="https://flag.example.com/v1")
-    assert (flag.base_url, flag.base_url_source) == ("https://flag.example.com/v1", "--base-url")
+    assert (flag.base_url, flag.base_url_source) == ("https://flag.example.com/v1", "base_url=")
     var = resolve(dirs, env)
     assert (var.base_url, var.base_url_source) == ("https://env.example.com/v1", "PETSYNC_BASE_URL")
     del env["PETSYNC_BASE_URL"]
@@ -90,20 +91,26 @@ def test_config_option_overrides_both_files(dirs: tuple[Path, Path], tmp_path: P
     target = resolve(dirs, {"PETSYNC_API_KEY": "k"}, config_path=other)
     assert (target.base_url, target.config_file_source) == (
         "https://other.example.com/v1",
-        "--config",
+        "config_path=",
     )
 
 
 def test_missing_config_option_file_is_an_error(dirs: tuple[Path, Path]) -> None:
     with pytest.raises(ConfigError) as err:
         resolve(dirs, {}, config_path=Path("nope.toml"))
-    assert str(err.value) == f"config file {dirs[0] / 'nope.toml'} (from --config) does not exist"
+    assert (
+        str(err.value) == f"config file {dirs[0] / 'nope.toml'} (from config_path=) does not exist"
+    )
 
 
 def test_env_option_chooses_the_environment(dirs: tuple[Path, Path]) -> None:
     write_config(dirs[0] / "petsync.toml", CONFIG)
     target = resolve(dirs, {"PETSYNC_API_KEY": "k"}, env_name="staging")
-    assert (target.base_url, target.env_name, target.env_source) == (STAGING, "staging", "--env")
+    assert (target.base_url, target.env_name, target.env_source) == (
+        STAGING,
+        "staging",
+        "env_name=",
+    )
     default = resolve(dirs, {"PETSYNC_API_KEY": "k"})
     assert (default.env_name, default.env_source) == ("production", "default")
 
@@ -160,7 +167,7 @@ def test_undefined_environment_is_named_with_the_defined_ones(dirs: tuple[Path, 
     with pytest.raises(ConfigError) as err:
         resolve(dirs, {"PETSYNC_API_KEY": "k"}, env_name="qa")
     assert str(err.value) == (
-        f"environment 'qa' (from --env) is not defined in config file {path} "
+        f"environment 'qa' (from env_name=) is not defined in config file {path} "
         "(defined: production, staging); add an [environments.qa] table with base_url"
     )
 
@@ -215,7 +222,7 @@ def test_api_key_file_option_beats_every_variable(dirs: tuple[Path, Path], tmp_p
     target = resolve(dirs, env, api_key_file=key_file)
     assert (target.api_key, target.api_key_source) == (
         ApiKey("file-key"),
-        f"--api-key-file {key_file}",
+        f"api_key_file={str(key_file)!r}",
     )
 
 
@@ -240,22 +247,22 @@ def test_missing_key_names_the_variables_to_set(dirs: tuple[Path, Path]) -> None
     assert str(err.value) == (
         # The environment's own variable first, as petsync.example.toml and cron.example use.
         "no API key: set PETSYNC_STAGING_API_KEY (environment 'staging') or PETSYNC_API_KEY, "
-        "or pass --api-key-file PATH (a file readable only by you: chmod 600 PATH)"
+        "or pass api_key_file=PATH (a file readable only by you: chmod 600 PATH)"
     )
 
 
 def test_missing_base_url_says_where_to_set_it(dirs: tuple[Path, Path]) -> None:
     with pytest.raises(ConfigError) as err:
         resolve(dirs, {"PETSYNC_API_KEY": "k"})
-    assert str(err.value).startswith("no base URL: pass --base-url or set PETSYNC_BASE_URL")
+    assert str(err.value).startswith("no base URL: pass base_url= or set PETSYNC_BASE_URL")
     assert "define base_url under [environments.production] in petsync.toml" in str(err.value)
 
 
 def test_plain_http_to_a_remote_host_is_refused(dirs: tuple[Path, Path]) -> None:
     with pytest.raises(ConfigError) as err:
         resolve(dirs, {"PETSYNC_API_KEY": "k"}, base_url="http://petstore.example.com/v1")
-    assert "pass --allow-insecure-http if you really mean it" in str(err.value)
-    assert str(err.value).endswith("(base URL from --base-url)")
+    assert "pass allow_insecure_http=True if you really mean it" in str(err.value)
+    assert str(err.value).endswith("(base URL from base_url=)")
 
 
 def test_allow_insecure_http_lets_plain_http_through(dirs: tuple[Path, Path]) -> None:
@@ -265,7 +272,7 @@ def test_allow_insecure_http_lets_plain_http_through(dirs: tuple[Path, Path]) ->
         base_url="http://petstore.example.com/v1",
         allow_insecure_http=True,
     )
-    assert target.allow_insecure_http_source == "--allow-insecure-http"
+    assert target.allow_insecure_http_source == "allow_insecure_http="
     assert target.client_config().base_url == "http://petstore.example.com/v1"
     # A paging style chosen by the command keeps the flag (the one URL check sees it).
     offset = target.client_config(pagination="offset")
@@ -379,3 +386,14 @@ def test_limits_come_from_the_option_else_the_environment_else_the_default(
     config = target.client_config(pagination="offset")  # the limits reach the client
     assert (config.request_timeout, config.max_response_bytes) == (7.5, 64 * 1024 * 1024)
     assert (config.retry.retries, config.retry.budget_seconds) == (0, 300.0)
+
+
+def test_the_command_line_is_told_its_options(dirs: tuple[Path, Path]) -> None:
+    with pytest.raises(ConfigError) as err:
+        resolve(dirs, {}, config_path=Path("nope.toml"), terms=COMMAND_LINE)
+    assert str(err.value).endswith("(from --config) does not exist")
+    target = resolve(dirs, {"PETSYNC_API_KEY": "k"}, base_url=PROD, terms=COMMAND_LINE)
+    assert target.base_url_source == "--base-url"
+    with pytest.raises(ConfigError) as err:
+        resolve(dirs, {"PETSYNC_BASE_URL": PROD}, terms=COMMAND_LINE)
+    assert "pass --api-key-file PATH (a file readable only by you" in err.value.render(COMMAND_LINE)
