@@ -2,7 +2,7 @@
 
 ``run`` (run_export: lock, fetch, deduplicate, publish), ``config`` (ExportConfig),
 ``fetch`` (the concurrent listings of one export), ``collector`` and ``dedup`` (rows
-spilled to disk and deduplicated; ``scratch``, the spill files, built with ``arrow_arrays``),
+spilled to disk and deduplicated; ``scratch``, the spill files, built with ``core.arrow_arrays``),
 ``deduplicated`` (the winners, written out) and ``tallies`` (what was counted), ``quarantine``
 (records that break the interface), ``extra_fields`` (fields beyond the interface's),
 ``schema`` (the one Arrow schema),

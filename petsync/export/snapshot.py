@@ -301,7 +301,7 @@ def _by_id(table: pa.Table) -> pa.Table:
     """
     import numpy as np
 
-    from petsync.export.arrow_arrays import int64_array, to_numpy
+    from petsync.core.arrow_arrays import int64_array, to_numpy
 
     ids = to_numpy(table.column("id"))
     if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from petsync.core.arrow_arrays import to_numpy
 from petsync.core.errors import InputError
-from petsync.export.arrow_arrays import to_numpy
 from petsync.export.layout import RUN_ID_KEY, SnapshotInfo
 from petsync.export.location import parse_location
 from petsync.export.schema import COLUMNS, PET_SCHEMA, conform
