@@ -44,15 +44,6 @@ from petsync.export.extra_fields import (
     summarise,
 )
 from petsync.export.fetch import ExportProgress, FetchResult, fetch_listings
-from petsync.export.layout import (
-    MANIFEST_NAME,
-    PARTITION_KEY,
-    QUARANTINE_NAME,
-    RUN_ID_KEY,
-    SnapshotInfo,
-    csv_name,
-    data_name,
-)
 from petsync.export.quarantine import Quarantine
 from petsync.export.report import (
     DropCheck,
@@ -64,6 +55,15 @@ from petsync.export.report import (
 from petsync.export.schema import COLUMNS
 from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
 from petsync.export.tallies import CollectedPets
+from petsync.storage.layout import (
+    MANIFEST_NAME,
+    PARTITION_KEY,
+    QUARANTINE_NAME,
+    RUN_ID_KEY,
+    SnapshotInfo,
+    csv_name,
+    data_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def run_export(
                 "another --scratch-dir."
             ) from exc
         if not location.is_local:
-            from petsync.export.objectstore.filesystem import store_error
+            from petsync.storage.filesystem import store_error
 
             raise store_error(
                 location, exc, doing="writing the snapshot", before_fetch=False
@@ -377,7 +377,7 @@ def _write_files(
     run: _Run, collected: Deduplicated, trusted: bool, columns: dict[str, ColumnType]
 ) -> CollectedPets:
     """Stream the winning rows into the staged Parquet file (and CSV), named as trusted or
-    flagged (:func:`~petsync.export.layout.data_name`), with the kept extra columns."""
+    flagged (:func:`~petsync.storage.layout.data_name`), with the kept extra columns."""
     staged = run.staged
     with contextlib.ExitStack() as streams:
         parquet = streams.enter_context(staged.output(data_name(trusted)))

@@ -1,7 +1,7 @@
 """Reading snapshots: listing, resolving and loading them, whatever wrote them.
 
-The files and names are :mod:`petsync.export.layout`. Every function here takes a local
-directory or an object-store URI (:mod:`petsync.export.location`) and reads through
+The files and names are :mod:`petsync.storage.layout`. Every function here takes a local
+directory or an object-store URI (:mod:`petsync.storage.location`) and reads through
 ``pyarrow.fs``; a Delta or Iceberg table (:mod:`petsync.export.tables`) is read through its
 own library. A flagged snapshot loads only when asked, with a :class:`FlaggedSnapshotWarning`.
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CLOCK_TOLERANCE
-from petsync.export.layout import (
+from petsync.storage.layout import (
     DATA_NAMES,
     MANIFEST_NAME,
     PARQUET_NAME,
@@ -36,7 +36,7 @@ from petsync.export.layout import (
     partition_date,
     partition_name,
 )
-from petsync.export.location import Location, parse_location
+from petsync.storage.location import Location, parse_location
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,7 +57,7 @@ class _Store:
 
     @classmethod
     def open(cls, directory: Path | str | Location, what: str = "directory") -> _Store:
-        from petsync.export.objectstore.filesystem import open_filesystem, store_error
+        from petsync.storage.filesystem import open_filesystem, store_error
 
         location = (
             directory if isinstance(directory, Location) else parse_location(directory, what=what)
@@ -142,7 +142,7 @@ class _Store:
         try:
             entries = self.filesystem.get_file_info(selector)
         except OSError as exc:
-            from petsync.export.objectstore.filesystem import store_error
+            from petsync.storage.filesystem import store_error
 
             raise _read_error(self.location, exc, store_error) from exc
         found = [

@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 from petsync.core.errors import ConfigError
 from petsync.core.stop import StopRequest
-from petsync.export.layout import STAGING_DIR, SnapshotInfo
-from petsync.export.location import Location
 from petsync.export.lock import DirectoryLock
 from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
 from petsync.export.snapshot import latest_snapshot, list_snapshots
+from petsync.storage.layout import STAGING_DIR, SnapshotInfo
+from petsync.storage.location import Location
 
 
 class Staged(Protocol):
@@ -90,7 +90,7 @@ class LocalStore:
 class ObjectStore:
     """An object-store prefix: conditional lock, staging prefix, copies to publish.
 
-    Every store step runs through :class:`~petsync.export.objectstore.calls.StoreCalls`:
+    Every store step runs through :class:`~petsync.storage.store_calls.StoreCalls`:
     in a worker thread, so SIGTERM and Ctrl-C act within the grace period even while a
     store client blocks, and the steps before the first API request within a limit.
     """
@@ -102,8 +102,8 @@ class ObjectStore:
         now: Callable[[], dt.datetime],
         stop: StopRequest | None = None,
     ) -> None:
-        from petsync.export.objectstore.calls import StoreCalls
-        from petsync.export.objectstore.filesystem import SETUP_LIMIT_SECONDS, open_filesystem
+        from petsync.storage.filesystem import SETUP_LIMIT_SECONDS, open_filesystem
+        from petsync.storage.store_calls import StoreCalls
 
         self.location = location
         self._now = now
@@ -116,8 +116,8 @@ class ObjectStore:
         )
 
     def prepare(self) -> Lock:
-        from petsync.export.objectstore.filesystem import SETUP_LIMIT_SECONDS, check_reachable
         from petsync.export.objectstore.lock import ObjectLock, StoppableLock
+        from petsync.storage.filesystem import SETUP_LIMIT_SECONDS, check_reachable
 
         def take() -> ObjectLock:
             check_reachable(self.location, self.filesystem)
@@ -132,8 +132,8 @@ class ObjectStore:
         return StoppableLock(taken, self.calls)
 
     def clean_staging(self) -> list[Path | str]:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
         from petsync.export.objectstore.publish import recover_staging
+        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
 
         with self._writing("cleaning the staging area", before=True):
             return self.calls.run(
@@ -143,7 +143,7 @@ class ObjectStore:
             )
 
     def latest(self, before: dt.date) -> SnapshotInfo | None:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
+        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
 
         return self.calls.run(
             lambda: latest_snapshot(self.location.uri, before=before),
@@ -152,7 +152,7 @@ class ObjectStore:
         )
 
     def dates_after(self, date: dt.date) -> list[dt.date]:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
+        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
 
         return self.calls.run(
             lambda: [s.date for s in list_snapshots(self.location.uri) if s.date > date],
@@ -166,8 +166,8 @@ class ObjectStore:
         return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int, today: dt.date) -> list[Path | str]:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
         from petsync.export.objectstore.publish import prune_objects
+        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
 
         with self._writing("pruning old snapshots", before=False):
             return self.calls.run(
@@ -178,7 +178,7 @@ class ObjectStore:
 
     @contextlib.contextmanager
     def _writing(self, doing: str, *, before: bool) -> Iterator[None]:
-        from petsync.export.objectstore.filesystem import store_error
+        from petsync.storage.filesystem import store_error
 
         try:
             yield

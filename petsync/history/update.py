@@ -31,8 +31,6 @@ import pyarrow.fs as pafs
 from petsync.core.errors import InputError, LockedError
 from petsync.core.files import open_append, try_lock
 from petsync.core.settings_table import HISTORY_COMMAND, OUT, REBUILD
-from petsync.export.layout import PETS_DIR, SnapshotInfo
-from petsync.export.location import Location, parse_location
 from petsync.export.snapshot import future_horizon, list_snapshots
 from petsync.history.fold import fold_night
 from petsync.history.night import night_pieces
@@ -48,6 +46,8 @@ from petsync.history.table import (
     empty_history,
     open_name,
 )
+from petsync.storage.layout import PETS_DIR, SnapshotInfo
+from petsync.storage.location import Location, parse_location
 
 LOCK_NAME = ".history.lock"
 

@@ -21,11 +21,11 @@ from deltalake import DeltaTable
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.export.layout import STAGING_DIR
-from petsync.export.location import parse_location
 from petsync.export.lock import LOCK_NAME
 from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.layout import STAGING_DIR
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket, route_clients_to
 
 TODAY = dt.datetime.now(dt.UTC).date()

@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow.fs as pafs
 import pytest
 
-import petsync.export.objectstore.filesystem as objectstore_filesystem
 import petsync.export.objectstore.lock as objectstore_lock
-from petsync.export.location import Location
+import petsync.storage.filesystem as objectstore_filesystem
+from petsync.storage.location import Location
 from tests.export.emulators import EmulatedBucket, clear_store_environment
 from tests.export.memstore import MemoryBucket, MemoryFileSystem, MemoryObjects, MemoryS3Api
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from petsync.export.objectstore.credentials import AZURITE_ACCOUNT, AZURITE_KEY
+from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
 
 AZURITE_VERSION = "3.35.0"
 START_SECONDS = 100.0  # a cold start on a loaded 2-core machine (under the 120 s test timeout)
@@ -216,8 +216,8 @@ class EmulatedBucket:
         return f"{scheme}://{self.name}/{prefix}" if prefix else f"{scheme}://{self.name}"
 
     def filesystem(self) -> pafs.FileSystem:
-        from petsync.export.location import parse_location
-        from petsync.export.objectstore.filesystem import open_filesystem
+        from petsync.storage.filesystem import open_filesystem
+        from petsync.storage.location import parse_location
 
         return open_filesystem(parse_location(self.uri()), self.environment)
 

@@ -6,7 +6,7 @@ when its upload is closed, a copy is one atomic step. Two views share it, the sa
 petsync uses on S3:
 
 * :class:`MemoryFileSystem`, a ``pyarrow.fs`` handler (wrapped in ``pafs.PyFileSystem``):
-  what :func:`petsync.export.objectstore.filesystem.open_filesystem` gives for ``s3://``;
+  what :func:`petsync.storage.filesystem.open_filesystem` gives for ``s3://``;
 * :class:`MemoryS3Api`, the four botocore calls of the run lock, with ``If-None-Match: *``
   and ``If-Match`` answered 412 as S3 answers them.
 

@@ -32,19 +32,19 @@ import pandas as pd
 import pyarrow.fs as pafs
 import pytest
 
-import petsync.export.objectstore.filesystem as objectstore_filesystem
+import petsync.storage.filesystem as objectstore_filesystem
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import PetsyncError
 from petsync.core.models import Pet
 from petsync.export import publish as local_publish
 from petsync.export.config import ExportConfig
-from petsync.export.layout import MANIFEST_NAME, STAGING_DIR
-from petsync.export.location import parse_location
 from petsync.export.objectstore import publish as object_publish
 from petsync.export.run import run_export
 from petsync.export.snapshot import load_snapshot
 from petsync.export.store import ObjectStore
+from petsync.storage.layout import MANIFEST_NAME, STAGING_DIR
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket
 from tests.export.scripted import BASE, ScriptedClient

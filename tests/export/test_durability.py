@@ -21,8 +21,8 @@ from petsync.core.apikey import ApiKey
 from petsync.core.models import Pet
 from petsync.export import publish
 from petsync.export.config import ExportConfig
-from petsync.export.layout import pets_root
 from petsync.export.run import run_export
+from petsync.storage.layout import pets_root
 from tests.export.scripted import BASE, ScriptedClient
 from tests.importer.doubles import SyncRecorder
 

@@ -25,13 +25,13 @@ from petsync.core.errors import ConfigError, ExitCode, LockedError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
-from petsync.export.location import parse_location
-from petsync.export.objectstore.credentials import AZURITE_KEY
 from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
 from petsync.export.objectstore.publish import ObjectStagedSnapshot
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.credentials import AZURITE_KEY
+from petsync.storage.location import parse_location
 from tests.export.conftest import EmulatedBucket
 from tests.export.scripted import BASE, ScriptedClient
 

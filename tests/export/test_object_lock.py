@@ -19,10 +19,10 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
 from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, Holder, ObjectLock
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient, ScriptedListing
 

@@ -23,12 +23,12 @@ from petsync.core.errors import ConfigError, ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
-from petsync.export.location import parse_location
-from petsync.export.objectstore.filesystem import open_filesystem
 from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.filesystem import open_filesystem
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket
 from tests.export.scripted import BASE, ScriptedClient
@@ -217,7 +217,7 @@ def test_an_unreachable_store_fails_before_any_request(
     s3: S3Bucket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    monkeypatch.setattr("petsync.export.objectstore.filesystem.S3_ATTEMPTS", 1)  # no backoff
+    monkeypatch.setattr("petsync.storage.filesystem.S3_ATTEMPTS", 1)  # no backoff
     client = ScriptedClient(CATALOGUE)
 
     with pytest.raises(ConfigError) as caught:

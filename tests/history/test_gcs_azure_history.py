@@ -25,15 +25,15 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
-from petsync.export.objectstore.credentials import AZURITE_ACCOUNT, AZURITE_KEY
-from petsync.export.objectstore.filesystem import open_filesystem
 from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.run import run_export
 from petsync.history.load import load_history, load_transitions, read_history_state
 from petsync.history.table import HISTORY_DIR, HistoryFiles, HistoryState
 from petsync.history.update import update_history
 from petsync.report.data import report_data
+from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
+from petsync.storage.filesystem import open_filesystem
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.emulators import EmulatedBucket
 from tests.export.published import publish_snapshot

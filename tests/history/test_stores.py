@@ -18,12 +18,12 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
-from petsync.export.objectstore.filesystem import open_filesystem
 from petsync.export.run import run_export
 from petsync.history.load import load_history, read_history_state
 from petsync.history.table import Night
 from petsync.history.update import update_history
+from petsync.storage.filesystem import open_filesystem
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.published import publish_snapshot
 from tests.export.scripted import BASE, ScriptedClient

@@ -43,11 +43,15 @@ from typing import Any, Protocol
 
 from petsync.core.errors import LockedError, PetsyncError
 from petsync.core.locking import Lock
-from petsync.export.location import Location
 from petsync.export.lock import LOCK_NAME
-from petsync.export.objectstore.calls import StoreCalls
-from petsync.export.objectstore.credentials import environment_settings
-from petsync.export.objectstore.filesystem import (
+from petsync.export.objectstore.lockobject import (
+    Conflict,
+    LockObject,
+    Missing,
+    warn_not_released,
+)
+from petsync.storage.credentials import environment_settings
+from petsync.storage.filesystem import (
     CLEANUP_LIMIT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
@@ -55,12 +59,8 @@ from petsync.export.objectstore.filesystem import (
     STEP_LIMIT_SECONDS,
     store_error,
 )
-from petsync.export.objectstore.lockobject import (
-    Conflict,
-    LockObject,
-    Missing,
-    warn_not_released,
-)
+from petsync.storage.location import Location
+from petsync.storage.store_calls import StoreCalls
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from petsync.export.location import Location
+from petsync.storage.location import Location
 
 logger = logging.getLogger("petsync.export.objectstore.lock")
 

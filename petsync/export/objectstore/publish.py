@@ -42,12 +42,12 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from petsync.core.errors import PetsyncError
-from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_name
-from petsync.export.location import Location
-from petsync.export.objectstore.calls import StoreCalls
-from petsync.export.objectstore.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
 from petsync.export.publish import LocalFiles
 from petsync.export.snapshot import list_snapshots, manifest_run_id
+from petsync.storage.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
+from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_name
+from petsync.storage.location import Location
+from petsync.storage.store_calls import StoreCalls
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ def prune_objects(
 
 
 def _partition_date(name: str) -> dt.date | None:
-    from petsync.export.layout import partition_date
+    from petsync.storage.layout import partition_date
 
     return partition_date(name)
 

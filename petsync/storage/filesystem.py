@@ -11,7 +11,7 @@ Credentials come only from each provider's standard chain, never from petsync's 
 * GCS and Azure: chosen in Python before the store's client exists, from the ecosystem's
   settings (``STORAGE_EMULATOR_HOST``, ``GOOGLE_APPLICATION_CREDENTIALS``, ADC;
   ``AZURE_STORAGE_CONNECTION_STRING``, an account key, a SAS token, a service principal,
-  ``DefaultAzureCredential``): see :mod:`petsync.export.objectstore.credentials`. Nothing
+  ``DefaultAzureCredential``): see :mod:`petsync.storage.credentials`. Nothing
   usable is exit 2 at once, never a client's abort or its minutes of retries.
 
 :func:`store_error` is the one boundary where a store's ``OSError`` becomes a
@@ -39,8 +39,7 @@ import pyarrow.fs as pafs
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.reading import regular_descriptor
-from petsync.export.location import Location
-from petsync.export.objectstore.credentials import (
+from petsync.storage.credentials import (
     AZURE_CONNECTION_VARIABLE,
     AZURE_FIX,
     GCS_FIX,
@@ -49,6 +48,7 @@ from petsync.export.objectstore.credentials import (
     parse_connection_string,
     resolve_access,
 )
+from petsync.storage.location import Location
 
 # Values that must never reach a message, even when a store echoes them back.
 SECRET_VARIABLES: tuple[str, ...] = (

@@ -1,0 +1,9 @@
+"""Where snapshots and histories live: the floor the export and the history stand on.
+
+``location`` (a local path or an object-store URI, parsed once), ``layout`` (the names of
+the files every writer and reader shares), ``credentials`` (which GCS or Azure credentials
+and endpoint a run uses), ``filesystem`` (the pyarrow file system of a location, the
+reachability check and the translation of store errors) and ``store_calls`` (store steps in
+a worker thread, so signals act while a call blocks). Nothing here knows a job: no module
+imports ``export``, ``history`` or ``importer``.
+"""
