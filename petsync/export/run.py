@@ -6,8 +6,8 @@ takes its lock before the first API request, then runs the listings
 (:mod:`petsync.export.fetch`) into the collector (:mod:`petsync.export.collector`) and
 the quarantine (:mod:`petsync.export.quarantine`), judges the result
 (:mod:`petsync.export.report`), writes the snapshot files into a staged snapshot and
-publishes it (:mod:`petsync.export.publish`: one rename; on object stores
-:mod:`petsync.export.objectstore.publish`: copies, the data before the manifest), or commits
+publishes it (:mod:`petsync.storage.local_publication`: one rename; on object stores
+:mod:`petsync.storage.object_publication`: copies, the data before the manifest), or commits
 it to a Delta table (:mod:`petsync.export.tables.delta`). A run that fails anywhere before
 publication publishes nothing; with ``strict`` a result that is not to be trusted is not
 published either.

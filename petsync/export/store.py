@@ -2,9 +2,10 @@
 
 :func:`open_store` turns the export's ``--out`` into a :class:`SnapshotStore`: its lock,
 the clean-up of what killed runs left, a new staged snapshot, pruning and the latest
-snapshot. :class:`LocalStore` is the rename recipe of :mod:`petsync.export.publish` and the
-flock of :mod:`petsync.export.lock`; :class:`ObjectStore` the copy recipe and conditional
-lock of :mod:`petsync.export.objectstore`. Everything a store does before the first API
+snapshot. :class:`LocalStore` is the rename recipe of
+:mod:`petsync.storage.local_publication` and the flock of :mod:`petsync.export.lock`;
+:class:`ObjectStore` the copy recipe and conditional lock of :mod:`petsync.export.objectstore`.
+Everything a store does before the first API
 request (:meth:`SnapshotStore.prepare`) fails as a usage error (exit 2, nothing fetched).
 """
 
@@ -19,9 +20,9 @@ from typing import Any, Protocol
 from petsync.core.errors import ConfigError
 from petsync.core.stop import StopRequest
 from petsync.export.lock import DirectoryLock
-from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
 from petsync.export.snapshot import latest_snapshot, list_snapshots
 from petsync.storage.layout import STAGING_DIR, SnapshotInfo
+from petsync.storage.local_publication import StagedSnapshot, clean_staging, prune_snapshots
 from petsync.storage.location import Location
 
 
@@ -132,8 +133,8 @@ class ObjectStore:
         return StoppableLock(taken, self.calls)
 
     def clean_staging(self) -> list[Path | str]:
-        from petsync.export.objectstore.publish import recover_staging
         from petsync.storage.filesystem import STEP_LIMIT_SECONDS
+        from petsync.storage.object_publication import recover_staging
 
         with self._writing("cleaning the staging area", before=True):
             return self.calls.run(
@@ -161,13 +162,13 @@ class ObjectStore:
         )
 
     def stage(self, run_id: str) -> Staged:
-        from petsync.export.objectstore.publish import ObjectStagedSnapshot
+        from petsync.storage.object_publication import ObjectStagedSnapshot
 
         return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int, today: dt.date) -> list[Path | str]:
-        from petsync.export.objectstore.publish import prune_objects
         from petsync.storage.filesystem import STEP_LIMIT_SECONDS
+        from petsync.storage.object_publication import prune_objects
 
         with self._writing("pruning old snapshots", before=False):
             return self.calls.run(

@@ -37,12 +37,12 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import PetsyncError
 from petsync.core.models import Pet
-from petsync.export import publish as local_publish
 from petsync.export.config import ExportConfig
-from petsync.export.objectstore import publish as object_publish
 from petsync.export.run import run_export
 from petsync.export.snapshot import load_snapshot
 from petsync.export.store import ObjectStore
+from petsync.storage import local_publication as local_publish
+from petsync.storage import object_publication as object_publish
 from petsync.storage.layout import MANIFEST_NAME, STAGING_DIR
 from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket

@@ -26,12 +26,12 @@ from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
 from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
-from petsync.export.objectstore.publish import ObjectStagedSnapshot
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from petsync.storage.credentials import AZURITE_KEY
 from petsync.storage.location import parse_location
+from petsync.storage.object_publication import ObjectStagedSnapshot
 from tests.export.conftest import EmulatedBucket
 from tests.export.scripted import BASE, ScriptedClient
 
