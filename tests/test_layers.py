@@ -122,7 +122,7 @@ def test_no_module_is_over_the_line_bound() -> None:
 
 
 def module_name(path: Path) -> str:
-    """``petsync/export/objectstore/lock.py`` -> ``petsync.export.objectstore.lock``."""
+    """``petsync/storage/lock.py`` -> ``petsync.storage.lock``."""
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

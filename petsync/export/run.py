@@ -1,7 +1,7 @@
 """The export job: page every listing of the catalogue into one dated snapshot.
 
 :func:`run_export` is the orchestration only. It opens the store of ``--out``
-(:mod:`petsync.export.store`: a local directory or an object-store prefix), checks it and
+(:mod:`petsync.storage.store`: a local directory or an object-store prefix), checks it and
 takes its lock before the first API request, then runs the listings
 (:mod:`petsync.export.fetch`) into the collector (:mod:`petsync.export.collector`) and
 the quarantine (:mod:`petsync.export.quarantine`), judges the result
@@ -53,7 +53,7 @@ from petsync.export.report import (
     outcome_warnings,
 )
 from petsync.export.schema import COLUMNS
-from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
+from petsync.export.snapshot import latest_snapshot, list_snapshots
 from petsync.export.tallies import CollectedPets
 from petsync.storage.layout import (
     MANIFEST_NAME,
@@ -64,6 +64,8 @@ from petsync.storage.layout import (
     csv_name,
     data_name,
 )
+from petsync.storage.lock import Lock
+from petsync.storage.store import SnapshotStore, Staged, before_fetch, open_store
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +121,15 @@ def run_export(
             run = _Run(
                 config=config,
                 date=date,
-                previous=store.latest(before=date),
-                later=tuple(store.dates_after(date)),
+                previous=store.read(
+                    lambda where: latest_snapshot(where, before=date), doing="listing snapshots"
+                ),
+                later=tuple(
+                    store.read(
+                        lambda where: [s.date for s in list_snapshots(where) if s.date > date],
+                        doing="listing snapshots",
+                    )
+                ),
                 store=store,
                 lock=lock,
                 staged=store.stage(run_id),

@@ -38,8 +38,8 @@ from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.core.files import atomic_write_text, fsync_dir, fsync_file, own_folder
 from petsync.core.settings_table import HISTORY_COMMAND, REBUILD
 from petsync.core.wording import COMMAND_LINE, Call
-from petsync.export.lock import LOCK_NAME as EXPORT_LOCK_NAME
 from petsync.storage.location import Location, parse_location
+from petsync.storage.lock import LOCK_NAME as EXPORT_LOCK_NAME
 
 HISTORY_DIR = "history"
 STATE_NAME = "_history.json"

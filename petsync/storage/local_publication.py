@@ -9,7 +9,7 @@ next run removes what it left in the staging area (:func:`clean_staging`).
 The files inside a staged snapshot need no atomic rename of their own: nobody reads the
 staging area, and the directory rename publishes them all at once. The fsyncs follow the one
 recipe of :mod:`petsync.core.files`. Call everything here only while holding the directory's
-lock (see :mod:`petsync.export.lock`). The layout itself is :mod:`petsync.storage.layout`.
+lock (see :mod:`petsync.storage.lock`). The layout itself is :mod:`petsync.storage.layout`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.export.lock import DirectoryLock
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from petsync.storage.layout import (
     CSV_NAME,
@@ -27,6 +26,7 @@ from petsync.storage.layout import (
     STAGING_DIR,
     partition_path,
 )
+from petsync.storage.lock import DirectoryLock
 
 TODAY = dt.datetime.now(dt.UTC).date()
 

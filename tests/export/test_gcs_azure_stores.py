@@ -25,13 +25,14 @@ from petsync.core.errors import ConfigError, ExitCode, LockedError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
-from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from petsync.storage.credentials import AZURITE_KEY
 from petsync.storage.location import parse_location
+from petsync.storage.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
 from petsync.storage.object_publication import ObjectStagedSnapshot
+from petsync.storage.store import object_lock
 from tests.export.conftest import EmulatedBucket
 from tests.export.scripted import BASE, ScriptedClient
 
@@ -167,7 +168,7 @@ def test_a_run_killed_mid_upload_is_rolled_back_by_the_next_run(
 
 
 def lock_at(bucket: EmulatedBucket, moment: dt.datetime) -> ObjectLock:
-    return ObjectLock(parse_location(bucket.uri()), now=lambda: moment)
+    return object_lock(parse_location(bucket.uri()), now=lambda: moment)
 
 
 def test_the_lock_refuses_until_expiry_then_is_taken_over_and_fences_its_old_holder(
@@ -197,7 +198,7 @@ def test_two_exports_on_one_location_one_exits_75_before_any_request(
     emulated: EmulatedBucket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PETSYNC_API_KEY", "k-secret-123")
-    with ObjectLock(parse_location(emulated.uri())):
+    with object_lock(parse_location(emulated.uri())):
         result = CliRunner().invoke(cli, ["export", "--base-url", BASE, "--out", emulated.uri()])
 
     assert result.exit_code == 75, result.output

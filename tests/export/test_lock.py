@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import LockedError
-from petsync.export.lock import LOCK_NAME, DirectoryLock
+from petsync.storage.lock import LOCK_NAME, DirectoryLock
 
 
 def test_a_second_holder_is_refused_with_the_holders_pid(tmp_path: Path) -> None:

@@ -23,12 +23,12 @@ from petsync.core.errors import ConfigError, ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
-from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.report import ExportReport
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from petsync.storage.filesystem import open_filesystem
 from petsync.storage.location import parse_location
+from petsync.storage.store import object_lock
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket
 from tests.export.scripted import BASE, ScriptedClient
@@ -233,7 +233,7 @@ def test_an_unreachable_store_fails_before_any_request(
 
 def test_a_second_run_on_a_locked_location_is_refused_before_any_request(s3: S3Bucket) -> None:
     client = ScriptedClient(CATALOGUE)
-    with ObjectLock(parse_location(s3.uri())), pytest.raises(LockedError) as caught:
+    with object_lock(parse_location(s3.uri())), pytest.raises(LockedError) as caught:
         export(s3.uri(), client)
 
     assert str(caught.value).startswith(

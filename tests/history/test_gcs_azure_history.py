@@ -25,7 +25,6 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.run import run_export
 from petsync.history.load import load_history, load_transitions, read_history_state
 from petsync.history.table import HISTORY_DIR, HistoryFiles, HistoryState
@@ -34,6 +33,7 @@ from petsync.report.data import report_data
 from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
 from petsync.storage.filesystem import open_filesystem
 from petsync.storage.location import parse_location
+from petsync.storage.store import object_lock
 from tests.conftest import S3Bucket
 from tests.export.emulators import EmulatedBucket
 from tests.export.published import publish_snapshot
@@ -155,7 +155,7 @@ def test_a_second_update_exits_75_naming_the_lock_which_never_stops_an_export(
     upload(tmp_path, emulated)
     lock = "petsync/history/.petsync.lock"
     shown = f"{emulated.uri()}/history/.petsync.lock"
-    with ObjectLock(parse_location(f"{emulated.uri()}/{HISTORY_DIR}")):
+    with object_lock(parse_location(f"{emulated.uri()}/{HISTORY_DIR}")):
         with pytest.raises(LockedError, match=f"it holds the lock {shown}"):
             update_history(emulated.uri())
         cli_run = CliRunner().invoke(cli, ["history", emulated.uri()])

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from petsync.core.errors import ConfigError
-from petsync.export.objectstore.lockobject import Conflict, Missing, warn_not_released
 from petsync.storage.credentials import resolve_access
 from petsync.storage.filesystem import (
     CONNECT_TIMEOUT_SECONDS,
@@ -23,6 +22,7 @@ from petsync.storage.filesystem import (
     store_error,
 )
 from petsync.storage.location import Location
+from petsync.storage.lock import Conflict, Missing, warn_not_released
 
 
 def azure_container(location: Location, environ: Mapping[str, str] | None = None) -> Any:
