@@ -10,8 +10,9 @@ petsync uses on S3:
 * :class:`MemoryS3Api`, the four botocore calls of the run lock, with ``If-None-Match: *``
   and ``If-Match`` answered 412 as S3 answers them.
 
-moto's S3 server stays the end-to-end check of the real protocol (tests/export/
-test_objectstore.py, test_object_lock.py and a few crash tests); this store runs the many
+moto's S3 server stays the end-to-end check of the real protocol
+(tests/export/test_objectstore.py, tests/storage/test_object_lock.py and a few crash
+tests); this store runs the many
 crash points whose subject is the order of petsync's own steps, not S3's behaviour.
 """
 

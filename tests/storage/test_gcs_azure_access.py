@@ -36,7 +36,7 @@ from petsync.storage.credentials import (
 )
 from petsync.storage.location import parse_location
 from petsync.storage.store_calls import StoreCalls
-from tests.export.conftest import clear_store_environment
+from tests.export.emulators import clear_store_environment
 from tests.export.scripted import BASE, ScriptedClient
 
 RUN_TIMEOUT = 60.0
