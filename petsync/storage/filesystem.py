@@ -65,15 +65,6 @@ REQUEST_TIMEOUT_SECONDS = 60.0
 S3_ATTEMPTS = 4
 # GCS: the client's total time retrying one call (its default is about a quarter hour).
 GCS_RETRY_SECONDS = 20.0
-# Opening the store, checking it and taking the lock, before the first API request: past
-# this the run stops (exit 2) whatever a store client is still waiting for.
-SETUP_LIMIT_SECONDS = 60.0
-# Releasing the lock and removing the staging after a failure: best effort, never longer.
-CLEANUP_LIMIT_SECONDS = 5.0
-# Any other store step of a run (publishing, pruning, listing): far beyond an upload of the
-# largest catalogue, yet a call the store never answers cannot hold the run for ever (GCS
-# and Azure clients in pyarrow have no timeout of a single request).
-STEP_LIMIT_SECONDS = 2 * 3600.0
 
 Problem = Literal["credentials", "unreachable", "missing", "other"]
 

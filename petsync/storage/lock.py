@@ -56,9 +56,8 @@ from typing import Protocol, Self
 
 from petsync.core.errors import ConfigError, LockedError, PetsyncError
 from petsync.core.files import open_append, try_lock, unlock
-from petsync.storage.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
 from petsync.storage.location import Location
-from petsync.storage.store_calls import StoreCalls
+from petsync.storage.store_calls import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS, StoreCalls
 
 logger = logging.getLogger(__name__)
 

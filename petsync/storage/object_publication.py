@@ -42,7 +42,6 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from petsync.core.errors import PetsyncError
-from petsync.storage.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
 from petsync.storage.layout import (
     MANIFEST_NAME,
     PARQUET_NAME,
@@ -53,7 +52,7 @@ from petsync.storage.layout import (
 from petsync.storage.local_publication import LocalFiles
 from petsync.storage.location import Location
 from petsync.storage.partitions import list_partitions, manifest_run_id
-from petsync.storage.store_calls import StoreCalls
+from petsync.storage.store_calls import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS, StoreCalls
 
 logger = logging.getLogger(__name__)
 

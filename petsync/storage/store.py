@@ -30,6 +30,7 @@ from petsync.storage.lock import (
     StoppableLock,
     lock_key,
 )
+from petsync.storage.store_calls import SETUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS, StoreCalls
 
 if TYPE_CHECKING:
     from petsync.storage.lock import LockObject
@@ -106,8 +107,7 @@ class ObjectStore:
         now: Callable[[], dt.datetime],
         stop: StopRequest | None = None,
     ) -> None:
-        from petsync.storage.filesystem import SETUP_LIMIT_SECONDS, open_filesystem
-        from petsync.storage.store_calls import StoreCalls
+        from petsync.storage.filesystem import open_filesystem
 
         self.location = location
         self._now = now
@@ -120,7 +120,7 @@ class ObjectStore:
         )
 
     def prepare(self) -> Lock:
-        from petsync.storage.filesystem import SETUP_LIMIT_SECONDS, check_reachable
+        from petsync.storage.filesystem import check_reachable
 
         def take() -> ObjectLock:
             check_reachable(self.location, self.filesystem)
@@ -135,7 +135,6 @@ class ObjectStore:
         return StoppableLock(taken, self.calls)
 
     def clean_staging(self) -> list[Path | str]:
-        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
         from petsync.storage.object_publication import recover_staging
 
         with self._writing("cleaning the staging area", before=True):
@@ -147,8 +146,6 @@ class ObjectStore:
 
     def read(self, step: Callable[[Path | str], T], *, doing: str) -> T:
         """``step`` on the location's URI, as a stoppable store step within its limit."""
-        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
-
         return self.calls.run(
             lambda: step(self.location.uri), doing=doing, limit=STEP_LIMIT_SECONDS
         )
@@ -159,7 +156,6 @@ class ObjectStore:
         return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int, today: dt.date) -> list[Path | str]:
-        from petsync.storage.filesystem import STEP_LIMIT_SECONDS
         from petsync.storage.object_publication import prune_objects
 
         with self._writing("pruning old snapshots", before=False):
