@@ -56,7 +56,7 @@ class ExportConfig:
     """
 
     client: ClientConfig
-    out_dir: Path | str  # a local directory, or an object-store URI (see export.location)
+    out_dir: Path | str  # a local directory, or an object-store URI (see petsync.storage.location)
     statuses: tuple[PetStatus, ...] = DEFAULT_STATUSES
     sweep: bool = DEFAULT_SWEEP
     format: ExportFormat | None = None  # None: DEFAULT_FORMAT, or "parquet" for delta
