@@ -144,8 +144,8 @@ def publish(
     import pyarrow.parquet as pq
 
     from petsync.export.deduplicated import ROW_GROUP_ROWS
-    from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
     from petsync.export.schema import PET_SCHEMA
+    from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
 
     folder = partition_path(out, date)
     folder.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from petsync.client.listing import InvalidRecord, Listing, Page
     from petsync.export.diff import SnapshotDiff, diff_snapshots
     from petsync.export.inventory import NightSummary, describe_snapshots
-    from petsync.export.layout import SnapshotInfo
     from petsync.export.report import ExportReport
     from petsync.export.run import run_export
     from petsync.export.snapshot import (
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from petsync.server.app import ServerConfig
     from petsync.server.faults import Faults
     from petsync.server.runner import RunningServer, start_server
+    from petsync.storage.layout import SnapshotInfo
 
 # Names whose modules pull in httpx, msgspec, pandas or pyarrow load on first use, so
 # `import petsync` and `petsync --help` stay fast: name -> module.
@@ -74,7 +74,7 @@ _LAZY: dict[str, str] = {
     "ImportReport": "petsync.importer.report",
     "ExportReport": "petsync.export.report",
     "run_export": "petsync.export.run",
-    "SnapshotInfo": "petsync.export.layout",
+    "SnapshotInfo": "petsync.storage.layout",
     "FlaggedSnapshotWarning": "petsync.export.snapshot",
     "list_snapshots": "petsync.export.snapshot",
     "load_snapshot": "petsync.export.snapshot",

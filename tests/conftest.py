@@ -186,9 +186,17 @@ class S3Bucket:
     endpoint: str
     client: Any  # a botocore S3 client with the test credentials
     enforcing: bool = False  # the server checks signatures (enforce_credentials)
+    kind: str = "s3"  # as EmulatedBucket's: a test over every store tells them apart by it
 
     def uri(self, prefix: str = "petsync") -> str:
         return f"s3://{self.name}/{prefix}" if prefix else f"s3://{self.name}"
+
+    def filesystem(self) -> Any:
+        """The bucket's pyarrow file system, as petsync opens it from the environment."""
+        from petsync.storage.filesystem import open_filesystem
+        from petsync.storage.location import parse_location
+
+        return open_filesystem(parse_location(self.uri()))
 
     def object_keys(self, prefix: str = "") -> list[str]:
         """The object keys under ``prefix``, without folder markers (keys ending in ``/``)."""

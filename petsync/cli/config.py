@@ -68,7 +68,7 @@ def config_show(
 
 def _store_access(out: str) -> str:
     """Which credentials a run on ``out`` would use (the settings' names, never a value)."""
-    from petsync.export.location import parse_location
-    from petsync.export.objectstore.credentials import describe_access
+    from petsync.storage.credentials import describe_access
+    from petsync.storage.location import parse_location
 
     return describe_access(parse_location(out))

@@ -13,7 +13,7 @@ from petsync.cli.render import export_summary
 from petsync.cli.signals import stop_on_signals
 from petsync.cli.state import CliState, pass_state
 from petsync.core.stop import DEFAULT_GRACE_SECONDS
-from petsync.export.location import is_uri
+from petsync.storage.location import is_uri
 
 
 @click.command()

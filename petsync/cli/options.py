@@ -157,7 +157,7 @@ class LocationType(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from petsync.core.errors import ConfigError
-        from petsync.export.location import parse_location
+        from petsync.storage.location import parse_location
 
         text = str(value)
         what = param.opts[0] if param is not None and param.opts else "location"

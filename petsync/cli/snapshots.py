@@ -34,7 +34,7 @@ def snapshots_command(directory: str, as_json: bool) -> None:
       petsync snapshots s3://archive/petsync --json
     """
     from petsync.export.inventory import describe_snapshots  # pyarrow: only for this command
-    from petsync.export.location import parse_location
+    from petsync.storage.location import parse_location
 
     local = parse_location(directory, what="DIR|URI").local
     if local is not None and not local.is_dir():  # a typo, not "no snapshot yet"

@@ -14,7 +14,7 @@ from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.core.errors import ConfigError
 from petsync.core.interface import CLOCK_TOLERANCE, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import PetStatus
-from petsync.export.location import Location, parse_location
+from petsync.storage.location import Location, parse_location
 
 ExportFormat = Literal["parquet", "both"]
 EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
@@ -56,7 +56,7 @@ class ExportConfig:
     """
 
     client: ClientConfig
-    out_dir: Path | str  # a local directory, or an object-store URI (see export.location)
+    out_dir: Path | str  # a local directory, or an object-store URI (see petsync.storage.location)
     statuses: tuple[PetStatus, ...] = DEFAULT_STATUSES
     sweep: bool = DEFAULT_SWEEP
     format: ExportFormat | None = None  # None: DEFAULT_FORMAT, or "parquet" for delta

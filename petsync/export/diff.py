@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from petsync.export.extra_fields import previous_fields
-from petsync.export.layout import SnapshotInfo
 from petsync.export.schema import extra_columns
 from petsync.export.snapshot import find_snapshot, read_table
+from petsync.storage.layout import SnapshotInfo
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from petsync.export.extra_fields import MANIFEST_KEY as EXTRA_FIELDS_KEY
-from petsync.export.layout import SnapshotInfo, partition_name
-from petsync.export.location import Location, parse_location
+from petsync.storage.layout import SnapshotInfo, partition_name
+from petsync.storage.location import Location, parse_location
 
 Trust = Literal["complete", "incomplete", "drop flagged", "dated ahead"]
 TRUST_VALUES: tuple[Trust, ...] = ("complete", "incomplete", "drop flagged", "dated ahead")
@@ -125,8 +125,8 @@ def _sizes(location: Location, snapshots: list[SnapshotInfo]) -> dict[dt.date, i
 def _partition_sizes(location: Location, dates: list[dt.date]) -> dict[dt.date, int]:
     import pyarrow.fs as pafs
 
-    from petsync.export.objectstore.filesystem import open_filesystem, store_error
-    from petsync.export.snapshot import _read_error  # the message of any snapshot read
+    from petsync.storage.filesystem import open_filesystem
+    from petsync.storage.partitions import read_error
 
     sizes: dict[dt.date, int] = {}
     try:
@@ -138,5 +138,5 @@ def _partition_sizes(location: Location, dates: list[dt.date]) -> dict[dt.date, 
             entries = filesystem.get_file_info(selector)
             sizes[date] = sum(e.size or 0 for e in entries if e.type == pafs.FileType.File)
     except OSError as exc:
-        raise _read_error(location, exc, store_error) from exc
+        raise read_error(location, exc) from exc
     return sizes

@@ -26,8 +26,8 @@ from petsync.export.config import CSV_NULL, ExportConfig
 from petsync.export.extra_fields import MANIFEST_KEY as EXTRA_FIELDS_KEY
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult, ListingResult
-from petsync.export.layout import QUARANTINE_NAME, SnapshotInfo, csv_name, data_name
 from petsync.export.tallies import CollectedPets
+from petsync.storage.layout import QUARANTINE_NAME, SnapshotInfo, csv_name, data_name
 
 
 @dataclass(frozen=True)

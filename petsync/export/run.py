@@ -1,13 +1,13 @@
 """The export job: page every listing of the catalogue into one dated snapshot.
 
 :func:`run_export` is the orchestration only. It opens the store of ``--out``
-(:mod:`petsync.export.store`: a local directory or an object-store prefix), checks it and
+(:mod:`petsync.storage.store`: a local directory or an object-store prefix), checks it and
 takes its lock before the first API request, then runs the listings
 (:mod:`petsync.export.fetch`) into the collector (:mod:`petsync.export.collector`) and
 the quarantine (:mod:`petsync.export.quarantine`), judges the result
 (:mod:`petsync.export.report`), writes the snapshot files into a staged snapshot and
-publishes it (:mod:`petsync.export.publish`: one rename; on object stores
-:mod:`petsync.export.objectstore.publish`: copies, the data before the manifest), or commits
+publishes it (:mod:`petsync.storage.local_publication`: one rename; on object stores
+:mod:`petsync.storage.object_publication`: copies, the data before the manifest), or commits
 it to a Delta table (:mod:`petsync.export.tables.delta`). A run that fails anywhere before
 publication publishes nothing; with ``strict`` a result that is not to be trusted is not
 published either.
@@ -44,15 +44,6 @@ from petsync.export.extra_fields import (
     summarise,
 )
 from petsync.export.fetch import ExportProgress, FetchResult, fetch_listings
-from petsync.export.layout import (
-    MANIFEST_NAME,
-    PARTITION_KEY,
-    QUARANTINE_NAME,
-    RUN_ID_KEY,
-    SnapshotInfo,
-    csv_name,
-    data_name,
-)
 from petsync.export.quarantine import Quarantine
 from petsync.export.report import (
     DropCheck,
@@ -62,8 +53,19 @@ from petsync.export.report import (
     outcome_warnings,
 )
 from petsync.export.schema import COLUMNS
-from petsync.export.store import Lock, SnapshotStore, Staged, before_fetch, open_store
+from petsync.export.snapshot import latest_snapshot, list_snapshots
 from petsync.export.tallies import CollectedPets
+from petsync.storage.layout import (
+    MANIFEST_NAME,
+    PARTITION_KEY,
+    QUARANTINE_NAME,
+    RUN_ID_KEY,
+    SnapshotInfo,
+    csv_name,
+    data_name,
+)
+from petsync.storage.lock import Lock
+from petsync.storage.store import SnapshotStore, Staged, before_fetch, open_store
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +121,15 @@ def run_export(
             run = _Run(
                 config=config,
                 date=date,
-                previous=store.latest(before=date),
-                later=tuple(store.dates_after(date)),
+                previous=store.read(
+                    lambda where: latest_snapshot(where, before=date), doing="listing snapshots"
+                ),
+                later=tuple(
+                    store.read(
+                        lambda where: [s.date for s in list_snapshots(where) if s.date > date],
+                        doing="listing snapshots",
+                    )
+                ),
                 store=store,
                 lock=lock,
                 staged=store.stage(run_id),
@@ -148,7 +157,7 @@ def run_export(
                 "another --scratch-dir."
             ) from exc
         if not location.is_local:
-            from petsync.export.objectstore.filesystem import store_error
+            from petsync.storage.filesystem import store_error
 
             raise store_error(
                 location, exc, doing="writing the snapshot", before_fetch=False
@@ -377,7 +386,7 @@ def _write_files(
     run: _Run, collected: Deduplicated, trusted: bool, columns: dict[str, ColumnType]
 ) -> CollectedPets:
     """Stream the winning rows into the staged Parquet file (and CSV), named as trusted or
-    flagged (:func:`~petsync.export.layout.data_name`), with the kept extra columns."""
+    flagged (:func:`~petsync.storage.layout.data_name`), with the kept extra columns."""
     staged = run.staged
     with contextlib.ExitStack() as streams:
         parquet = streams.enter_context(staged.output(data_name(trusted)))

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from petsync.client.records import PetColumns
-from petsync.export.arrow_arrays import int64_array, string_array
+from petsync.core.arrow_arrays import int64_array, string_array
 from petsync.export.schema import PET_SCHEMA
 
 ROWS_NAME = "rows.arrow"

@@ -1,156 +1,44 @@
 """Reading snapshots: listing, resolving and loading them, whatever wrote them.
 
-The files and names are :mod:`petsync.export.layout`. Every function here takes a local
-directory or an object-store URI (:mod:`petsync.export.location`) and reads through
+The files and names are :mod:`petsync.storage.layout`. Every function here takes a local
+directory or an object-store URI (:mod:`petsync.storage.location`) and reads through
 ``pyarrow.fs``; a Delta or Iceberg table (:mod:`petsync.export.tables`) is read through its
 own library. A flagged snapshot loads only when asked, with a :class:`FlaggedSnapshotWarning`.
 
-A partition counts as published when its Parquet file's footer names the run (``run_id``)
-whose manifest vouches for it: the partition's own manifest, or, while that run is still
-publishing on an object store, the manifest it staged. A reader never pairs one run's data
-with another run's manifest, whatever moment it reads at. (Manifests written before run
-ids existed are taken as they are.)
+Which dated partitions count as published is :mod:`petsync.storage.partitions`: a reader
+never pairs one run's data with another run's manifest.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CLOCK_TOLERANCE
-from petsync.export.layout import (
+from petsync.storage.layout import (
     DATA_NAMES,
     MANIFEST_NAME,
     PARQUET_NAME,
     PARTITION_KEY,
     PETS_DIR,
     RUN_ID_KEY,
-    STAGING_DIR,
     SnapshotInfo,
-    manifest_data_name,
     partition_date,
     partition_name,
 )
-from petsync.export.location import Location, parse_location
+from petsync.storage.location import Location, parse_location
+from petsync.storage.partitions import Partitions
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
-    import pyarrow.fs as pafs
 
 
 class FlaggedSnapshotWarning(UserWarning):
     """A snapshot not to be trusted blindly was loaded: incomplete, or a suspicious drop."""
-
-
-@dataclass(frozen=True)
-class _Store:
-    """A location opened for reading: its file system and how to name what is in it."""
-
-    location: Location
-    filesystem: pafs.FileSystem
-
-    @classmethod
-    def open(cls, directory: Path | str | Location, what: str = "directory") -> _Store:
-        from petsync.export.objectstore.filesystem import open_filesystem, store_error
-
-        location = (
-            directory if isinstance(directory, Location) else parse_location(directory, what=what)
-        )
-        try:
-            return cls(location, open_filesystem(location))
-        except OSError as exc:  # pragma: no cover - a file system that cannot even start
-            raise _read_error(location, exc, store_error) from exc
-
-    def store_path(self, *parts: str) -> str:
-        return self.location.store_child(*parts)
-
-    def shown(self, *parts: str) -> Path | str:
-        """How callers see a path: a :class:`Path` for a local directory, else a URI."""
-        if self.location.local is not None:
-            return self.location.local.joinpath(*parts)
-        return self.location.child(*parts)
-
-    def read_bytes(self, path: str) -> bytes:
-        """One whole object or file, in one read (a consistent copy even while replaced)."""
-        with self.filesystem.open_input_file(path) as handle:
-            data: bytes = handle.read()
-        return data
-
-    def info(self, date: dt.date) -> SnapshotInfo | None:
-        """The published snapshot of ``date``, or None if its partition is not one."""
-        return self.partition_info(
-            self.store_path(*partition_name(date)), self.shown(*partition_name(date)), date
-        )
-
-    def partition_info(
-        self, partition: str, shown: Path | str, date: dt.date
-    ) -> SnapshotInfo | None:
-        """The snapshot in the partition at ``partition`` (a store path), or None.
-
-        The data is vouched for by the manifest of the run that wrote it: the partition's
-        own, or, while that run is publishing on an object store (its data copied in, its
-        manifest not yet), the manifest it staged beside its other files.
-        """
-        manifest = self.manifest(f"{partition}/{MANIFEST_NAME}")
-        if manifest is not None and not _run_id(manifest):
-            return SnapshotInfo(date, shown, manifest)  # written before run ids: as it is
-        if manifest is not None and _run_id(manifest) == self.footer_run_id(
-            f"{partition}/{manifest_data_name(manifest)}"
-        ):
-            return SnapshotInfo(date, shown, manifest)
-        for name in DATA_NAMES:
-            footer = self.footer_run_id(f"{partition}/{name}")
-            if footer is None:
-                continue
-            staged = self.manifest(self.store_path(STAGING_DIR, footer, MANIFEST_NAME))
-            if (
-                staged is not None
-                and _run_id(staged) == footer
-                and manifest_data_name(staged) == name
-            ):
-                return SnapshotInfo(date, shown, staged)
-        return None  # data without its run's manifest: a dead run the next one cleans
-
-    def manifest(self, path: str) -> dict[str, Any] | None:
-        try:
-            manifest = json.loads(self.read_bytes(path))
-        except (OSError, ValueError):
-            return None
-        return manifest if isinstance(manifest, dict) else None
-
-    def footer_run_id(self, path: str) -> str | None:
-        import pyarrow.parquet as pq
-
-        try:
-            with self.filesystem.open_input_file(path) as handle:
-                metadata = pq.read_schema(handle).metadata or {}
-        except (OSError, ValueError):
-            return None
-        value = metadata.get(RUN_ID_KEY)
-        return value.decode("utf-8", "replace") if value is not None else None
-
-    def dates(self) -> list[dt.date]:
-        import pyarrow.fs as pafs
-
-        selector = pafs.FileSelector(self.store_path(PETS_DIR), allow_not_found=True)
-        try:
-            entries = self.filesystem.get_file_info(selector)
-        except OSError as exc:
-            from petsync.export.objectstore.filesystem import store_error
-
-            raise _read_error(self.location, exc, store_error) from exc
-        found = [
-            partition_date(entry.base_name)
-            for entry in entries
-            if entry.type == pafs.FileType.Directory
-        ]
-        return sorted(date for date in found if date is not None)
 
 
 def _is_delta(location: Location) -> bool:
@@ -170,27 +58,6 @@ def _iceberg_snapshots(location: Location) -> list[SnapshotInfo] | None:
     return list_iceberg_snapshots(location)
 
 
-def _run_id(manifest: dict[str, Any]) -> str | None:
-    value = manifest.get("run_id")
-    return value if isinstance(value, str) and value else None
-
-
-def _read_error(location: Location, exc: OSError, store_error: Any) -> InputError:
-    error = store_error(location, exc, doing="reading snapshots", before_fetch=True)
-    return InputError(str(error).replace("cannot use --out", "cannot read snapshots at", 1))
-
-
-def manifest_run_id(filesystem: pafs.FileSystem, path: str) -> str | None:
-    """The ``run_id`` a manifest names, or None if it is unreadable or names none."""
-    try:
-        with filesystem.open_input_file(path) as handle:
-            manifest = json.loads(handle.read())
-    except (OSError, ValueError):
-        return None
-    value = manifest.get("run_id") if isinstance(manifest, dict) else None
-    return value if isinstance(value, str) else None
-
-
 def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     """Every published snapshot under ``directory`` (a path or a URI), oldest first.
 
@@ -202,7 +69,7 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     >>> list_snapshots("s3://archive/petsync")[-1].path                    # doctest: +SKIP
     's3://archive/petsync/pets/snapshot_date=2026-11-22'
     """
-    store = _Store.open(directory)
+    store = Partitions.open(directory)
     if _is_delta(store.location):
         from petsync.export.tables.delta import list_delta_snapshots
 
@@ -210,8 +77,7 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     iceberg = _iceberg_snapshots(store.location)
     if iceberg is not None:
         return iceberg
-    found = [store.info(date) for date in store.dates()]
-    return [info for info in found if info is not None]
+    return store.published()
 
 
 def latest_snapshot(
@@ -255,7 +121,7 @@ def find_snapshot(
         except ValueError:
             date = None
     if date is not None:
-        store = _Store.open(directory if directory is not None else Path("."), "--dir")
+        store = Partitions.open(directory if directory is not None else Path("."), "--dir")
         if _is_delta(store.location):
             from petsync.export.tables.delta import list_delta_snapshots
 
@@ -281,7 +147,7 @@ def find_snapshot(
         location = parse_location(location.uri.rsplit("/", 1)[0], what="snapshot")
     name = location.local.name if location.local is not None else location.uri.rsplit("/", 1)[-1]
     partition = partition_date(name)
-    store = _Store.open(location)
+    store = Partitions.open(location)
     found = (
         store.partition_info(location.store_path, store.shown(), partition)
         if partition is not None
@@ -301,7 +167,7 @@ def _by_id(table: pa.Table) -> pa.Table:
     """
     import numpy as np
 
-    from petsync.export.arrow_arrays import int64_array, to_numpy
+    from petsync.core.arrow_arrays import int64_array, to_numpy
 
     ids = to_numpy(table.column("id"))
     if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):
@@ -342,11 +208,11 @@ def read_table(info: SnapshotInfo, *, known_only: bool = False) -> pa.Table:
 
         return read_iceberg(info)
     if isinstance(info.parquet_path, Path):
-        store = _Store.open(info.path)
+        store = Partitions.open(info.path)
         path = str(info.parquet_path.absolute())
     else:
         location = parse_location(info.parquet_path, what="snapshot")
-        store = _Store.open(location)
+        store = Partitions.open(location)
         path = location.store_path
     try:
         # ParquetFile, not pq.read_table: the same bytes without pyarrow.dataset (and the
@@ -401,7 +267,7 @@ def load_snapshot(
     if version is not None:
         from petsync.export.tables.delta import snapshot_at_version
 
-        store = _Store.open(directory)
+        store = Partitions.open(directory)
         if not _is_delta(store.location):
             raise InputError(
                 f"version= reads a Delta table; {store.shown(PETS_DIR)} holds none "
@@ -415,7 +281,7 @@ def load_snapshot(
         ]
         info = found[-1] if found else None
         if info is None:
-            root = _Store.open(directory).shown(PETS_DIR)
+            root = Partitions.open(directory).shown(PETS_DIR)
             raise InputError(
                 f"no {'' if flagged else 'trusted '}snapshot under {root}; run "
                 f"`petsync export --out {directory}` first"
@@ -473,7 +339,7 @@ def load_snapshots(
             for d in dates
         ]
     if not infos:
-        root = _Store.open(directory).shown(PETS_DIR)
+        root = Partitions.open(directory).shown(PETS_DIR)
         raise InputError(f"no snapshot under {root}; run `petsync export --out {directory}` first")
     tables = [read_table(info) for info in sorted(infos, key=lambda i: i.date)]
     try:

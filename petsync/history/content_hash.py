@@ -8,7 +8,7 @@ from json.encoder import encode_basestring
 import numpy as np
 import pyarrow as pa
 
-from petsync.export.arrow_arrays import int64_array
+from petsync.core.arrow_arrays import int64_array
 
 
 def content_hash(table: pa.Table) -> pa.Array:

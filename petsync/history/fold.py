@@ -28,14 +28,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from petsync.core.errors import InputError
-from petsync.export.arrow_arrays import (
+from petsync.core.arrow_arrays import (
     bool_array,
     date32_array,
     int64_array,
     to_numpy,
     true_mask,
 )
+from petsync.core.errors import InputError
 from petsync.export.schema import PET_SCHEMA
 from petsync.history.content_hash import content_hash
 from petsync.history.table import (

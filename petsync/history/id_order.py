@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from petsync.export.arrow_arrays import int64_array, to_numpy
+from petsync.core.arrow_arrays import int64_array, to_numpy
 
 RUN_ROWS = 1 << 19  # rows sorted in memory at a time (about 20 MiB of pets)
 MERGE_ROWS = 1 << 13  # rows of each run held while merging

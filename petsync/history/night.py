@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from petsync.core.arrow_arrays import to_numpy
 from petsync.core.errors import InputError
-from petsync.export.arrow_arrays import to_numpy
-from petsync.export.layout import RUN_ID_KEY, SnapshotInfo
-from petsync.export.location import parse_location
 from petsync.export.schema import COLUMNS, PET_SCHEMA, conform
 from petsync.history.id_order import OUT_ROWS, in_id_order, merge_sorted
+from petsync.storage.layout import RUN_ID_KEY, SnapshotInfo
+from petsync.storage.location import parse_location
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -102,7 +102,7 @@ class _Night:
         shown = info.parquet_path
         unchanged: Callable[[], None] = _nothing  # a local file stays the one opened
         try:
-            from petsync.export.objectstore.filesystem import open_filesystem
+            from petsync.storage.filesystem import open_filesystem
 
             # A local file too is opened through the store's file system: it proves the
             # file a regular one first (a FIFO planted there would block for ever).

@@ -38,8 +38,8 @@ from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.core.files import atomic_write_text, fsync_dir, fsync_file, own_folder
 from petsync.core.settings_table import HISTORY_COMMAND, REBUILD
 from petsync.core.wording import COMMAND_LINE, Call
-from petsync.export.location import Location, parse_location
-from petsync.export.lock import LOCK_NAME as EXPORT_LOCK_NAME
+from petsync.storage.location import Location, parse_location
+from petsync.storage.lock import LOCK_NAME as EXPORT_LOCK_NAME
 
 HISTORY_DIR = "history"
 STATE_NAME = "_history.json"
@@ -211,7 +211,7 @@ class HistoryFiles:
 
     @classmethod
     def open(cls, directory: Path | str | Location) -> HistoryFiles:
-        from petsync.export.objectstore.filesystem import open_filesystem
+        from petsync.storage.filesystem import open_filesystem
 
         location = (
             directory
@@ -255,7 +255,7 @@ class HistoryFiles:
         failure exit 1; either way ``_history.json`` names the table it named before, unless
         only the removal of replaced files failed (the next update removes them).
         """
-        from petsync.export.objectstore.filesystem import classify, store_error
+        from petsync.storage.filesystem import classify, store_error
 
         said = store_error(self.location, exc, doing=doing, before_fetch=True).render(COMMAND_LINE)
         kind = PetsyncError if classify(exc) == "other" else ConfigError
@@ -280,7 +280,7 @@ class HistoryFiles:
 
     def check(self) -> None:
         """Reach the store: a missing bucket or refused credentials fail here, exit 2."""
-        from petsync.export.objectstore.filesystem import check_reachable
+        from petsync.storage.filesystem import check_reachable
 
         try:
             check_reachable(self.location, self.filesystem)

@@ -11,7 +11,7 @@ The snapshots and the history may be local or on an object store (``s3://``, ``g
 ``abfs://``): the snapshots are read through :mod:`petsync.export.snapshot`, the history's
 files through ``pyarrow.fs`` (:class:`petsync.history.table.HistoryFiles`). One update at a
 time: locally a lock file beside the snapshots, on an object store a lock object in the
-history's folder created only if absent (:class:`petsync.export.objectstore.lock.ObjectLock`).
+history's folder created only if absent (:class:`petsync.storage.lock.ObjectLock`).
 """
 
 from __future__ import annotations
@@ -19,20 +19,15 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import os
 import shutil
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
 
-from petsync.core.errors import InputError, LockedError
-from petsync.core.files import open_append, try_lock
+from petsync.core.errors import InputError
 from petsync.core.settings_table import HISTORY_COMMAND, OUT, REBUILD
-from petsync.export.layout import PETS_DIR, SnapshotInfo
-from petsync.export.location import Location, parse_location
 from petsync.export.snapshot import future_horizon, list_snapshots
 from petsync.history.fold import fold_night
 from petsync.history.night import night_pieces
@@ -48,6 +43,9 @@ from petsync.history.table import (
     empty_history,
     open_name,
 )
+from petsync.storage.layout import PETS_DIR, SnapshotInfo
+from petsync.storage.location import Location, parse_location
+from petsync.storage.lock import FileLock, Lock
 
 LOCK_NAME = ".history.lock"
 
@@ -126,7 +124,7 @@ def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryRe
             + OUT.given(location.uri)
             + " writes them"
         )
-    with _locked(location) as confirm:
+    with _history_lock(location) as lock:
         if location.local is not None:
             # Folders a killed rebuild of an earlier petsync staged beside the history
             # (``.history-new-*``): no state names them.
@@ -148,33 +146,26 @@ def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryRe
             if not todo:
                 return _report(files, state, (), rebuilt=False)
         new_state, nights = _fold(files, base, todo)
-        confirm()  # still ours (an object store's lock may have expired): commit
+        lock.confirm()  # still ours (an object store's lock may have expired): commit
         files.write_state(new_state)
         _remove_strays(files, new_state)
         return _report(files, new_state, tuple(nights), rebuilt=state is None)
 
 
-@contextlib.contextmanager
-def _locked(location: Location) -> Iterator[Callable[[], None]]:
-    """Hold the history's lock; yields a check to run right before the state is written."""
+def _history_lock(location: Location) -> Lock:
+    """The history's lock; its ``confirm`` runs right before the state is written."""
     if location.local is None:
-        from petsync.export.objectstore.lock import ObjectLock
+        from petsync.storage.store import object_lock
 
         # The export's lock object, but in the history's folder: its own lock, same rules.
-        with ObjectLock(parse_location(location.child(HISTORY_DIR))) as lock:
-            yield lock.confirm
-        return
-    out = location.local
+        return object_lock(parse_location(location.child(HISTORY_DIR)))
+    path = location.local / LOCK_NAME
     # Never through a link planted at the name, never blocked by a FIFO there (exit 2).
-    fd = open_append(out / LOCK_NAME, "history lock file")
-    try:
-        if not try_lock(fd):
-            raise LockedError(
-                f"another history update holds {out / LOCK_NAME}; this one is skipped"
-            )
-        yield lambda: None
-    finally:
-        os.close(fd)
+    return FileLock(
+        path,
+        what="history lock file",
+        busy=f"another history update holds {path}; this one is skipped",
+    )
 
 
 def _up_to_now(snapshots: list[SnapshotInfo]) -> list[SnapshotInfo]:

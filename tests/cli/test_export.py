@@ -17,7 +17,8 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.export.layout import (
+from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.layout import (
     CSV_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
@@ -25,8 +26,7 @@ from petsync.export.layout import (
     STAGING_DIR,
     partition_path,
 )
-from petsync.export.lock import DirectoryLock
-from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.lock import DirectoryLock
 
 TODAY = dt.datetime.now(dt.UTC).date()
 

@@ -24,8 +24,8 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.interface import LINK_LENGTH_LIMIT
-from petsync.export.layout import QUARANTINE_NAME, partition_path
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.layout import QUARANTINE_NAME, partition_path
 
 TODAY = dt.datetime.now(dt.UTC).date()
 

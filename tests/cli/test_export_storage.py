@@ -21,11 +21,11 @@ from deltalake import DeltaTable
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.export.layout import STAGING_DIR
-from petsync.export.location import parse_location
-from petsync.export.lock import LOCK_NAME
-from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.layout import STAGING_DIR
+from petsync.storage.location import parse_location
+from petsync.storage.lock import LOCK_NAME
+from petsync.storage.store import object_lock
 from tests.conftest import S3Bucket, route_clients_to
 
 TODAY = dt.datetime.now(dt.UTC).date()
@@ -88,7 +88,7 @@ def test_export_to_a_missing_bucket_exits_2_before_any_request(
 def test_export_to_a_locked_s3_location_exits_75_naming_the_lock_and_its_expiry(
     api: respx.MockRouter, isolated: Path, s3: S3Bucket
 ) -> None:
-    holder = ObjectLock(parse_location(s3.uri()), client=s3.client)
+    holder = object_lock(parse_location(s3.uri()), client=s3.client)
     holder.acquire()
 
     result = invoke(["export", "--out", s3.uri()])

@@ -15,11 +15,11 @@ from petsync.cli import cli
 from petsync.cli.serve import ready_lines
 from petsync.client.config import ClientConfig
 from petsync.export.config import ExportConfig
-from petsync.export.layout import MANIFEST_NAME, partition_path
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from petsync.server.faults import Faults
 from petsync.server.runner import RunningServer
+from petsync.storage.layout import MANIFEST_NAME, partition_path
 
 TODAY = dt.datetime.now(dt.UTC).date()
 PETS = 60

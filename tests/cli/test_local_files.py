@@ -19,8 +19,8 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.errors import ConfigError
-from petsync.export.layout import partition_path
-from petsync.export.publish import StagedSnapshot
+from petsync.storage.layout import partition_path
+from petsync.storage.local_publication import StagedSnapshot
 
 ROWS = "name,categoryId\nRex,1\n"
 

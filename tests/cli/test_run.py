@@ -276,7 +276,7 @@ def test_run_check_whose_settings_fail_never_says_valid(workdir: Path) -> None:
 def test_a_locked_run_with_json_logs_writes_json_lines_only(
     workdir: Path, petstore_server: Callable[..., RunningServer]
 ) -> None:
-    from petsync.export.lock import DirectoryLock
+    from petsync.storage.lock import DirectoryLock
 
     srv = petstore_server(seed_pets=5)
     install_jobs(workdir, srv)

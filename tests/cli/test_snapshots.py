@@ -19,9 +19,9 @@ from petsync.core.apikey import ApiKey
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.inventory import describe_snapshots
-from petsync.export.location import parse_location
-from petsync.export.objectstore.filesystem import open_filesystem
 from petsync.export.run import run_export
+from petsync.storage.filesystem import open_filesystem
+from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket, StartServer
 from tests.export.emulators import EmulatedBucket
 from tests.export.published import publish_snapshot

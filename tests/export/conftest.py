@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow.fs as pafs
 import pytest
 
-import petsync.export.objectstore.filesystem as objectstore_filesystem
-import petsync.export.objectstore.lock as objectstore_lock
-from petsync.export.location import Location
+import petsync.storage.filesystem as store_filesystem
+import petsync.storage.s3_lock_object as s3_lock_object
+from petsync.storage.location import Location
 from tests.export.emulators import EmulatedBucket, clear_store_environment
 from tests.export.memstore import MemoryBucket, MemoryFileSystem, MemoryObjects, MemoryS3Api
 
@@ -36,16 +36,16 @@ def memory_s3(monkeypatch: pytest.MonkeyPatch) -> MemoryBucket:
         f"mem-{secrets.token_hex(4)}", store, pafs.PyFileSystem(MemoryFileSystem(store))
     )
     store.buckets.add(bucket.name)
-    real = objectstore_filesystem.open_filesystem
+    real = store_filesystem.open_filesystem
 
     def open_filesystem(location: Location, environ: Mapping[str, str] | None = None) -> Any:
         return bucket.filesystem if location.kind == "s3" else real(location, environ)
 
-    monkeypatch.setattr(objectstore_filesystem, "open_filesystem", open_filesystem)
-    monkeypatch.setattr(objectstore_lock, "s3_client", lambda environ=None: MemoryS3Api(store))
+    monkeypatch.setattr(store_filesystem, "open_filesystem", open_filesystem)
+    monkeypatch.setattr(s3_lock_object, "s3_client", lambda environ=None: MemoryS3Api(store))
     # No botocore client is made, so none is dropped: nothing to collect (a full gc.collect
     # costs a tenth of a second per export in a test process this size).
-    monkeypatch.setattr(objectstore_lock, "_give_back_memory", lambda: None)
+    monkeypatch.setattr(s3_lock_object, "_give_back_memory", lambda: None)
     return bucket
 
 
@@ -61,5 +61,5 @@ def _one_lock_client_per_session(request: pytest.FixtureRequest) -> None:
         return
     client = request.getfixturevalue("s3_client")
     monkeypatch = request.getfixturevalue("monkeypatch")
-    monkeypatch.setattr(objectstore_lock, "s3_client", lambda environ=None: client)
-    monkeypatch.setattr(objectstore_lock, "_give_back_memory", lambda: None)  # never dropped
+    monkeypatch.setattr(s3_lock_object, "s3_client", lambda environ=None: client)
+    monkeypatch.setattr(s3_lock_object, "_give_back_memory", lambda: None)  # never dropped

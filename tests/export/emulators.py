@@ -28,11 +28,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 import pytest
 
-from petsync.export.objectstore.credentials import AZURITE_ACCOUNT, AZURITE_KEY
+from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
+
+if TYPE_CHECKING:
+    from tests.conftest import S3Bucket
 
 AZURITE_VERSION = "3.35.0"
 START_SECONDS = 100.0  # a cold start on a loaded 2-core machine (under the 120 s test timeout)
@@ -216,8 +220,8 @@ class EmulatedBucket:
         return f"{scheme}://{self.name}/{prefix}" if prefix else f"{scheme}://{self.name}"
 
     def filesystem(self) -> pafs.FileSystem:
-        from petsync.export.location import parse_location
-        from petsync.export.objectstore.filesystem import open_filesystem
+        from petsync.storage.filesystem import open_filesystem
+        from petsync.storage.location import parse_location
 
         return open_filesystem(parse_location(self.uri()), self.environment)
 
@@ -291,9 +295,29 @@ def azure(azurite: Emulator, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
     return azure_container(azurite, monkeypatch)
 
 
-@pytest.fixture(params=["gcs", "azure"])
+@pytest.fixture(params=["gcs", "azure"], ids=["gcs", "azure"])
 def emulated(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> EmulatedBucket:
     """Each test once on GCS (fake-gcs-server) and once on Azure (Azurite)."""
     if request.param == "gcs":
         return gcs_bucket(request.getfixturevalue("gcs_emulator"), monkeypatch)
     return azure_container(request.getfixturevalue("azurite"), monkeypatch)
+
+
+@pytest.fixture(params=["s3", "gcs", "azure"], ids=["s3", "gcs", "azure"])
+def any_store(request: pytest.FixtureRequest) -> EmulatedBucket | S3Bucket:
+    """Each test once on every object store: S3 (moto), GCS (fake-gcs-server), Azure (Azurite)."""
+    bucket: EmulatedBucket | S3Bucket = request.getfixturevalue(request.param)
+    return bucket
+
+
+def upload(local: Path, bucket: EmulatedBucket | S3Bucket, prefix: str = "petsync") -> None:
+    """Copy the snapshots published under ``local`` to the bucket's ``prefix``, as they are."""
+    from petsync.storage.filesystem import open_filesystem
+    from petsync.storage.location import parse_location
+
+    pafs.copy_files(
+        str(local.absolute()),
+        f"{bucket.name}/{prefix}",
+        source_filesystem=pafs.LocalFileSystem(),
+        destination_filesystem=open_filesystem(parse_location(bucket.uri(prefix))),
+    )

@@ -6,12 +6,13 @@ when its upload is closed, a copy is one atomic step. Two views share it, the sa
 petsync uses on S3:
 
 * :class:`MemoryFileSystem`, a ``pyarrow.fs`` handler (wrapped in ``pafs.PyFileSystem``):
-  what :func:`petsync.export.objectstore.filesystem.open_filesystem` gives for ``s3://``;
+  what :func:`petsync.storage.filesystem.open_filesystem` gives for ``s3://``;
 * :class:`MemoryS3Api`, the four botocore calls of the run lock, with ``If-None-Match: *``
   and ``If-Match`` answered 412 as S3 answers them.
 
-moto's S3 server stays the end-to-end check of the real protocol (tests/export/
-test_objectstore.py, test_object_lock.py and a few crash tests); this store runs the many
+moto's S3 server stays the end-to-end check of the real protocol
+(tests/export/test_objectstore.py, tests/storage/test_object_lock.py and a few crash
+tests); this store runs the many
 crash points whose subject is the order of petsync's own steps, not S3's behaviour.
 """
 

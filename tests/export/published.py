@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME
-from petsync.export.publish import StagedSnapshot
 from petsync.export.schema import PET_SCHEMA
+from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME
+from petsync.storage.local_publication import StagedSnapshot
 
 Row = tuple[int, str, int, str | None]
 

@@ -14,10 +14,10 @@ from petsync.client.config import ClientConfig
 from petsync.core.errors import PetsyncError
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import ListingResult
-from petsync.export.layout import STAGING_DIR
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots
 from petsync.server.runner import RunningServer
+from petsync.storage.layout import STAGING_DIR
 from tests.conftest import StartServer
 
 SERVER_TIME = dt.datetime(2026, 11, 27, 9, 0, tzinfo=dt.UTC)

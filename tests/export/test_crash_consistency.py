@@ -32,19 +32,19 @@ import pandas as pd
 import pyarrow.fs as pafs
 import pytest
 
-import petsync.export.objectstore.filesystem as objectstore_filesystem
+import petsync.storage.filesystem as store_filesystem
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import PetsyncError
 from petsync.core.models import Pet
-from petsync.export import publish as local_publish
 from petsync.export.config import ExportConfig
-from petsync.export.layout import MANIFEST_NAME, STAGING_DIR
-from petsync.export.location import parse_location
-from petsync.export.objectstore import publish as object_publish
 from petsync.export.run import run_export
 from petsync.export.snapshot import load_snapshot
-from petsync.export.store import ObjectStore
+from petsync.storage import local_publication as local_publish
+from petsync.storage import object_publication as object_publish
+from petsync.storage.layout import MANIFEST_NAME, STAGING_DIR
+from petsync.storage.location import parse_location
+from petsync.storage.store import ObjectStore
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket
 from tests.export.scripted import BASE, ScriptedClient
@@ -53,7 +53,7 @@ DAY1, DAY2 = dt.date(2026, 11, 21), dt.date(2026, 11, 22)
 OLD = [Pet(i, f"old{i}", 1, "available") for i in (1, 2, 3)]
 NEW = [Pet(i, f"new{i}", 2, "sold") for i in (3, 4, 5, 6)]
 View = dict[str, list[int]]  # snapshot date -> ids a reader sees for it
-OPEN_FILESYSTEM = objectstore_filesystem.open_filesystem
+OPEN_FILESYSTEM = store_filesystem.open_filesystem
 
 
 class Killed(BaseException):
@@ -365,16 +365,16 @@ def readers_on(bucket: Any, out: str) -> ObjectReaders:
 
 def s3_steps(monkeypatch: pytest.MonkeyPatch, steps: Steps, *, killed: bool) -> None:
     """Every object written, copied or deleted counted; a killed run also keeps its lock."""
-    real = objectstore_filesystem.open_filesystem
+    real = store_filesystem.open_filesystem
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         return CountingFileSystem(real(*args, **kwargs), steps)
 
-    monkeypatch.setattr(objectstore_filesystem, "open_filesystem", counting)
+    monkeypatch.setattr(store_filesystem, "open_filesystem", counting)
     if killed:
         monkeypatch.setattr(object_publish, "roll_back", lambda *a, **k: None)
         monkeypatch.setattr(object_publish.ObjectStagedSnapshot, "discard", lambda self: None)
-        monkeypatch.setattr("petsync.export.objectstore.lock.ObjectLock.release", lambda s: None)
+        monkeypatch.setattr("petsync.storage.lock.ObjectLock.release", lambda s: None)
 
 
 def export_s3(out: str, pets: list[Pet], today: dt.date, *, hours_later: int = 0) -> None:

@@ -29,17 +29,17 @@ from petsync.export.extra_fields import (
     choose_column,
     fits,
 )
-from petsync.export.layout import (
+from petsync.export.report import ExportReport
+from petsync.export.run import run_export
+from petsync.export.snapshot import list_snapshots, load_snapshot, load_snapshots
+from petsync.server.extra_fields import extra_fields as demo_fields
+from petsync.storage.layout import (
     CSV_NAME,
     MANIFEST_NAME,
     PARQUET_NAME,
     QUARANTINE_NAME,
     partition_path,
 )
-from petsync.export.report import ExportReport
-from petsync.export.run import run_export
-from petsync.export.snapshot import list_snapshots, load_snapshot, load_snapshots
-from petsync.server.extra_fields import extra_fields as demo_fields
 
 NIGHTS = [dt.date(2026, 11, 20) + dt.timedelta(days=n) for n in range(4)]
 PETS = 120  # ids 1..120: tag on 40, birthDate on 60, weightKg on 24, vaccinated 30, owner 17

@@ -17,11 +17,11 @@ import pytest
 
 from petsync.core.errors import ConfigError
 from petsync.export.diff import diff_snapshots
-from petsync.export.location import parse_location
 from petsync.export.report import ExportReport
 from petsync.export.snapshot import list_snapshots, load_snapshot, load_snapshots
 from petsync.export.tables.iceberg import open_catalog
 from petsync.server.extra_fields import extra_fields as demo_fields
+from petsync.storage.location import parse_location
 from tests.export.test_extra_fields import NIGHTS, PETS, night, sends
 
 pytest.importorskip("pyiceberg")

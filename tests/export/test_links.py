@@ -18,9 +18,9 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, ExitCode
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.layout import STAGING_DIR
-from petsync.export.lock import LOCK_NAME
 from petsync.export.run import run_export
+from petsync.storage.layout import STAGING_DIR
+from petsync.storage.lock import LOCK_NAME
 from tests.export.scripted import BASE, ScriptedClient
 
 DAY = dt.date(2026, 11, 22)

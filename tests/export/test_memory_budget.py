@@ -21,8 +21,8 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import PaginationError
 from petsync.export.config import ExportConfig
-from petsync.export.layout import PARQUET_NAME
 from petsync.export.run import run_export
+from petsync.storage.layout import PARQUET_NAME
 from tests.export.test_run import DAY2
 
 BASE = "http://127.0.0.1:9/v1"

@@ -1,7 +1,7 @@
 """A FIFO or device planted inside ``--out`` where a file is read: exit 2 naming it.
 
 Snapshots, manifests and the history are read through the local store's file system
-(:class:`~petsync.export.objectstore.filesystem.CheckedLocalFiles`). A FIFO there used to
+(:class:`~petsync.storage.filesystem.CheckedLocalFiles`). A FIFO there used to
 block ``petsync snapshots``, ``history`` and ``report`` for ever, and a manifest linked to
 ``/dev/zero`` made its night silently unpublished (``history --rebuild`` then replaced the
 history by one without it). Every read now opens without blocking and looks at what it
@@ -19,9 +19,9 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.errors import ExitCode, InputError
-from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME
 from petsync.export.snapshot import list_snapshots
 from petsync.history.table import HISTORY_DIR, STATE_NAME
+from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME
 from tests.export.published import publish_snapshot
 
 DAY1, DAY2 = dt.date(2026, 11, 21), dt.date(2026, 11, 22)

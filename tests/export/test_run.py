@@ -17,7 +17,10 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError, RetriesExhaustedError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
-from petsync.export.layout import (
+from petsync.export.report import ExportReport
+from petsync.export.run import run_export
+from petsync.export.snapshot import latest_snapshot, list_snapshots, load_snapshot
+from petsync.storage.layout import (
     CSV_NAME,
     FLAGGED_CSV_NAME,
     FLAGGED_PARQUET_NAME,
@@ -27,10 +30,7 @@ from petsync.export.layout import (
     STAGING_DIR,
     partition_path,
 )
-from petsync.export.lock import DirectoryLock
-from petsync.export.report import ExportReport
-from petsync.export.run import run_export
-from petsync.export.snapshot import latest_snapshot, list_snapshots, load_snapshot
+from petsync.storage.lock import DirectoryLock
 from tests.export.published import publish_snapshot
 from tests.export.scripted import BASE, ScriptedClient
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.export.layout import partition_path
 from petsync.export.snapshot import (
     FlaggedSnapshotWarning,
     find_snapshot,
@@ -17,6 +16,7 @@ from petsync.export.snapshot import (
     list_snapshots,
     load_snapshot,
 )
+from petsync.storage.layout import partition_path
 from tests.export.published import publish_snapshot
 
 DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)

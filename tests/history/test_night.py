@@ -15,12 +15,12 @@ import pytest
 import petsync.history.id_order as id_order
 import petsync.history.night as night
 from petsync.core.errors import InputError
-from petsync.export.layout import PARQUET_NAME, SnapshotInfo
 from petsync.export.schema import PET_SCHEMA
 from petsync.export.snapshot import list_snapshots
 from petsync.history.id_order import SPILL_NAME, in_id_order
 from petsync.history.night import night_pieces
 from petsync.history.update import update_history
+from petsync.storage.layout import PARQUET_NAME, SnapshotInfo
 from tests.export.published import Row, publish_snapshot
 from tests.history.nights import START, random_nights
 

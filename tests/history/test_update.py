@@ -10,10 +10,10 @@ import pytest
 
 from petsync.core.errors import ConfigError, ExitCode, InputError
 from petsync.core.wording import COMMAND_LINE
-from petsync.export.layout import MANIFEST_NAME, SnapshotInfo
 from petsync.history.load import load_history
 from petsync.history.table import history_dir
 from petsync.history.update import is_trusted, update_history
+from petsync.storage.layout import MANIFEST_NAME, SnapshotInfo
 from tests.export.published import publish_snapshot
 from tests.history.nights import START, random_nights
 

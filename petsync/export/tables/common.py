@@ -14,10 +14,10 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError
 from petsync.export.deduplicated import Deduplicated, output_schema
 from petsync.export.extra_fields import ARROW_TYPES, ColumnType, previous_fields
-from petsync.export.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME
-from petsync.export.location import Location
 from petsync.export.schema import PET_SCHEMA, extra_columns
 from petsync.export.tables.night import Night
+from petsync.storage.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME
+from petsync.storage.location import Location
 
 QUARANTINE_DIR = "_quarantine"
 # The key of a commit's (or snapshot's) properties that holds the night's manifest.
@@ -33,7 +33,7 @@ def table_uri(location: Location) -> str:
 
 def write_quarantine(run: Night, location: Location) -> None:
     """Copy the run's quarantine file beside the table (it has no place in the table)."""
-    from petsync.export.objectstore.filesystem import open_filesystem
+    from petsync.storage.filesystem import open_filesystem
 
     source = run.staged.file(QUARANTINE_NAME)
     if not source.exists():

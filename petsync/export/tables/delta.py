@@ -38,8 +38,6 @@ from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import ColumnType, ExtraFieldsReport
 from petsync.export.fetch import FetchResult
-from petsync.export.layout import PARTITION_KEY, SnapshotInfo
-from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import conform
 from petsync.export.tables.common import (
@@ -59,6 +57,8 @@ from petsync.export.tables.common import (
 )
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
+from petsync.storage.layout import PARTITION_KEY, SnapshotInfo
+from petsync.storage.location import Location, parse_location
 
 
 def storage_options(location: Location) -> dict[str, str]:
@@ -69,7 +69,7 @@ def storage_options(location: Location) -> dict[str, str]:
     """
     if location.kind != "s3":
         return {}
-    from petsync.export.objectstore.credentials import environment_settings
+    from petsync.storage.credentials import environment_settings
 
     settings = environment_settings()
     options: dict[str, str] = {}

@@ -8,8 +8,8 @@ cost a reader of Parquet folders a third of a second for nothing.
 
 from __future__ import annotations
 
-from petsync.export.layout import PETS_DIR
-from petsync.export.location import Location
+from petsync.storage.layout import PETS_DIR
+from petsync.storage.location import Location
 
 CATALOG_FILE = "_iceberg_catalog.db"  # the local Iceberg catalog, in OUT
 
@@ -29,7 +29,7 @@ def is_iceberg(location: Location) -> bool:
 def _is_folder(location: Location, name: str) -> bool:
     import pyarrow.fs as pafs
 
-    from petsync.export.objectstore.filesystem import open_filesystem
+    from petsync.storage.filesystem import open_filesystem
 
     try:
         info = open_filesystem(location).get_file_info(location.store_child(PETS_DIR, name))

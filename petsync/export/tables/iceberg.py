@@ -47,8 +47,6 @@ from petsync.export.extra_fields import (
     ExtraFieldsReport,
 )
 from petsync.export.fetch import FetchResult
-from petsync.export.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
-from petsync.export.location import Location, parse_location
 from petsync.export.report import DropCheck, ExportReport
 from petsync.export.schema import conform
 from petsync.export.tables.common import (
@@ -69,6 +67,8 @@ from petsync.export.tables.common import (
 from petsync.export.tables.detect import CATALOG_FILE
 from petsync.export.tables.night import Night
 from petsync.export.tallies import StatusCounts
+from petsync.storage.layout import PARTITION_KEY, PETS_DIR, SnapshotInfo
+from petsync.storage.location import Location, parse_location
 
 NAMESPACE = "petsync"
 TABLE = (NAMESPACE, PETS_DIR)

@@ -25,6 +25,15 @@ from petsync.core.stop import StopRequest
 T = TypeVar("T")
 
 POLL_SECONDS = 0.1  # how soon a wait notices a stop (a signal also wakes it at once)
+# Opening the store, checking it and taking the lock, before the first API request: past
+# this the run stops (exit 2) whatever a store client is still waiting for.
+SETUP_LIMIT_SECONDS = 60.0
+# Releasing the lock and removing the staging after a failure: best effort, never longer.
+CLEANUP_LIMIT_SECONDS = 5.0
+# Any other store step of a run (publishing, pruning, listing): far beyond an upload of the
+# largest catalogue, yet a call the store never answers cannot hold the run for ever (GCS
+# and Azure clients in pyarrow have no timeout of a single request).
+STEP_LIMIT_SECONDS = 2 * 3600.0
 
 
 class StoreCalls:

@@ -27,16 +27,16 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, ExitCode, StoppedError
 from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
-from petsync.export.objectstore import credentials
-from petsync.export.objectstore.calls import StoreCalls
-from petsync.export.objectstore.credentials import (
+from petsync.export.run import run_export
+from petsync.storage import credentials
+from petsync.storage.credentials import (
     AZURITE_KEY,
     describe_access,
     resolve_access,
 )
-from petsync.export.run import run_export
-from tests.export.conftest import clear_store_environment
+from petsync.storage.location import parse_location
+from petsync.storage.store_calls import StoreCalls
+from tests.export.emulators import clear_store_environment
 from tests.export.scripted import BASE, ScriptedClient
 
 RUN_TIMEOUT = 60.0
@@ -201,7 +201,7 @@ def test_gcs_with_no_route_fails_within_the_retry_limit_naming_the_endpoint(
 ) -> None:
     endpoint = f"http://127.0.0.1:{closed_port()}"
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
-    monkeypatch.setattr("petsync.export.objectstore.filesystem.GCS_RETRY_SECONDS", 1.0)
+    monkeypatch.setattr("petsync.storage.filesystem.GCS_RETRY_SECONDS", 1.0)
     client = ScriptedClient([])
 
     with pytest.raises(ConfigError) as caught:

@@ -1,11 +1,12 @@
 """Where a run writes: one interface over a local directory and an object-store prefix.
 
-:func:`open_store` turns the export's ``--out`` into a :class:`SnapshotStore`: its lock,
-the clean-up of what killed runs left, a new staged snapshot, pruning and the latest
-snapshot. :class:`LocalStore` is the rename recipe of :mod:`petsync.export.publish` and the
-flock of :mod:`petsync.export.lock`; :class:`ObjectStore` the copy recipe and conditional
-lock of :mod:`petsync.export.objectstore`. Everything a store does before the first API
-request (:meth:`SnapshotStore.prepare`) fails as a usage error (exit 2, nothing fetched).
+:func:`open_store` turns a location into a :class:`SnapshotStore`: its lock, the clean-up of
+what killed runs left, a new staged snapshot, pruning, and reads of what is published
+(:meth:`SnapshotStore.read`, run as a store step). :class:`LocalStore` is the rename recipe of
+:mod:`.local_publication` and the flock of :mod:`.lock`; :class:`ObjectStore` the copy
+recipe of :mod:`.object_publication` and the conditional lock of :mod:`.lock`, on the lock
+object :func:`object_lock` chooses for the store. Everything a store does before the first
+API request (:meth:`SnapshotStore.prepare`) fails as a usage error (exit 2, nothing fetched).
 """
 
 from __future__ import annotations
@@ -14,15 +15,28 @@ import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from petsync.core.errors import ConfigError
 from petsync.core.stop import StopRequest
-from petsync.export.layout import STAGING_DIR, SnapshotInfo
-from petsync.export.location import Location
-from petsync.export.lock import DirectoryLock
-from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
-from petsync.export.snapshot import latest_snapshot, list_snapshots
+from petsync.storage.layout import STAGING_DIR
+from petsync.storage.local_publication import StagedSnapshot, clean_staging, prune_snapshots
+from petsync.storage.location import Location
+from petsync.storage.lock import (
+    DEFAULT_LOCK_EXPIRY,
+    DirectoryLock,
+    Lock,
+    ObjectLock,
+    StoppableLock,
+    lock_key,
+)
+from petsync.storage.store_calls import SETUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS, StoreCalls
+
+if TYPE_CHECKING:
+    from petsync.storage.lock import LockObject
+    from petsync.storage.s3_lock_object import S3Api
+
+T = TypeVar("T")
 
 
 class Staged(Protocol):
@@ -38,12 +52,6 @@ class Staged(Protocol):
     def discard(self) -> None: ...
 
 
-class Lock(Protocol):
-    def acquire(self) -> None: ...
-    def confirm(self) -> None: ...
-    def release(self) -> None: ...
-
-
 class SnapshotStore(Protocol):
     """What a run needs of the place its snapshots live."""
 
@@ -51,8 +59,7 @@ class SnapshotStore(Protocol):
 
     def prepare(self) -> Lock: ...
     def clean_staging(self) -> list[Path | str]: ...
-    def latest(self, before: dt.date) -> SnapshotInfo | None: ...
-    def dates_after(self, date: dt.date) -> list[dt.date]: ...
+    def read(self, step: Callable[[Path | str], T], *, doing: str) -> T: ...
     def stage(self, run_id: str) -> Staged: ...
     def prune(self, keep: int, today: dt.date) -> list[Path | str]: ...
 
@@ -74,11 +81,9 @@ class LocalStore:
     def clean_staging(self) -> list[Path | str]:
         return list(clean_staging(self.directory))
 
-    def latest(self, before: dt.date) -> SnapshotInfo | None:
-        return latest_snapshot(self.directory, before=before)
-
-    def dates_after(self, date: dt.date) -> list[dt.date]:
-        return [s.date for s in list_snapshots(self.directory) if s.date > date]
+    def read(self, step: Callable[[Path | str], T], *, doing: str) -> T:
+        """``step`` on the directory: a local read needs no limit."""
+        return step(self.directory)
 
     def stage(self, run_id: str) -> Staged:
         return StagedSnapshot.create(self.directory)
@@ -90,7 +95,7 @@ class LocalStore:
 class ObjectStore:
     """An object-store prefix: conditional lock, staging prefix, copies to publish.
 
-    Every store step runs through :class:`~petsync.export.objectstore.calls.StoreCalls`:
+    Every store step runs through :class:`~.store_calls.StoreCalls`:
     in a worker thread, so SIGTERM and Ctrl-C act within the grace period even while a
     store client blocks, and the steps before the first API request within a limit.
     """
@@ -102,8 +107,7 @@ class ObjectStore:
         now: Callable[[], dt.datetime],
         stop: StopRequest | None = None,
     ) -> None:
-        from petsync.export.objectstore.calls import StoreCalls
-        from petsync.export.objectstore.filesystem import SETUP_LIMIT_SECONDS, open_filesystem
+        from petsync.storage.filesystem import open_filesystem
 
         self.location = location
         self._now = now
@@ -116,13 +120,12 @@ class ObjectStore:
         )
 
     def prepare(self) -> Lock:
-        from petsync.export.objectstore.filesystem import SETUP_LIMIT_SECONDS, check_reachable
-        from petsync.export.objectstore.lock import ObjectLock, StoppableLock
+        from petsync.storage.filesystem import check_reachable
 
         def take() -> ObjectLock:
             check_reachable(self.location, self.filesystem)
             markers = (STAGING_DIR,) if self.location.kind == "s3" else ()
-            lock = ObjectLock(self.location, now=self._now, markers=markers)
+            lock = object_lock(self.location, now=self._now, markers=markers)
             lock.acquire()
             return lock
 
@@ -132,8 +135,7 @@ class ObjectStore:
         return StoppableLock(taken, self.calls)
 
     def clean_staging(self) -> list[Path | str]:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
-        from petsync.export.objectstore.publish import recover_staging
+        from petsync.storage.object_publication import recover_staging
 
         with self._writing("cleaning the staging area", before=True):
             return self.calls.run(
@@ -142,32 +144,19 @@ class ObjectStore:
                 limit=STEP_LIMIT_SECONDS,
             )
 
-    def latest(self, before: dt.date) -> SnapshotInfo | None:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
-
+    def read(self, step: Callable[[Path | str], T], *, doing: str) -> T:
+        """``step`` on the location's URI, as a stoppable store step within its limit."""
         return self.calls.run(
-            lambda: latest_snapshot(self.location.uri, before=before),
-            doing="listing snapshots",
-            limit=STEP_LIMIT_SECONDS,
-        )
-
-    def dates_after(self, date: dt.date) -> list[dt.date]:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
-
-        return self.calls.run(
-            lambda: [s.date for s in list_snapshots(self.location.uri) if s.date > date],
-            doing="listing snapshots",
-            limit=STEP_LIMIT_SECONDS,
+            lambda: step(self.location.uri), doing=doing, limit=STEP_LIMIT_SECONDS
         )
 
     def stage(self, run_id: str) -> Staged:
-        from petsync.export.objectstore.publish import ObjectStagedSnapshot
+        from petsync.storage.object_publication import ObjectStagedSnapshot
 
         return ObjectStagedSnapshot.create(self.location, self.filesystem, run_id, calls=self.calls)
 
     def prune(self, keep: int, today: dt.date) -> list[Path | str]:
-        from petsync.export.objectstore.filesystem import STEP_LIMIT_SECONDS
-        from petsync.export.objectstore.publish import prune_objects
+        from petsync.storage.object_publication import prune_objects
 
         with self._writing("pruning old snapshots", before=False):
             return self.calls.run(
@@ -178,7 +167,7 @@ class ObjectStore:
 
     @contextlib.contextmanager
     def _writing(self, doing: str, *, before: bool) -> Iterator[None]:
-        from petsync.export.objectstore.filesystem import store_error
+        from petsync.storage.filesystem import store_error
 
         try:
             yield
@@ -210,3 +199,43 @@ def before_fetch(location: Location) -> Iterator[None]:
             f"cannot write to --out {location}: {exc.strerror or exc} ({where}). Nothing "
             "was fetched. Fix the permissions or free space, or choose another --out."
         ) from exc
+
+
+def object_lock(
+    location: Location,
+    *,
+    now: Callable[[], dt.datetime] | None = None,
+    expiry: dt.timedelta = DEFAULT_LOCK_EXPIRY,
+    client: S3Api | None = None,
+    markers: tuple[str, ...] = (),
+) -> ObjectLock:
+    """The run lock of an object-store location, on its store's :class:`LockObject`.
+
+    On S3, ``client`` is the botocore client to use (by default one from the environment)
+    and ``markers`` names folders under the location whose empty folder-marker object goes
+    with the lock, so a successful run leaves nothing behind.
+
+    >>> with object_lock(parse_location("s3://archive/petsync")) as lock:  # doctest: +SKIP
+    ...     lock.confirm()   # still ours: publish
+    """
+    return ObjectLock(
+        location, _lock_object(location, client=client, markers=markers), now=now, expiry=expiry
+    )
+
+
+def _lock_object(
+    location: Location, *, client: S3Api | None, markers: tuple[str, ...]
+) -> LockObject:
+    """The :class:`LockObject` of ``location``'s store (S3, GCS or Azure)."""
+    key = lock_key(location)
+    if location.kind == "gcs":
+        from petsync.storage.gcs_lock_object import GcsLockObject
+
+        return GcsLockObject(location, key)
+    if location.kind == "azure":
+        from petsync.storage.azure_lock_object import AzureLockObject
+
+        return AzureLockObject(location, key)
+    from petsync.storage.s3_lock_object import S3LockObject
+
+    return S3LockObject(location, key, client=client, markers=markers)

@@ -17,7 +17,7 @@ only ever read one object per partition, ``pets.parquet``. So:
    start with ``_`` (invisible to dataset readers), then ``pets.parquet`` (dataset readers
    switch to the new snapshot in that one step), then ``_manifest.json`` (``load_snapshot``
    switches). The manifest and the Parquet footer carry the same run id, and a partition
-   counts as published only when they agree (:mod:`petsync.export.snapshot`), so between
+   counts as published only when they agree (:mod:`.partitions`), so between
    the two copies ``load_snapshot`` never pairs new data with an old manifest.
 5. **Clean up**: objects of the replaced snapshot that the new one lacks, then the staging.
 
@@ -42,12 +42,17 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from petsync.core.errors import PetsyncError
-from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_name
-from petsync.export.location import Location
-from petsync.export.objectstore.calls import StoreCalls
-from petsync.export.objectstore.filesystem import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS
-from petsync.export.publish import LocalFiles
-from petsync.export.snapshot import list_snapshots, manifest_run_id
+from petsync.storage.layout import (
+    MANIFEST_NAME,
+    PARQUET_NAME,
+    STAGING_DIR,
+    partition_date,
+    partition_name,
+)
+from petsync.storage.local_publication import LocalFiles
+from petsync.storage.location import Location
+from petsync.storage.partitions import list_partitions, manifest_run_id
+from petsync.storage.store_calls import CLEANUP_LIMIT_SECONDS, STEP_LIMIT_SECONDS, StoreCalls
 
 logger = logging.getLogger(__name__)
 
@@ -254,14 +259,14 @@ def prune_objects(
 ) -> list[str]:
     """Delete all but the newest ``keep`` snapshots; return the removed partitions' URIs.
 
-    As :func:`petsync.export.publish.prune_snapshots`: with ``today``, snapshots dated after
-    it are neither counted nor removed. In each partition the data goes first (dataset
+    As :func:`.local_publication.prune_snapshots`: with ``today``, snapshots dated after it
+    are neither counted nor removed. In each partition the data goes first (dataset
     readers stop seeing it in one step), the manifest last; a prune that dies midway leaves
     a partition without data, which no reader counts and the next prune removes.
     """
     if keep < 1:
         raise ValueError("keep must be at least 1")
-    snapshots = [s for s in list_snapshots(location.uri) if today is None or s.date <= today]
+    snapshots = [s for s in list_partitions(location.uri) if today is None or s.date <= today]
     if len(snapshots) <= keep:
         return []
     oldest_kept = snapshots[-keep].date
@@ -269,7 +274,7 @@ def prune_objects(
     root = location.store_child("pets")
     selector = pafs.FileSelector(root, allow_not_found=True, recursive=False)
     for entry in sorted(filesystem.get_file_info(selector), key=lambda e: e.path):
-        date = _partition_date(entry.base_name)
+        date = partition_date(entry.base_name)
         if entry.type != pafs.FileType.Directory or date is None or date >= oldest_kept:
             continue
         for name in removal_order(_names(filesystem, entry.path)):
@@ -278,12 +283,6 @@ def prune_objects(
             filesystem.delete_dir(entry.path)
         removed.append(location.child("pets", entry.base_name))
     return removed
-
-
-def _partition_date(name: str) -> dt.date | None:
-    from petsync.export.layout import partition_date
-
-    return partition_date(name)
 
 
 def mark_folder(location: Location, filesystem: pafs.FileSystem, path: str) -> None:

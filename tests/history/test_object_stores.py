@@ -1,8 +1,7 @@
-"""The history beside snapshots on GCS (fake-gcs-server) and Azure (Azurite), each test on both
-(and the incremental case on S3 too).
+"""The history beside snapshots on object stores: S3 (moto), GCS (fake-gcs-server) and Azure
+(Azurite), most tests once on each (``any_store``), some on the emulators only.
 
-The cases of tests/history/test_stores.py (S3 on moto) on the emulators of the export's
-tests (tests/export/emulators.py): incremental updates equal to a local rebuild,
+On the buckets of tests/export/emulators.py: incremental updates equal to a local rebuild,
 ``--rebuild``, ``load_history(as_of=...)``, the lock object in ``OUT/history``, the CLI, a
 missing bucket or container, and ``petsync report`` reading the history from the store.
 Nothing here is a mock of the store: the emulators speak the stores' own protocols.
@@ -15,7 +14,6 @@ import json
 from pathlib import Path
 
 import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 import pytest
 from click.testing import CliRunner
 
@@ -25,17 +23,17 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
-from petsync.export.objectstore.credentials import AZURITE_ACCOUNT, AZURITE_KEY
-from petsync.export.objectstore.filesystem import open_filesystem
-from petsync.export.objectstore.lock import ObjectLock
 from petsync.export.run import run_export
 from petsync.history.load import load_history, load_transitions, read_history_state
 from petsync.history.table import HISTORY_DIR, HistoryFiles, HistoryState
 from petsync.history.update import update_history
 from petsync.report.data import report_data
+from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
+from petsync.storage.filesystem import open_filesystem
+from petsync.storage.location import parse_location
+from petsync.storage.store import object_lock
 from tests.conftest import S3Bucket
-from tests.export.emulators import EmulatedBucket
+from tests.export.emulators import EmulatedBucket, upload
 from tests.export.published import publish_snapshot
 from tests.export.scripted import BASE, ScriptedClient
 from tests.history.nights import START, random_nights
@@ -43,29 +41,9 @@ from tests.history.nights import START, random_nights
 DAY2 = START + dt.timedelta(days=1)
 
 
-def upload(local: Path, bucket: EmulatedBucket | S3Bucket, prefix: str = "petsync") -> None:
-    """Copy the snapshots published under ``local`` to the bucket's ``prefix``, as they are."""
-    pafs.copy_files(
-        str(local.absolute()),
-        f"{bucket.name}/{prefix}",
-        source_filesystem=pafs.LocalFileSystem(),
-        destination_filesystem=open_filesystem(parse_location(bucket.uri(prefix))),
-    )
-
-
 def history_files(bucket: EmulatedBucket | S3Bucket) -> list[str]:
     """The objects in the history's folder (GCS folder markers are not objects here)."""
     return bucket.object_keys(f"petsync/{HISTORY_DIR}/")
-
-
-@pytest.fixture(params=["s3", "gcs", "azure"])
-def any_store(request: pytest.FixtureRequest) -> EmulatedBucket | S3Bucket:
-    """S3 (moto), GCS (fake-gcs-server) and Azure (Azurite)."""
-    if request.param == "s3":
-        bucket: S3Bucket = request.getfixturevalue("s3")
-        return bucket
-    emulated: EmulatedBucket = request.getfixturevalue(request.param)
-    return emulated
 
 
 def test_incremental_updates_on_the_store_equal_a_local_rebuild(
@@ -155,7 +133,7 @@ def test_a_second_update_exits_75_naming_the_lock_which_never_stops_an_export(
     upload(tmp_path, emulated)
     lock = "petsync/history/.petsync.lock"
     shown = f"{emulated.uri()}/history/.petsync.lock"
-    with ObjectLock(parse_location(f"{emulated.uri()}/{HISTORY_DIR}")):
+    with object_lock(parse_location(f"{emulated.uri()}/{HISTORY_DIR}")):
         with pytest.raises(LockedError, match=f"it holds the lock {shown}"):
             update_history(emulated.uri())
         cli_run = CliRunner().invoke(cli, ["history", emulated.uri()])
@@ -206,8 +184,9 @@ def test_an_update_that_failed_before_its_state_leaves_the_table_whole_and_the_n
 
 
 def test_petsync_history_through_the_cli_and_load_history_read_it_back(
-    emulated: EmulatedBucket, tmp_path: Path
+    any_store: EmulatedBucket | S3Bucket, tmp_path: Path
 ) -> None:
+    emulated = any_store
     publish_snapshot(tmp_path, START, [(1, "Rex", 1, "available")])
     upload(tmp_path, emulated)
 
@@ -223,7 +202,10 @@ def test_petsync_history_through_the_cli_and_load_history_read_it_back(
     assert frame["name"].tolist() == ["Rex"] and str(frame["id"].dtype) == "Int64"
 
 
-def test_no_snapshots_on_the_store_exits_2_naming_the_export(emulated: EmulatedBucket) -> None:
+def test_no_snapshots_on_the_store_exits_2_naming_the_export(
+    any_store: EmulatedBucket | S3Bucket,
+) -> None:
+    emulated = any_store
     result = CliRunner().invoke(cli, ["history", emulated.uri()])
 
     assert result.exit_code == 2, result.output
@@ -233,9 +215,12 @@ def test_no_snapshots_on_the_store_exits_2_naming_the_export(emulated: EmulatedB
     )
 
 
-def test_a_missing_bucket_or_container_exits_2_naming_it(emulated: EmulatedBucket) -> None:
+def test_a_missing_bucket_or_container_exits_2_naming_it(
+    any_store: EmulatedBucket | S3Bucket,
+) -> None:
+    emulated = any_store
     uri = emulated.uri().replace(emulated.name, f"{emulated.name}-missing")
-    word = "bucket" if emulated.kind == "gcs" else "container"
+    word = "container" if emulated.kind == "azure" else "bucket"
 
     updated = CliRunner().invoke(cli, ["history", uri])
     with pytest.raises(PetsyncError) as loaded:
@@ -264,6 +249,22 @@ def test_load_history_with_a_refused_azure_key_exits_2_without_showing_it(
     assert caught.value.exit_code == ExitCode.USAGE
     assert "refused the credentials" in str(caught.value)
     assert wrong not in str(caught.value) and AZURITE_KEY not in str(caught.value)
+
+
+def test_load_history_with_refused_credentials_exits_2_without_showing_them(
+    s3: S3Bucket, tmp_path: Path
+) -> None:
+    publish_snapshot(tmp_path, START, [(1, "a", 1, "sold")])
+    upload(tmp_path, s3)
+    update_history(s3.uri())
+    s3.enforce_credentials(True)
+
+    with pytest.raises(PetsyncError) as caught:
+        load_history(s3.uri())
+
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert "refused the credentials" in str(caught.value)
+    assert "testing-secret-0123456789" not in str(caught.value)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ next run removes what it left in the staging area (:func:`clean_staging`).
 The files inside a staged snapshot need no atomic rename of their own: nobody reads the
 staging area, and the directory rename publishes them all at once. The fsyncs follow the one
 recipe of :mod:`petsync.core.files`. Call everything here only while holding the directory's
-lock (see :mod:`petsync.export.lock`). The layout itself is :mod:`petsync.export.layout`.
+lock (see :mod:`petsync.storage.lock`). The layout itself is :mod:`petsync.storage.layout`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from petsync.core.errors import ConfigError
 from petsync.core.files import fsync_dir, fsync_file, own_folder
-from petsync.export.layout import STAGING_DIR, partition_path, pets_root
-from petsync.export.snapshot import list_snapshots
+from petsync.storage.layout import STAGING_DIR, partition_path, pets_root
+from petsync.storage.partitions import list_partitions
 
 
 class LocalFiles:
@@ -169,7 +169,7 @@ def prune_snapshots(directory: Path, keep: int, today: dt.date | None = None) ->
     """
     if keep < 1:
         raise ValueError("keep must be at least 1")
-    snapshots = [s for s in list_snapshots(directory) if today is None or s.date <= today]
+    snapshots = [s for s in list_partitions(directory) if today is None or s.date <= today]
     removed: list[Path] = []
     for info in snapshots[: max(0, len(snapshots) - keep)]:
         path = Path(info.path)

@@ -19,10 +19,10 @@ import pytest
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.models import Pet
-from petsync.export import publish
 from petsync.export.config import ExportConfig
-from petsync.export.layout import pets_root
 from petsync.export.run import run_export
+from petsync.storage import local_publication
+from petsync.storage.layout import pets_root
 from tests.export.scripted import BASE, ScriptedClient
 from tests.importer.doubles import SyncRecorder
 
@@ -37,9 +37,13 @@ class RenameWatch:
         self.recorder = recorder
         self.checked: list[str] = []
         self.root_syncs_before: list[int] = []
-        real_rename, real_exchange = os.rename, publish._exchange
-        monkeypatch.setattr(publish.os, "rename", lambda a, b: self.check(a, real_rename, a, b))
-        monkeypatch.setattr(publish, "_exchange", lambda a, b: self.check(a, real_exchange, a, b))
+        real_rename, real_exchange = os.rename, local_publication._exchange
+        monkeypatch.setattr(
+            local_publication.os, "rename", lambda a, b: self.check(a, real_rename, a, b)
+        )
+        monkeypatch.setattr(
+            local_publication, "_exchange", lambda a, b: self.check(a, real_exchange, a, b)
+        )
 
     def check(self, source: Any, action: Any, *args: Any) -> None:
         staged = Path(source)
@@ -89,7 +93,7 @@ def test_without_the_file_sync_the_check_fails(
 ) -> None:
     recorder = SyncRecorder(monkeypatch)
     RenameWatch(recorder, monkeypatch)
-    monkeypatch.setattr(publish, "fsync_file", lambda path: None)  # the bug this guards
+    monkeypatch.setattr(local_publication, "fsync_file", lambda path: None)  # the bug this guards
 
     with pytest.raises(AssertionError, match="renamed into place before it was synced whole"):
         export(tmp_path / "out")

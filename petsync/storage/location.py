@@ -15,7 +15,7 @@ anything is fetched. :func:`parse_location` accepts
 and refuses anything else before a request is made (exit 2). Credentials never come from
 the location: a URI carrying a user, a password or query settings is refused, because
 ``--out`` ends up in manifests, logs and process lists. They come from each provider's
-standard chain (see :mod:`petsync.export.objectstore.filesystem`).
+standard chain (see :mod:`petsync.storage.filesystem`).
 
 >>> parse_location("s3://archive/petsync/").uri
 's3://archive/petsync'

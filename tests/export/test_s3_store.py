@@ -1,55 +1,25 @@
-"""Snapshots on S3 (moto's server on loopback): written, read back, replaced, pruned, locked.
+"""Snapshots on S3 alone: what only S3 has (s3fs readers, its credentials and endpoint).
 
-Replacing, pruning and diffing are petsync's own logic over objects: they run on the
-in-memory S3 of tests/export/memstore.py; everything that talks to the store's protocol
-(reading back with every reader, credentials, a missing bucket, the lock) runs on moto.
+Flagged snapshots, pruning and diffing are petsync's own logic over objects: they run on
+the in-memory S3 of tests/export/memstore.py; what talks to the store's protocol runs on
+moto. What every store does alike is tests/export/test_object_stores.py, on each store.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from typing import Any
 
 import duckdb
 import pandas as pd
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 import pytest
 
-from petsync.client.config import ClientConfig
-from petsync.core.apikey import ApiKey
-from petsync.core.errors import ConfigError, ExitCode, LockedError, PetsyncError
-from petsync.core.models import Pet
-from petsync.export.config import ExportConfig
+from petsync.core.errors import ConfigError, ExitCode, PetsyncError
 from petsync.export.diff import diff_snapshots
-from petsync.export.location import parse_location
-from petsync.export.objectstore.filesystem import open_filesystem
-from petsync.export.objectstore.lock import ObjectLock
-from petsync.export.report import ExportReport
-from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket
-from tests.export.scripted import BASE, ScriptedClient
-
-DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
-
-CATALOGUE = [
-    Pet(1, "Rex", 10, "available"),
-    Pet(2, "Tom, the cat", 11, "pending"),
-    Pet(4, "No status", 13, None),
-    Pet(2**63 - 1, "=SUM(A1)", -(2**63), "available"),
-    Pet(-(2**63), "line\nbreak 🐈", 2**63 - 1, "sold"),
-]
-IDS = sorted(p.id for p in CATALOGUE)
-
-
-def export(
-    out: str, client: ScriptedClient, *, today: dt.date = DAY2, **options: Any
-) -> ExportReport:
-    config = ExportConfig(client=ClientConfig(BASE, ApiKey("k-secret-123")), out_dir=out, **options)
-    return run_export(config, client=client, today=today)
+from tests.export.scripted import ScriptedClient
+from tests.export.store_runs import CATALOGUE, DAY1, DAY2, DAY3, IDS, export
 
 
 def storage_options(bucket: S3Bucket) -> dict[str, Any]:
@@ -58,49 +28,6 @@ def storage_options(bucket: S3Bucket) -> dict[str, Any]:
         "secret": "testing-secret-0123456789",
         "client_kwargs": {"endpoint_url": bucket.endpoint},
     }
-
-
-def s3_filesystem(bucket: S3Bucket) -> pafs.FileSystem:
-    return open_filesystem(parse_location(bucket.uri()))
-
-
-def test_export_to_s3_reads_back_exactly_with_pyarrow_pandas_and_load_snapshot(
-    s3: S3Bucket,
-) -> None:
-    report = export(s3.uri(), ScriptedClient(CATALOGUE))
-
-    partition = f"{s3.uri()}/pets/snapshot_date=2026-11-21"
-    assert report.snapshot_path == partition
-    assert s3.object_keys("petsync/pets/") == [
-        "petsync/pets/snapshot_date=2026-11-21/_manifest.json",
-        "petsync/pets/snapshot_date=2026-11-21/_pets.csv",
-        "petsync/pets/snapshot_date=2026-11-21/_quarantine.jsonl",
-        "petsync/pets/snapshot_date=2026-11-21/pets.parquet",
-    ]
-    assert s3.object_keys("petsync/.petsync-tmp/") == []
-    frame = load_snapshot(s3.uri())
-    assert frame["id"].tolist() == IDS and str(frame["id"].dtype) == "Int64"
-    assert frame.attrs["manifest"]["run_id"] == report.run_id
-    table = ds.dataset(
-        f"{s3.name}/petsync/pets", filesystem=s3_filesystem(s3), partitioning="hive"
-    ).to_table()
-    assert sorted(table.column("id").to_pylist()) == IDS
-    pandas = pd.read_parquet(f"{s3.uri()}/pets", storage_options=storage_options(s3))
-    assert sorted(pandas["id"].tolist()) == IDS
-    assert str(pandas["id"].dtype) == "int64"
-    assert [s.path for s in list_snapshots(s3.uri())] == [partition]
-
-
-def test_same_day_rerun_replaces_the_snapshot_and_drops_files_it_no_longer_has(
-    memory_s3: MemoryBucket,
-) -> None:
-    export(memory_s3.uri(), ScriptedClient(CATALOGUE))
-
-    export(memory_s3.uri(), ScriptedClient(CATALOGUE[:2]), format="parquet", max_drop=1.0)
-
-    assert load_snapshot(memory_s3.uri())["id"].tolist() == [1, 2]
-    assert "petsync/pets/snapshot_date=2026-11-21/_pets.csv" not in memory_s3.object_keys()
-    assert memory_s3.object_keys("petsync/.petsync-tmp/") == []
 
 
 def test_a_flagged_snapshot_on_an_object_store_is_hidden_from_dataset_readers(
@@ -165,8 +92,10 @@ def duckdb_on(bucket: S3Bucket) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def test_duckdb_reads_the_glob_on_s3(s3: S3Bucket) -> None:
+def test_pandas_and_duckdb_read_s3_through_s3fs(s3: S3Bucket) -> None:
     export(s3.uri(), ScriptedClient(CATALOGUE))
+    pandas = pd.read_parquet(f"{s3.uri()}/pets", storage_options=storage_options(s3))
+    assert sorted(pandas["id"].tolist()) == IDS and str(pandas["id"].dtype) == "int64"
     connection = duckdb_on(s3)
 
     rows = connection.sql(
@@ -175,21 +104,6 @@ def test_duckdb_reads_the_glob_on_s3(s3: S3Bucket) -> None:
     ).fetchall()
 
     assert [row[0] for row in rows] == IDS
-
-
-def test_a_missing_bucket_fails_before_any_request_naming_it(s3: S3Bucket) -> None:
-    client = ScriptedClient(CATALOGUE)
-
-    with pytest.raises(ConfigError) as caught:
-        export("s3://no-such-bucket-here/petsync", client)
-
-    assert caught.value.exit_code == ExitCode.USAGE
-    assert str(caught.value) == (
-        "cannot use --out s3://no-such-bucket-here/petsync: bucket 'no-such-bucket-here' does "
-        "not exist (or these credentials cannot see it); create it or fix the location. "
-        "Nothing was fetched."
-    )
-    assert client.requests == 0
 
 
 def test_refused_credentials_fail_before_any_request_without_showing_them(
@@ -217,7 +131,7 @@ def test_an_unreachable_store_fails_before_any_request(
     s3: S3Bucket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    monkeypatch.setattr("petsync.export.objectstore.filesystem.S3_ATTEMPTS", 1)  # no backoff
+    monkeypatch.setattr("petsync.storage.filesystem.S3_ATTEMPTS", 1)  # no backoff
     client = ScriptedClient(CATALOGUE)
 
     with pytest.raises(ConfigError) as caught:
@@ -229,30 +143,6 @@ def test_an_unreachable_store_fails_before_any_request(
     )
     assert "AWS_ENDPOINT_URL (now http://127.0.0.1:9)" in str(caught.value)
     assert client.requests == 0
-
-
-def test_a_second_run_on_a_locked_location_is_refused_before_any_request(s3: S3Bucket) -> None:
-    client = ScriptedClient(CATALOGUE)
-    with ObjectLock(parse_location(s3.uri())), pytest.raises(LockedError) as caught:
-        export(s3.uri(), client)
-
-    assert str(caught.value).startswith(
-        f"another petsync run is writing to {s3.uri()} (it holds the lock "
-        f"{s3.uri()}/.petsync.lock: host "
-    )
-    assert client.requests == 0
-    assert s3.object_keys("petsync/.petsync.lock") == []  # released by its holder, kept by nobody
-
-
-def test_the_manifest_on_s3_names_no_credential(s3: S3Bucket) -> None:
-    export(s3.uri(), ScriptedClient(CATALOGUE))
-
-    body = s3.client.get_object(
-        Bucket=s3.name, Key="petsync/pets/snapshot_date=2026-11-21/_manifest.json"
-    )["Body"].read()
-
-    assert b"testing-secret" not in body and b"testing-key-id" not in body
-    assert json.loads(body)["complete"] is True
 
 
 def test_an_unsupported_scheme_is_refused_before_anything(tmp_path: Any) -> None:

@@ -39,7 +39,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from petsync.core.errors import ConfigError
-from petsync.export.location import AZURE_ACCOUNT_VARIABLE, Location
+from petsync.storage.location import AZURE_ACCOUNT_VARIABLE, Location
 
 GCS_EMULATOR_VARIABLE = "STORAGE_EMULATOR_HOST"
 GCS_CREDENTIALS_VARIABLE = "GOOGLE_APPLICATION_CREDENTIALS"

@@ -11,7 +11,7 @@ Credentials come only from each provider's standard chain, never from petsync's 
 * GCS and Azure: chosen in Python before the store's client exists, from the ecosystem's
   settings (``STORAGE_EMULATOR_HOST``, ``GOOGLE_APPLICATION_CREDENTIALS``, ADC;
   ``AZURE_STORAGE_CONNECTION_STRING``, an account key, a SAS token, a service principal,
-  ``DefaultAzureCredential``): see :mod:`petsync.export.objectstore.credentials`. Nothing
+  ``DefaultAzureCredential``): see :mod:`petsync.storage.credentials`. Nothing
   usable is exit 2 at once, never a client's abort or its minutes of retries.
 
 :func:`store_error` is the one boundary where a store's ``OSError`` becomes a
@@ -39,8 +39,7 @@ import pyarrow.fs as pafs
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.reading import regular_descriptor
-from petsync.export.location import Location
-from petsync.export.objectstore.credentials import (
+from petsync.storage.credentials import (
     AZURE_CONNECTION_VARIABLE,
     AZURE_FIX,
     GCS_FIX,
@@ -49,6 +48,7 @@ from petsync.export.objectstore.credentials import (
     parse_connection_string,
     resolve_access,
 )
+from petsync.storage.location import Location
 
 # Values that must never reach a message, even when a store echoes them back.
 SECRET_VARIABLES: tuple[str, ...] = (
@@ -65,15 +65,6 @@ REQUEST_TIMEOUT_SECONDS = 60.0
 S3_ATTEMPTS = 4
 # GCS: the client's total time retrying one call (its default is about a quarter hour).
 GCS_RETRY_SECONDS = 20.0
-# Opening the store, checking it and taking the lock, before the first API request: past
-# this the run stops (exit 2) whatever a store client is still waiting for.
-SETUP_LIMIT_SECONDS = 60.0
-# Releasing the lock and removing the staging after a failure: best effort, never longer.
-CLEANUP_LIMIT_SECONDS = 5.0
-# Any other store step of a run (publishing, pruning, listing): far beyond an upload of the
-# largest catalogue, yet a call the store never answers cannot hold the run for ever (GCS
-# and Azure clients in pyarrow have no timeout of a single request).
-STEP_LIMIT_SECONDS = 2 * 3600.0
 
 Problem = Literal["credentials", "unreachable", "missing", "other"]
 

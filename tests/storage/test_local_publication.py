@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from petsync.export.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_path
-from petsync.export.publish import StagedSnapshot, clean_staging, prune_snapshots
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_path
+from petsync.storage.local_publication import StagedSnapshot, clean_staging, prune_snapshots
 from tests.export.published import publish_snapshot
 
 DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)

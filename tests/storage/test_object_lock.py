@@ -19,10 +19,11 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
-from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, Holder, ObjectLock
 from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
+from petsync.storage.location import parse_location
+from petsync.storage.lock import DEFAULT_LOCK_EXPIRY, Holder, ObjectLock
+from petsync.storage.store import object_lock
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient, ScriptedListing
 
@@ -31,7 +32,7 @@ LATER = T0 + DEFAULT_LOCK_EXPIRY + dt.timedelta(hours=1)  # past the first lock'
 
 
 def lock_at(bucket: S3Bucket, moment: dt.datetime, client: Any = None) -> ObjectLock:
-    return ObjectLock(
+    return object_lock(
         parse_location(bucket.uri()), client=client or bucket.client, now=lambda: moment
     )
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from petsync.export.arrow_arrays import (
+from petsync.core.arrow_arrays import (
     bool_array,
     date32_array,
     string_array,
@@ -76,7 +76,7 @@ def test_none_of_them_imports_pandas() -> None:
 import sys
 import numpy as np
 import pyarrow as pa
-from petsync.export.arrow_arrays import bool_array, int64_array, to_numpy, true_mask
+from petsync.core.arrow_arrays import bool_array, int64_array, to_numpy, true_mask
 to_numpy(pa.chunked_array([int64_array(np.arange(2))]))
 true_mask(pa.nulls(2, pa.bool_()))
 to_numpy(bool_array(np.array([True])))

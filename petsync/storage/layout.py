@@ -4,11 +4,11 @@ reader of snapshots shares.
 One export run makes one snapshot partition, named by its UTC date::
 
     DIR/
-      .petsync.lock                    the run lock (see petsync.export.lock)
+      .petsync.lock                    the run lock (see petsync.storage.lock)
       .petsync-tmp/                    staging area; leftovers of a killed run are removed
       pets/
         snapshot_date=2026-11-22/
-          pets.parquet                 the pets (zstd), the one schema of petsync.export.schema
+          pets.parquet                 the pets (zstd), the one schema of the snapshots
           _pets.csv                    the same rows as CSV (unless --format parquet)
           _quarantine.jsonl            records that broke the interface, one JSON per line
           _manifest.json               counts, completeness, provenance; written last
@@ -25,9 +25,9 @@ matches only them. Only a trusted snapshot (complete, no suspicious drop) names 
 the discovery nor the glob reads, so those readers see trusted nights only, with no filter to
 forget. Its manifest names the file (``files.parquet``).
 
-Reading snapshots is :mod:`petsync.export.snapshot`; writing them is
-:mod:`petsync.export.publish` (local) and :mod:`petsync.export.objectstore.publish`, or a
-table format of :mod:`petsync.export.tables`.
+Which partitions are published is :mod:`.partitions`; publishing them is
+:mod:`.local_publication` and :mod:`.object_publication`. The table formats above this floor
+(dated folders, Delta, Iceberg) read and write snapshots with these names.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Snapshots on GCS (fake-gcs-server) and Azure (Azurite), each test once on each emulator.
+"""Snapshots on object stores: S3 (moto), GCS (fake-gcs-server) and Azure (Azurite).
 
-The same cases as S3 on moto: publish and read back with every reader the docs show,
-re-run, ``--keep``, a run killed mid-upload, ``load_snapshot``, ``petsync diff``, the lock
+One body per case, run on each store (``any_store``) or on the two emulators
+(``emulated``): publish and read back with every reader the docs show, re-run, ``--keep``,
+a run killed mid-upload, ``load_snapshot``, ``petsync diff``, a missing bucket, the lock
 (conditional create, expiry, fenced confirm, conditional release; a second run exits 75).
-Nothing here is a mock of the store: the emulators speak the stores' own protocols.
+Nothing here is a mock of the store: moto and the emulators speak the stores' own
+protocols. What only S3 has is tests/export/test_s3_store.py.
 """
 
 from __future__ import annotations
@@ -19,52 +21,27 @@ import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
-from petsync.client.config import ClientConfig
-from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, ExitCode, LockedError
-from petsync.core.models import Pet
-from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
-from petsync.export.location import parse_location
-from petsync.export.objectstore.credentials import AZURITE_KEY
-from petsync.export.objectstore.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
-from petsync.export.objectstore.publish import ObjectStagedSnapshot
-from petsync.export.report import ExportReport
-from petsync.export.run import run_export
 from petsync.export.snapshot import list_snapshots, load_snapshot
-from tests.export.conftest import EmulatedBucket
+from petsync.storage.credentials import AZURITE_KEY
+from petsync.storage.location import parse_location
+from petsync.storage.lock import DEFAULT_LOCK_EXPIRY, ObjectLock
+from petsync.storage.object_publication import ObjectStagedSnapshot
+from petsync.storage.store import object_lock
+from tests.conftest import S3Bucket
+from tests.export.emulators import EmulatedBucket
 from tests.export.scripted import BASE, ScriptedClient
+from tests.export.store_runs import CATALOGUE, DAY1, DAY2, DAY3, IDS, export
 
-DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
 T0 = dt.datetime(2026, 11, 22, 2, 0, tzinfo=dt.UTC)
 LATER = T0 + DEFAULT_LOCK_EXPIRY + dt.timedelta(hours=1)
 
-CATALOGUE = [
-    Pet(1, "Rex", 10, "available"),
-    Pet(2, "Tom, the cat", 11, "pending"),
-    Pet(4, "No status", 13, None),
-    Pet(2**63 - 1, "=SUM(A1)", -(2**63), "available"),
-    Pet(-(2**63), "line\nbreak 🐈", 2**63 - 1, "sold"),
-]
-IDS = sorted(p.id for p in CATALOGUE)
-
-
-def export(
-    out: str,
-    client: ScriptedClient,
-    *,
-    today: dt.date = DAY2,
-    now: dt.datetime | None = None,
-    **options: Any,
-) -> ExportReport:
-    config = ExportConfig(client=ClientConfig(BASE, ApiKey("k-secret-123")), out_dir=out, **options)
-    clock = (lambda: now) if now is not None else None
-    return run_export(config, client=client, today=today, now=clock)
-
 
 def test_export_reads_back_exactly_with_pyarrow_pandas_polars_and_load_snapshot(
-    emulated: EmulatedBucket,
+    any_store: EmulatedBucket | S3Bucket,
 ) -> None:
+    emulated = any_store
     report = export(emulated.uri(), ScriptedClient(CATALOGUE))
 
     partition = f"{emulated.uri()}/pets/snapshot_date=2026-11-21"
@@ -96,11 +73,15 @@ def test_export_reads_back_exactly_with_pyarrow_pandas_polars_and_load_snapshot(
         .read()
     )
     assert manifest["complete"] is True and "k-secret-123" not in json.dumps(manifest)
+    assert "testing-secret" not in json.dumps(manifest)  # nor the store's credentials
+    assert "testing-key-id" not in json.dumps(manifest)
+    assert [s.path for s in list_snapshots(emulated.uri())] == [partition]
 
 
 def test_same_day_rerun_replaces_the_snapshot_and_drops_files_it_no_longer_has(
-    emulated: EmulatedBucket,
+    any_store: EmulatedBucket | S3Bucket,
 ) -> None:
+    emulated = any_store
     export(emulated.uri(), ScriptedClient(CATALOGUE))
 
     export(emulated.uri(), ScriptedClient(CATALOGUE[:2]), format="parquet", max_drop=1.0)
@@ -167,7 +148,7 @@ def test_a_run_killed_mid_upload_is_rolled_back_by_the_next_run(
 
 
 def lock_at(bucket: EmulatedBucket, moment: dt.datetime) -> ObjectLock:
-    return ObjectLock(parse_location(bucket.uri()), now=lambda: moment)
+    return object_lock(parse_location(bucket.uri()), now=lambda: moment)
 
 
 def test_the_lock_refuses_until_expiry_then_is_taken_over_and_fences_its_old_holder(
@@ -194,15 +175,25 @@ def test_the_lock_refuses_until_expiry_then_is_taken_over_and_fences_its_old_hol
 
 
 def test_two_exports_on_one_location_one_exits_75_before_any_request(
-    emulated: EmulatedBucket, monkeypatch: pytest.MonkeyPatch
+    any_store: EmulatedBucket | S3Bucket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    emulated = any_store
     monkeypatch.setenv("PETSYNC_API_KEY", "k-secret-123")
-    with ObjectLock(parse_location(emulated.uri())):
+    client = ScriptedClient(CATALOGUE)
+    with object_lock(parse_location(emulated.uri())):
+        with pytest.raises(LockedError) as caught:
+            export(emulated.uri(), client)
         result = CliRunner().invoke(cli, ["export", "--base-url", BASE, "--out", emulated.uri()])
 
+    assert str(caught.value).startswith(
+        f"another petsync run is writing to {emulated.uri()} (it holds the lock "
+        f"{emulated.uri()}/.petsync.lock: host "
+    )
+    assert client.requests == 0
     assert result.exit_code == 75, result.output
     assert f"another petsync run is writing to {emulated.uri()}" in result.output
     assert emulated.object_keys("petsync/pets") == []
+    assert emulated.object_keys("petsync/.petsync.lock") == []  # released by its holder
 
 
 def test_a_refused_azure_key_is_exit_2_before_any_request_without_showing_it(
@@ -226,14 +217,16 @@ def test_a_refused_azure_key_is_exit_2_before_any_request_without_showing_it(
     assert client.requests == 0
 
 
-def test_a_missing_bucket_is_exit_2_naming_it(emulated: EmulatedBucket) -> None:
+def test_a_missing_bucket_is_exit_2_naming_it(any_store: EmulatedBucket | S3Bucket) -> None:
+    emulated = any_store
     client = ScriptedClient(CATALOGUE)
     missing = emulated.uri().replace(emulated.name, "no-such-bucket-here")
 
     with pytest.raises(ConfigError) as caught:
         export(missing, client)
 
-    word = "bucket" if emulated.kind == "gcs" else "container"
+    assert caught.value.exit_code == ExitCode.USAGE
+    word = "container" if emulated.kind == "azure" else "bucket"
     assert str(caught.value) == (
         f"cannot use --out {missing}: {word} 'no-such-bucket-here' does not exist (or these "
         "credentials cannot see it); create it or fix the location. Nothing was fetched."

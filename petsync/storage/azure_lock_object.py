@@ -3,7 +3,7 @@
 Azure makes a write conditional with HTTP's own headers: ``If-None-Match: *`` creates only
 if absent (``409 BlobAlreadyExists`` otherwise), ``If-Match: <etag>`` replaces or deletes
 only that version (``412``). The ETag is the lock's version tag. Credentials and endpoint
-are the run's (:mod:`petsync.export.objectstore.credentials`); every call has the same
+are the run's (:mod:`petsync.storage.credentials`); every call has the same
 timeouts as the file system's.
 """
 
@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from petsync.core.errors import ConfigError
-from petsync.export.location import Location
-from petsync.export.objectstore.credentials import resolve_access
-from petsync.export.objectstore.filesystem import (
+from petsync.storage.credentials import resolve_access
+from petsync.storage.filesystem import (
     CONNECT_TIMEOUT_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     S3_ATTEMPTS,
     store_error,
 )
-from petsync.export.objectstore.lockobject import Conflict, Missing, warn_not_released
+from petsync.storage.location import Location
+from petsync.storage.lock import Conflict, Missing, warn_not_released
 
 
 def azure_container(location: Location, environ: Mapping[str, str] | None = None) -> Any:

@@ -3,7 +3,7 @@
 GCS makes a write conditional on the object's generation: ``ifGenerationMatch=0`` creates
 only if absent, ``ifGenerationMatch=<generation>`` replaces or deletes only that version;
 a lost condition is ``412 Precondition Failed``. The generation is the lock's version tag.
-Credentials and endpoint are the run's (:mod:`petsync.export.objectstore.credentials`);
+Credentials and endpoint are the run's (:mod:`petsync.storage.credentials`);
 every call is bounded by the same timeouts as the file system's.
 """
 
@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from petsync.core.errors import ConfigError
-from petsync.export.location import Location
-from petsync.export.objectstore.credentials import resolve_access
-from petsync.export.objectstore.filesystem import (
+from petsync.storage.credentials import resolve_access
+from petsync.storage.filesystem import (
     CONNECT_TIMEOUT_SECONDS,
     GCS_RETRY_SECONDS,
     REQUEST_TIMEOUT_SECONDS,
     store_error,
 )
-from petsync.export.objectstore.lockobject import Conflict, Missing, warn_not_released
+from petsync.storage.location import Location
+from petsync.storage.lock import Conflict, Missing, warn_not_released
 
 # Object operations name no project; the client wants one, and would ask the metadata server.
 _NO_PROJECT = "petsync-no-project"
