@@ -39,12 +39,12 @@ from petsync.importer.config import ImportConfig
 from petsync.importer.contents import file_contents
 from petsync.importer.journal import Journal, unfinished_journals
 from petsync.importer.journal_home import journal_folder, journal_home, make_home
+from petsync.importer.outcome import ImportReport
 from petsync.importer.output_paths import OutputPaths, check_writable
 from petsync.importer.output_rows import Outcome
 from petsync.importer.outputs import WrittenOutputs, write_outputs
 from petsync.importer.precheck import CheckedInput, check_input
 from petsync.importer.provenance import Ledger, load_ledger, origin_lock, register_fix
-from petsync.importer.report import ImportReport
 from petsync.importer.row_states import RowState
 from petsync.importer.sender import SendProgress, SendResult, send_rows
 from petsync.importer.settle import settle_uncertain

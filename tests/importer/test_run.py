@@ -20,7 +20,7 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import AuthenticationError, InputError
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.run import run_import
 from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.validation import validate_row

@@ -14,7 +14,7 @@ from petsync.client.config import ClientConfig
 from petsync.core.errors import OutcomeUnknownError
 from petsync.core.models import NewPet, Pet, PetStatus
 from petsync.importer.config import ImportConfig
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.run import run_import
 from petsync.server.runner import RunningServer
 from tests.importer.doubles import journal_of
