@@ -10,5 +10,5 @@ their rows hold, ``output_rows``; how they are written, ``output_csv``), ``outco
 ``journal`` (each row's state, durable before its POST, one per file content), ``inbox``
 (globs, several files, the archive), ``sheets/`` (the spreadsheet readers: rows of text
 from CSV and workbooks), ``columns`` (header matching), ``validation`` (a row
-to a NewPet or its errors) and ``excel_safe`` (the reversible formula-injection rule).
+to a NewPet or its errors); ``sheets/excel_safe`` is the reversible formula-injection rule.
 """

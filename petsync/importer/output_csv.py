@@ -1,8 +1,8 @@
 """An import's output files on disk: written atomically, read back in a later round.
 
 Files are UTF-8 with a BOM (so Excel picks the right encoding), every cell passed through
-the Excel-safe rule of :mod:`petsync.importer.excel_safe` (undone when an earlier round's
-rows are read back). Each file is written with the one atomic recipe of
+the Excel-safe rule of :mod:`petsync.importer.sheets.excel_safe` (undone when an earlier
+round's rows are read back). Each file is written with the one atomic recipe of
 :mod:`petsync.core.files`, so a reader never sees half a file, and every error names it.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from petsync.core.errors import InputError, PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer
 from petsync.core.reading import describe_kind
-from petsync.importer.excel_safe import escape_row, unescape_cell
 from petsync.importer.sheets.csv_sheet import open_csv
+from petsync.importer.sheets.excel_safe import escape_row, unescape_cell
 from petsync.importer.sheets.sheet import ReadOptions
 
 OUTPUT_ENCODING = "utf-8-sig"

@@ -28,7 +28,7 @@ from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by call
 from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT, SPREADSHEET_FILE_LIMIT
 from petsync.core.reading import open_regular
 from petsync.core.stop import StopRequest as StopRequest  # read here by the readers
-from petsync.importer.excel_safe import unescape_row
+from petsync.importer.sheets.excel_safe import unescape_row
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ DELIMITER_NAMES: dict[str, str] = {
 }
 WORKBOOK_SUFFIXES = frozenset({".xlsx", ".xlsm", ".xls", ".xlsb", ".ods"})
 # A column that only petsync writes; its presence marks a file petsync wrote, whose cells
-# carry the Excel-safe prefix (see petsync.importer.excel_safe).
+# carry the Excel-safe prefix (see petsync.importer.sheets.excel_safe).
 PETSYNC_MARKER_COLUMN = "petsync_row"
 # Beside it in the files petsync writes: the sha256 of the first file each row came from.
 # With petsync_row it is the row's identity through every round of fixing.
