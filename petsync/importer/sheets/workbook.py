@@ -2,8 +2,8 @@
 
 python-calamine parses the whole sheet in Rust, about ten times faster than openpyxl, and
 reads the old ``.xls``, ``.xlsb`` and OpenDocument ``.ods`` too. It gives each cell's cached
-value, never its formula. The sheet is read once when the workbook is opened; the import's
-later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed once per run.
+value, never its formula. The sheet is read once when the workbook is opened (its rows kept
+in ``cached_records`` for a look at its merged cells), so the file is parsed once per run.
 Every workbook is measured before calamine expands it (docs/limits.md, "Workbooks"): an
 .xlsx or .xlsm in :mod:`.sheet_values`, an .ods here (:mod:`.ods_content`: calamine expands
 every sheet of an .ods as it opens it); an ``.xls`` or ``.xlsb`` is read in a child process
@@ -95,16 +95,6 @@ def _read(path: Path, sheet_name: str | None) -> tuple[str, list[list[Any]], Exa
     if suffix in XLSX_SUFFIXES:
         exact = read_exact_cells(path, chosen)
     return chosen, values, exact
-
-
-def reopen_workbook(
-    path: Path, sha256: str, sheet_name: str | None, records: list[Record]
-) -> Spreadsheet:
-    """The rows read by :func:`open_workbook` again, for a later pass, without the file."""
-    again = Spreadsheet(path, "workbook", sha256, sheet=sheet_name)
-    again.start(iter(records))
-    again.cached_records = records
-    return again
 
 
 FORMULA_WITHOUT_VALUE = (
