@@ -17,7 +17,6 @@ import openpyxl
 import pytest
 
 from petsync.importer.sheets import workbook
-from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.opening import open_spreadsheet
 from tests.importer.xlsb_builder import write_xlsb
 
@@ -69,7 +68,3 @@ def test_the_reading_child_reads_the_checked_descriptor_too(
     monkeypatch.setattr(workbook, "read_in_child", swapping(workbook.read_in_child, path, other))
 
     assert rows_of(path) == [("Rex", "12")]
-
-
-def test_outside_a_read_the_name_is_the_path(tmp_path: Path) -> None:
-    assert source_name(tmp_path / "pets.xlsx") == str(tmp_path / "pets.xlsx")

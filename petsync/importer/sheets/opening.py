@@ -1,4 +1,10 @@
-"""Which reader opens a spreadsheet: a workbook by its suffix, anything else as CSV."""
+"""Which reader reads a spreadsheet: a workbook by its suffix, anything else as CSV.
+
+The file is opened once, here, and proven a regular file within its bound; the reader it
+goes to reads that one descriptor, not the name again, so a file swapped in at the name
+meanwhile is not what is read. (A workbook's merged ranges, read after its rows, come from
+the file opened and checked again: :mod:`.merged_ranges`.)
+"""
 
 from __future__ import annotations
 
@@ -13,13 +19,17 @@ from petsync.importer.sheets.workbook import open_workbook
 def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsheet:
     """Open a CSV file or a workbook, read its header and detect how to read the rest."""
     options = options or ReadOptions()
-    open_input(path).close()  # what the path is, before any reader opens it (exit 2 if no file)
-    if path.suffix.lower() in WORKBOOK_SUFFIXES:
-        if options.encoding or options.delimiter:
-            raise InputError(
-                f"{path}: --encoding and --delimiter apply to CSV files only, not to workbooks"
-            )
-        return open_workbook(path, options.sheet, options.stop)
-    if options.sheet:
-        raise InputError(f"{path}: --sheet applies to workbooks (.xlsx, .ods...), not to CSV")
-    return open_csv(path, options)
+    source = open_input(path, options.stop)  # what the path is, first (exit 2 if no file)
+    try:
+        if path.suffix.lower() in WORKBOOK_SUFFIXES:
+            if options.encoding or options.delimiter:
+                raise InputError(
+                    f"{path}: --encoding and --delimiter apply to CSV files only, not to workbooks"
+                )
+            return open_workbook(source, path, options.sheet)
+        if options.sheet:
+            raise InputError(f"{path}: --sheet applies to workbooks (.xlsx, .ods...), not to CSV")
+        return open_csv(source, path, options)
+    except BaseException:
+        source.close()
+        raise

@@ -15,13 +15,12 @@ workbook errors never leave those modules: they become
 
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, BinaryIO, Literal
+from typing import BinaryIO, Literal
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
@@ -337,9 +336,3 @@ def open_input(path: Path, stop: StopRequest | None = None) -> BinaryIO:
     :data:`~petsync.core.interface.SPREADSHEET_FILE_LIMIT` bytes (a FIFO or ``/dev/zero``
     is exit 2, naming it); each read looks at ``stop`` first."""
     return open_regular(path, "spreadsheet", limit=SPREADSHEET_FILE_LIMIT, stop=stop)
-
-
-def open_text_input(path: Path, encoding: str, stop: StopRequest | None = None) -> IO[str]:
-    """A spreadsheet opened as text, strictly decoded, newlines kept (see :func:`open_input`)."""
-    raw = open_input(path, stop)
-    return io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")

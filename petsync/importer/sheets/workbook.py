@@ -40,30 +40,29 @@ import datetime as dt
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from petsync.importer.sheets.held import held_workbook
+from petsync.importer.sheets.held import HeldWorkbook, held_workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
 from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
-from petsync.importer.sheets.sheet import Record, Spreadsheet, StopRequest, cut_cells
+from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells
 from petsync.importer.sheets.sheet_values import read_sheet_values
 from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
 
-def open_workbook(
-    path: Path, sheet_name: str | None, stop: StopRequest | None = None
-) -> Spreadsheet:
-    """Open a workbook, choose the sheet (the first worksheet by default), read it whole.
+def open_workbook(source: BinaryIO, path: Path, sheet_name: str | None) -> Spreadsheet:
+    """Read the workbook ``path``, open and checked as ``source`` (which this closes): choose
+    the sheet (the first worksheet by default), read it whole.
 
-    Hashed and read from the one descriptor its check opened (:mod:`.held`); ``stop`` ends
-    the hash within one chunk.
+    Hashed and read from that one descriptor (:mod:`.held`); a stop request ends the hash
+    within one chunk.
     """
-    with held_workbook(path, stop) as sha256:
-        chosen, values, exact = _read(path, sheet_name)
-    sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
+    with source, held_workbook(source, path) as held:
+        chosen, values, exact = _read(path, sheet_name, held)
+    sheet = Spreadsheet(path, "workbook", held.sha256, sheet=chosen)
     records = list(_records(values, exact, sheet.cell_problems))
     for number, column in sorted(exact.formulas):
         sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
@@ -75,25 +74,27 @@ def open_workbook(
     return sheet
 
 
-def _read(path: Path, sheet_name: str | None) -> tuple[str, list[list[Any]], ExactCells]:
-    suffix = path.suffix.lower()
+def _read(
+    path: Path, sheet_name: str | None, held: HeldWorkbook
+) -> tuple[str, list[list[Any]], ExactCells]:
+    suffix, name = path.suffix.lower(), held.name
     exact = ExactCells()
     try:
         if suffix in ISOLATED_SUFFIXES:
             # Not measurable beforehand: read in a child process (isolated_read).
-            chosen, values = read_in_child(path, sheet_name)
+            chosen, values = read_in_child(path, sheet_name, held)
         elif suffix in ODS_SUFFIXES:
             # calamine expands every sheet of an .ods when it opens it: measured first.
-            exact = measure_ods(path, sheet_name).exact
-            chosen, values = read_sheet_values(path, sheet_name)
+            exact = measure_ods(path, sheet_name, name).exact
+            chosen, values = read_sheet_values(path, sheet_name, name)
         else:
-            chosen, values = read_sheet_values(path, sheet_name)
+            chosen, values = read_sheet_values(path, sheet_name, name)
     except UnmeasuredWorkbook:
         # A zip the measures could not read through: the reader may still read it, in
         # the child process whose memory is limited.
-        chosen, values = read_in_child(path, sheet_name)
+        chosen, values = read_in_child(path, sheet_name, held)
     if suffix in XLSX_SUFFIXES:
-        exact = read_exact_cells(path, chosen)
+        exact = read_exact_cells(path, chosen, name)
     return chosen, values, exact
 
 
