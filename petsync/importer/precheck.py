@@ -21,7 +21,7 @@ from petsync.importer.checked_rows import CheckedRows
 from petsync.importer.columns import ColumnMap, resolve_columns
 from petsync.importer.config import MergedCells
 from petsync.importer.duplicates import RepeatedRows
-from petsync.importer.header_row import choose_header
+from petsync.importer.header_row import HEADER_SCAN_ROWS, find_header_row, names_fields
 from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
 from petsync.importer.sheets.merged_ranges import column_letters
@@ -168,7 +168,13 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
     goes to the checked rows the later stages take.
     """
     path = sheet.path
-    choose_header(sheet, rules.mappings, rules.header_row)
+    number = rules.header_row  # --header-row, else row 1 or the one found in the first rows
+    if number is None:
+        first = sheet.leading_rows(1)[0]
+        number = 1
+        if first[0] != 1 or not names_fields(first, rules.mappings, path):
+            number = find_header_row(sheet.leading_rows(HEADER_SCAN_ROWS), rules.mappings, path)
+    sheet.use_header_row(number)
     merged = fill_merged_cells(sheet, rules.merged_cells)
     columns = with_category_map(
         resolve_columns(sheet.header, rules.mappings, path), rules.category_map
