@@ -78,6 +78,20 @@ class ColumnMap:
                 return field
         return None
 
+    def carried_fields(self, width: int) -> dict[int, str]:
+        """``{position: field}``: where the fields sit among the carried cells of a row of a
+        sheet ``width`` columns wide.
+
+        >>> resolve_columns(["notes", "name", "categoryId"], [], Path()).carried_fields(3)
+        {1: 'name', 2: 'categoryId'}
+        """
+        kept = (i for i in self.carried if i < width)
+        return {
+            position: field
+            for position, index in enumerate(kept)
+            if (field := self.field_at(index)) is not None
+        }
+
     def output_header(self, header: Sequence[str]) -> list[str]:
         """The carried columns' headers as output files write them.
 

@@ -24,15 +24,13 @@ from petsync.importer.duplicates import RepeatedRows
 from petsync.importer.header_row import HEADER_SCAN_ROWS, find_header_row, names_fields
 from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
-from petsync.importer.sheets.merged_ranges import column_letters
 from petsync.importer.sheets.sheet import (
     PETSYNC_MARKER_COLUMN,
     PETSYNC_ORIGIN_COLUMN,
     SheetRow,
     Spreadsheet,
 )
-from petsync.importer.sheets.workbook import cell_problem_code
-from petsync.importer.validation import ErrorCode, FieldError, validate_row
+from petsync.importer.validation import FieldError, cell_errors, validate_row
 
 # What a row asks the API to create: (name, categoryId, status or None). Rows with equal
 # content ask for the same pet; the settle step compares pets by it.
@@ -176,9 +174,10 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
             number = find_header_row(sheet.leading_rows(HEADER_SCAN_ROWS), rules.mappings, path)
     sheet.use_header_row(number)
     merged = fill_merged_cells(sheet, rules.merged_cells)
-    columns = with_category_map(
-        resolve_columns(sheet.header, rules.mappings, path), rules.category_map
-    )
+    width = len(sheet.header)
+    columns = resolve_columns(sheet.header, rules.mappings, path)
+    positions = columns.carried_fields(width)
+    columns = with_category_map(columns, rules.category_map)
     row_column = _row_column(sheet)
     origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
     if row_column is None and origin_column is not None:  # a reject file saved as a workbook
@@ -190,8 +189,7 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
         sheet.identity_column = row_column  # rows numbered as in the first file
     repeats = RepeatedRows()
     spool = CheckedRows()
-    carried = columns.carried
-    width = len(sheet.header)
+    carried, header, cell_problems = columns.carried, sheet.header, sheet.cell_problems
     kept = [i for i in carried if i < width]
     # Usually every column is carried, in order: a slice, not a cell at a time.
     prefix = len(kept) if kept == list(range(len(kept))) else None
@@ -204,7 +202,9 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
         for row in sheet.rows():
             rows += 1
             cells, line = row.cells, row.line
-            found = _cell_problems(sheet, row, columns)
+            found: tuple[FieldError, ...] = ()
+            if cell_problems and line in cell_problems:  # a workbook's cells it cannot read
+                found = cell_errors(cell_problems[line], line, header, columns)
             original = line
             if row_column is not None and row_column < len(cells):
                 text = cells[row_column].strip()
@@ -231,7 +231,9 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
                 normalisations if result.pet is not None else (),
                 bool(found),
                 identity_errors,
-                _carried(cells, kept, prefix),
+                cells[:prefix]
+                if prefix is not None and len(cells) >= prefix
+                else tuple(cells[i] if i < len(cells) else "" for i in kept),
             )
             if result.pet is None:
                 continue
@@ -280,11 +282,7 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
             repeats=repeats,
             header_row=sheet.header_row,
             merged=merged,
-            field_positions={
-                position: name
-                for position, index in enumerate(kept)
-                if (name := columns.field_at(index)) is not None
-            },
+            field_positions=positions,
         )
     except BaseException:
         spool.close()
@@ -292,29 +290,8 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
         raise
 
 
-def _carried(cells: tuple[str, ...], kept: list[int], prefix: int | None) -> tuple[str, ...]:
-    """The cells at ``kept`` (blank where the row is short); ``prefix``: the first cells."""
-    if prefix is not None and len(cells) >= prefix:
-        return cells[:prefix]
-    return tuple(cells[i] if i < len(cells) else "" for i in kept)
-
-
 def _cell(row: SheetRow, column: int) -> str:
     return row.cells[column] if column < len(row.cells) else ""
-
-
-def _cell_problems(sheet: Spreadsheet, row: SheetRow, columns: ColumnMap) -> tuple[FieldError, ...]:
-    """Cells the reader could not read as the sheet shows them (a workbook's formula without
-    a value, a number past 2**53 held only as a double)."""
-    if not sheet.cell_problems:
-        return ()
-    found = []
-    for column, why in sheet.cell_problems.get(row.line, ()):
-        title = sheet.header[column] if column < len(sheet.header) else ""
-        where = f"cell {column_letters(column)}{row.line}" + (f" ({title})" if title else "")
-        code = ErrorCode(cell_problem_code(why))
-        found.append(FieldError(code, columns.field_at(column), f"{where} {why}"))
-    return tuple(found)
 
 
 def _column(sheet: Spreadsheet, title: str) -> int | None:
