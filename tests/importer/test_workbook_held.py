@@ -68,3 +68,34 @@ def test_the_reading_child_reads_the_checked_descriptor_too(
     monkeypatch.setattr(workbook, "read_in_child", swapping(workbook.read_in_child, path, other))
 
     assert rows_of(path) == [("Rex", "12")]
+
+
+@needs_proc
+def test_merged_ranges_are_read_from_the_checked_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A FIFO swapped in at the name before the ranges are read is never opened: with no
+    # writer that open would block; this test holds one, so a reader that went by the
+    # name would find no zip instead of hanging.
+    path = tmp_path / "pets.xlsx"
+    book = openpyxl.Workbook()
+    for row in (["name", "categoryId"], ["Rex", 12], [None, None]):
+        book.active.append(row)
+    book.active.merge_cells("A2:A3")
+    book.save(path)
+    real = workbook.read_merged_ranges
+    writer: list[int] = []
+
+    def fifo_then_read(*args: Any) -> Any:
+        path.unlink()
+        os.mkfifo(path)
+        writer.append(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+        return real(*args)
+
+    monkeypatch.setattr(workbook, "read_merged_ranges", fifo_then_read)
+    try:
+        with open_spreadsheet(path) as sheet:
+            assert [str(r) for r in sheet.merged_ranges] == ["A2:A3"]
+    finally:
+        for fd in writer:
+            os.close(fd)

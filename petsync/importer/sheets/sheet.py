@@ -88,6 +88,41 @@ class CutCell:
     kind: CutKind = "cell"
 
 
+@dataclass(frozen=True)
+class MergedRange:
+    """A merged cell: rows as the sheet numbers them (1-based), columns 0-based, inclusive."""
+
+    first_row: int
+    first_column: int
+    last_row: int
+    last_column: int
+
+    def __str__(self) -> str:
+        """As a spreadsheet names it.
+
+        >>> str(MergedRange(2, 1, 3, 1))
+        'B2:B3'
+        """
+        return (
+            f"{column_letters(self.first_column)}{self.first_row}:"
+            f"{column_letters(self.last_column)}{self.last_row}"
+        )
+
+
+def column_letters(index: int) -> str:
+    """A 0-based column index as a spreadsheet names it.
+
+    >>> column_letters(0), column_letters(27)
+    ('A', 'AB')
+    """
+    letters = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
+
+
 # One row as a reader yields it: number (header = 1), cells, the cells it had to cut.
 Record = tuple[int, tuple[str, ...], tuple["CutCell", ...]]
 
@@ -158,8 +193,10 @@ class Spreadsheet:
         self._records: Iterator[Record] = iter(())
         self._leading: list[Record] = []  # the rows read ahead for the header (see start)
         self.header_row = 1  # the header's row number: rows above it are skipped
-        # A workbook's rows, read once when it was opened (None for CSV, which streams).
+        # A workbook's rows, read once when it was opened (None for CSV, which streams),
+        # and the merged ranges of its sheet, read then too.
         self.cached_records: list[Record] | None = None
+        self.merged_ranges: list[MergedRange] = []
         self._closers: list[Callable[[], object]] = []
 
     def __enter__(self) -> Spreadsheet:

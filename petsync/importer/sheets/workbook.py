@@ -42,9 +42,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from petsync.importer.sheets.held import HeldWorkbook, held_workbook
+from petsync.importer.sheets.held import held_workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
+from petsync.importer.sheets.merged_ranges import read_merged_ranges
 from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
 from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells
 from petsync.importer.sheets.sheet_values import read_sheet_values
@@ -58,10 +59,27 @@ def open_workbook(source: BinaryIO, path: Path, sheet_name: str | None) -> Sprea
     the sheet (the first worksheet by default), read it whole.
 
     Hashed and read from that one descriptor (:mod:`.held`); a stop request ends the hash
-    within one chunk.
+    within one chunk. An .xlsx, .xlsm or .ods is measured, then read here; an .xls or
+    .xlsb (not measurable beforehand), or a zip the measures could not read through, is
+    read in the child process whose memory is limited (:mod:`.isolated_read`). The
+    sheet's merged ranges are read from that descriptor too (:mod:`.merged_ranges`).
     """
+    suffix = path.suffix.lower()
+    exact = ExactCells()
     with source, held_workbook(source, path) as held:
-        chosen, values, exact = _read(path, sheet_name, held)
+        in_child = suffix in ISOLATED_SUFFIXES
+        if not in_child:
+            try:
+                if suffix in ODS_SUFFIXES:  # calamine expands every sheet as it opens one
+                    exact = measure_ods(path, sheet_name, held.name).exact
+                chosen, values = read_sheet_values(path, sheet_name, held.name)
+            except UnmeasuredWorkbook:
+                in_child = True
+        if in_child:
+            chosen, values = read_in_child(path, sheet_name, held)
+        if suffix in XLSX_SUFFIXES:
+            exact = read_exact_cells(path, chosen, held.name)
+        merged = read_merged_ranges(path, chosen, held.name)
     sheet = Spreadsheet(path, "workbook", held.sha256, sheet=chosen)
     records = list(_records(values, exact, sheet.cell_problems))
     for number, column in sorted(exact.formulas):
@@ -71,31 +89,8 @@ def open_workbook(source: BinaryIO, path: Path, sheet_name: str | None) -> Sprea
         sheet.cell_problems.setdefault(number, []).append((column, why))
     sheet.start(iter(records))
     sheet.cached_records = records
+    sheet.merged_ranges = merged
     return sheet
-
-
-def _read(
-    path: Path, sheet_name: str | None, held: HeldWorkbook
-) -> tuple[str, list[list[Any]], ExactCells]:
-    suffix, name = path.suffix.lower(), held.name
-    exact = ExactCells()
-    try:
-        if suffix in ISOLATED_SUFFIXES:
-            # Not measurable beforehand: read in a child process (isolated_read).
-            chosen, values = read_in_child(path, sheet_name, held)
-        elif suffix in ODS_SUFFIXES:
-            # calamine expands every sheet of an .ods when it opens it: measured first.
-            exact = measure_ods(path, sheet_name, name).exact
-            chosen, values = read_sheet_values(path, sheet_name, name)
-        else:
-            chosen, values = read_sheet_values(path, sheet_name, name)
-    except UnmeasuredWorkbook:
-        # A zip the measures could not read through: the reader may still read it, in
-        # the child process whose memory is limited.
-        chosen, values = read_in_child(path, sheet_name, held)
-    if suffix in XLSX_SUFFIXES:
-        exact = read_exact_cells(path, chosen, name)
-    return chosen, values, exact
 
 
 FORMULA_WITHOUT_VALUE = (
