@@ -34,7 +34,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Protocol
 
 from petsync.client.api import PetCreator, PetLister
@@ -121,7 +120,15 @@ def run_import(
                 report.journal_fsync_seconds = plan.journal.fsync_seconds
     finally:
         checked.close()
-    return _finish(report, client, config, clock, started)
+    if client is not None and not config.dry_run:
+        report.requests = client.requests
+        report.retries = client.retries
+    report.elapsed_seconds = clock() - started
+    logger.info(
+        "import_finished",
+        extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
+    )
+    return report
 
 
 def _import_planned(
@@ -178,25 +185,26 @@ def _import_planned(
         report.files["journal"] = str(paths.journal)
         journal.record_summary(pending=report.pending, uncertain=report.uncertain)
         if not journal.resumed and config.journal_path is None:
-            report.notices.extend(_earlier_unfinished(paths.journal, config.path, paths.directory))
-
-
-def _finish(
-    report: ImportReport,
-    client: ImportClient | None,
-    config: ImportConfig,
-    clock: Callable[[], float],
-    started: float,
-) -> ImportReport:
-    if client is not None and not config.dry_run:
-        report.requests = client.requests
-        report.retries = client.retries
-    report.elapsed_seconds = clock() - started
-    logger.info(
-        "import_finished",
-        extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
-    )
-    return report
+            # Earlier files of this name whose rows are not all done (a new file replaced one
+            # that was not finished: its pending and uncertain rows would be forgotten).
+            name = config.path.name
+            for old in unfinished_journals(
+                journal.path.parent, name, journal.path, paths.directory
+            ):
+                left = (
+                    "was stopped mid-run"
+                    if old.pending is None
+                    else f"still has {old.pending} pending and {old.uncertain} uncertain rows"
+                )
+                report.notices.append(
+                    f"an earlier {name} (journal {old.path}) {left}: put that file back and "
+                    "import it (with --settle) to finish it"
+                )
+                logger.warning(
+                    "import_earlier_file_unfinished",
+                    # An outcome: the summary prints the note, so the text log leaves this out.
+                    extra={"fields": {"source": name, "journal": str(old.path)}, "outcome": True},
+                )
 
 
 def _list_before_sending(
@@ -232,28 +240,6 @@ def _list_before_sending(
         report.settled_not_created = settled.not_created
         report.settled_undecided = settled.undecided
         report.settled_candidates = [(u.rows, u.candidates) for u in settled.undecided_rows]
-
-
-def _earlier_unfinished(journal: Path, source: Path, outputs: Path) -> list[str]:
-    """Notes on earlier files of this name whose rows are not all done (a new file replaced
-    one that was not finished: its pending and uncertain rows would be forgotten)."""
-    notes = []
-    for old in unfinished_journals(journal.parent, source.name, journal, outputs):
-        left = (
-            "was stopped mid-run"
-            if old.pending is None
-            else f"still has {old.pending} pending and {old.uncertain} uncertain rows"
-        )
-        notes.append(
-            f"an earlier {source.name} (journal {old.path}) {left}: put that file back and "
-            "import it (with --settle) to finish it"
-        )
-        logger.warning(
-            "import_earlier_file_unfinished",
-            # An outcome: the summary prints the note, so the text log leaves this out.
-            extra={"fields": {"source": source.name, "journal": str(old.path)}, "outcome": True},
-        )
-    return notes
 
 
 class ImportClient(PetCreator, PetLister, Protocol):

@@ -56,6 +56,9 @@ def open_csv(source: BinaryIO, path: Path, options: ReadOptions) -> Spreadsheet:
         delimiter = parse_delimiter(options.delimiter)
     else:
         delimiter = detect_delimiter(header_text, path)
+    source.seek(0)
+    handle = io.TextIOWrapper(source, encoding=encoding, errors="strict", newline="")
+    records = _csv_records(handle, delimiter, path)  # read as the rows are asked for
     sheet = Spreadsheet(
         path,
         "csv",
@@ -65,11 +68,9 @@ def open_csv(source: BinaryIO, path: Path, options: ReadOptions) -> Spreadsheet:
         encoding_notice=notice,
         delimiter=delimiter,
     )
-    source.seek(0)
-    handle = io.TextIOWrapper(source, encoding=encoding, errors="strict", newline="")
     sheet.add_closer(handle.close)
     try:
-        sheet.start(_csv_records(handle, delimiter, path))
+        sheet.start(records)
     except BaseException:
         sheet.close()
         raise

@@ -1,6 +1,6 @@
 """A workbook read from the one descriptor that was checked, not reopened by its name.
 
-:func:`~petsync.importer.sheets.sheet.open_input` proves the import's file a regular file
+:func:`~petsync.importer.sheets.opening.open_input` proves the import's file a regular file
 within its bound on the descriptor it opens. The workbook readers (zipfile, calamine, the
 reading child) take a name and open it themselves, several times: reopened by the user's
 name, a file swapped in after the check (a FIFO that blocks forever, another file) would be
@@ -52,7 +52,7 @@ def held_workbook(handle: BinaryIO, path: Path) -> Iterator[HeldWorkbook]:
     """The workbook ``path``, open and checked as ``handle``, hashed; and the name that
     leads its readers to that descriptor while the block runs.
 
-    ``handle`` looks at the stop request before each read (:func:`.sheet.open_input`), so
+    ``handle`` looks at the stop request before each read (:func:`.opening.open_input`), so
     a stop ends the hash within one chunk (the request's
     :class:`~petsync.core.errors.StoppedError`).
     """

@@ -9,10 +9,13 @@ the file opened and checked again: :mod:`.merged_ranges`.)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 from petsync.core.errors import InputError
+from petsync.core.interface import SPREADSHEET_FILE_LIMIT
+from petsync.core.reading import open_regular
 from petsync.importer.sheets.csv_sheet import open_csv
-from petsync.importer.sheets.sheet import WORKBOOK_SUFFIXES, ReadOptions, Spreadsheet, open_input
+from petsync.importer.sheets.sheet import WORKBOOK_SUFFIXES, ReadOptions, Spreadsheet, StopRequest
 from petsync.importer.sheets.workbook import open_workbook
 
 
@@ -33,3 +36,10 @@ def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsh
     except BaseException:
         source.close()
         raise
+
+
+def open_input(path: Path, stop: StopRequest | None = None) -> BinaryIO:
+    """A spreadsheet opened for reading, once proven a regular file within
+    :data:`~petsync.core.interface.SPREADSHEET_FILE_LIMIT` bytes (a FIFO or ``/dev/zero``
+    is exit 2, naming it); each read looks at ``stop`` first."""
+    return open_regular(path, "spreadsheet", limit=SPREADSHEET_FILE_LIMIT, stop=stop)

@@ -20,12 +20,11 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
-from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT, SPREADSHEET_FILE_LIMIT
-from petsync.core.reading import open_regular
+from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.stop import StopRequest as StopRequest  # read here by the readers
 from petsync.importer.sheets.excel_safe import unescape_row
 
@@ -366,10 +365,3 @@ def _first_over(cells: Sequence[str]) -> int:
         if used > ROW_CHAR_LIMIT:
             return i
     return len(cells)
-
-
-def open_input(path: Path, stop: StopRequest | None = None) -> BinaryIO:
-    """A spreadsheet opened for reading, once proven a regular file within
-    :data:`~petsync.core.interface.SPREADSHEET_FILE_LIMIT` bytes (a FIFO or ``/dev/zero``
-    is exit 2, naming it); each read looks at ``stop`` first."""
-    return open_regular(path, "spreadsheet", limit=SPREADSHEET_FILE_LIMIT, stop=stop)

@@ -80,13 +80,15 @@ def open_workbook(source: BinaryIO, path: Path, sheet_name: str | None) -> Sprea
         if suffix in XLSX_SUFFIXES:
             exact = read_exact_cells(path, chosen, held.name)
         merged = read_merged_ranges(path, chosen, held.name)
-    sheet = Spreadsheet(path, "workbook", held.sha256, sheet=chosen)
-    records = list(_records(values, exact, sheet.cell_problems))
+    problems: dict[int, list[tuple[int, str]]] = {}
+    records = list(_records(values, exact, problems))
     for number, column in sorted(exact.formulas):
-        sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
+        problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
     for (number, column), shown in sorted(exact.rounded.items()):
         why = NUMBER_ROUNDED.format(value=shown)
-        sheet.cell_problems.setdefault(number, []).append((column, why))
+        problems.setdefault(number, []).append((column, why))
+    sheet = Spreadsheet(path, "workbook", held.sha256, sheet=chosen)
+    sheet.cell_problems = problems
     sheet.start(iter(records))
     sheet.cached_records = records
     sheet.merged_ranges = merged
