@@ -8,8 +8,9 @@ or ``--map``). Row 1, when it names them, is the header without looking further 
 always). Otherwise exactly one such row must exist: two are ambiguous and stop the import
 (exit 2) naming them, with ``--header-row N`` to say which; none stops it with the
 column-matching error of the row that came closest. Rows above the header are skipped;
-row numbers stay the sheet's own. The check stage asks (:func:`names_fields` of row 1, then
-:func:`find_header_row` of the first rows) and makes the sheet use the row found.
+row numbers stay the sheet's own. The check stage asks (whether row 1 names the fields,
+then :func:`find_header_row` of the first rows) and makes the sheet use the row found; what
+naming the fields means is the column matching's (:mod:`petsync.importer.columns`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from petsync.core.errors import InputError
-from petsync.importer.columns import FIELDS, match_key, parse_mapping, resolve_columns
+from petsync.importer.columns import closest_to_fields, names_fields, resolve_columns
 from petsync.importer.sheets.sheet import Record
 
 HEADER_SCAN_ROWS = 20
@@ -27,7 +28,9 @@ HEADER_SCAN_ROWS = 20
 def find_header_row(leading: Sequence[Record], mappings: Sequence[str], path: Path) -> int:
     """The header's row number among ``leading``, the first rows of the sheet (see the
     module docstring); raise :class:`InputError` when none or two name the fields."""
-    found = [record[0] for record in leading if names_fields(record, mappings, path)]
+    found = [
+        number for number, cells, cut in leading if not cut and names_fields(cells, mappings, path)
+    ]
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
@@ -37,7 +40,13 @@ def find_header_row(leading: Sequence[Record], mappings: Sequence[str], path: Pa
             f"(name, categoryId); pass --header-row N with the one that heads the rows to "
             "import (job key header_row)"
         )
-    closest = _closest(leading, mappings)
+    # The row with most cells naming a field (the first non-blank row when none does):
+    # its column-matching error says what is missing.
+    best = closest_to_fields([cells for _, cells, _ in leading], mappings)
+    if best is not None:
+        closest = leading[best]
+    else:
+        closest = next((r for r in leading if any(c.strip() for c in r[1])), leading[0])
     try:
         resolve_columns(closest[1], mappings, path)
     except InputError as exc:
@@ -50,35 +59,3 @@ def find_header_row(leading: Sequence[Record], mappings: Sequence[str], path: Pa
             f"{exc} ({where}; to read another row as the header, pass --header-row N)"
         ) from exc
     return closest[0]  # names the fields, only with a cut cell: the header's check says that
-
-
-def names_fields(record: Record, mappings: Sequence[str], path: Path) -> bool:
-    """True when ``record``'s cells name the fields as the column matching reads them."""
-    number, cells, cut = record
-    if cut or not any(cell.strip() for cell in cells):
-        return False
-    try:
-        resolve_columns(cells, mappings, path)
-    except InputError:
-        return False
-    return True
-
-
-def _closest(leading: Sequence[Record], mappings: Sequence[str]) -> Record:
-    """The row with most cells naming a field or a ``--map`` column (the first non-blank
-    row when none does): its column-matching error says what is missing."""
-    keys = {match_key(field) for field in FIELDS}
-    for text in mappings:
-        try:
-            keys.add(match_key(parse_mapping(text)[0]))
-        except InputError:
-            continue
-    best: Record | None = None
-    best_score = 0
-    for record in leading:
-        score = sum(1 for cell in record[1] if match_key(cell) in keys)
-        if score > best_score:
-            best, best_score = record, score
-    if best is not None:
-        return best
-    return next((r for r in leading if any(c.strip() for c in r[1])), leading[0])

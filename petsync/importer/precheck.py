@@ -18,10 +18,10 @@ from typing import Any
 from petsync.core.models import NewPet
 from petsync.importer.category_map import with_category_map
 from petsync.importer.checked_rows import CheckedRows
-from petsync.importer.columns import ColumnMap, resolve_columns
+from petsync.importer.columns import ColumnMap, names_fields, resolve_columns
 from petsync.importer.config import MergedCells
 from petsync.importer.duplicates import RepeatedRows
-from petsync.importer.header_row import HEADER_SCAN_ROWS, find_header_row, names_fields
+from petsync.importer.header_row import HEADER_SCAN_ROWS, find_header_row
 from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
 from petsync.importer.sheets.sheet import (
@@ -168,9 +168,9 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
     path = sheet.path
     number = rules.header_row  # --header-row, else row 1 or the one found in the first rows
     if number is None:
-        first = sheet.leading_rows(1)[0]
+        line, cells, cut = sheet.leading_rows(1)[0]
         number = 1
-        if first[0] != 1 or not names_fields(first, rules.mappings, path):
+        if line != 1 or cut or not names_fields(cells, rules.mappings, path):
             number = find_header_row(sheet.leading_rows(HEADER_SCAN_ROWS), rules.mappings, path)
     sheet.use_header_row(number)
     merged = fill_merged_cells(sheet, rules.merged_cells)
