@@ -42,7 +42,7 @@ SHOWN_REJECTS = 10
 
 
 class OutputFiles:
-    """The output files of one write pass; one small method per outcome writes a row.
+    """The output files of one write stage; one small method per outcome writes a row.
 
     Use it as a context manager: when the block ends, every file with rows replaces its old
     version (rejects, then accepted, then uncertain) and an old file that would now be
@@ -172,7 +172,7 @@ class OutputFiles:
         self._files.append(output)
         if self._replaced is None:
             return output
-        # The input itself (a reject file fixed in place) is read as the check pass read it.
+        # The input itself (a reject file fixed in place) is read as the check stage read it.
         encoding = self._input_encoding if _same_file(path, self._input) else None
         try:
             for cells in earlier_rows(
@@ -200,7 +200,7 @@ class OutputFiles:
 
 @dataclass(frozen=True)
 class WrittenOutputs:
-    """What the write pass found: each outcome's count, and a dry run's normalisations.
+    """What the write stage found: each outcome's count, and a dry run's normalisations.
 
     (A real run counts normalisations as it sends; a dry run sends nothing.)
     """

@@ -215,7 +215,7 @@ def _list_before_sending(
     report: ImportReport,
     stop: StopRequest | None,
 ) -> None:
-    """The listings before the send pass: a new journal's baseline (opt-in), then ``--settle``."""
+    """The listings before the send stage: a new journal's baseline (opt-in), then ``--settle``."""
     if config.baseline and journal.baseline is None and not journal.states:
         # Before the first POST: the pets of these contents that exist already. The file's
         # contents wait on disk beside the journal (a big file's would not fit in memory).

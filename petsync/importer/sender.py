@@ -1,4 +1,4 @@
-"""The send pass: worker threads POST the valid rows not yet done, each journaled first.
+"""The send stage: worker threads POST the valid rows not yet done, each journaled first.
 
 ``concurrency`` worker threads share one client (any
 :class:`~petsync.client.api.PetCreator`); an adaptive
@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SendResult:
-    """How the send pass went: pets created, normalisations used, why it stopped early.
+    """How the send stage went: pets created, normalisations used, why it stopped early.
 
     ``concurrency_final`` and ``concurrency_lowest`` are where the adaptive limit ended
     and the fewest senders it allowed.
@@ -342,7 +342,7 @@ def _status_in(exc: PetsyncError) -> int | None:
 
 
 class _RowSource:
-    """The send pass's rows, as the check left them, taken by the workers under one lock.
+    """The send stage's rows, as the check left them, taken by the workers under one lock.
 
     Only rows to send are handed out; invalid rows count against ``--max-errors``. Rows
     handed out and not yet :meth:`done` stay within ``config.sending_window``. An exception
@@ -462,7 +462,7 @@ def _join(
 
 
 class SendProgress(Protocol):
-    """Receives the send pass's events from worker threads (implementations lock)."""
+    """Receives the send stage's events from worker threads (implementations lock)."""
 
     def row_read(self, *, valid: bool) -> None: ...
 

@@ -168,8 +168,8 @@ def validate_row(
 
     ``cut`` lists cells the reader cut because they were over the cell limit: such a row
     is rejected (``cell_too_long``) whatever column the cell is in. ``problems`` are what
-    the check pass found wrong with the row as a whole (see
-    :meth:`~petsync.importer.precheck.CheckedInput.problems_of`); they reject it too.
+    the check found wrong with the row as a whole (a cell that cannot be read, a fix row of
+    no known identity); they reject it too.
     """
     errors: list[FieldError] = [*problems, *(_too_long(cell, columns) for cell in cut)]
     control = _control_error(cells, columns)
