@@ -28,9 +28,21 @@ from petsync.importer.validation import FieldError
 
 # Rows pickled together: the spool's unit of memory and of I/O.
 _BLOCK = 2048
-# A pet is spooled as plain values (name, categoryId, status value): pickling the objects
-# themselves would cost more than reading the file again.
 _STATUSES = {status.value: status for status in PetStatus}
+
+
+# What a row asks the API to create: (name, categoryId, status or None). Rows with equal
+# content ask for the same pet; the settle step compares pets by it.
+PetContent = tuple[str, int, str | None]
+
+
+def content_of(pet: NewPet) -> PetContent:
+    """The content key of a pet to create.
+
+    >>> content_of(NewPet(name="Rex", categoryId=1))
+    ('Rex', 1, None)
+    """
+    return (pet.name, pet.categoryId, None if pet.status is None else pet.status.value)
 
 
 class CheckedRow(NamedTuple):
@@ -48,12 +60,21 @@ class CheckedRow(NamedTuple):
     number: int
     line: int
     original: int
-    pet: NewPet | None
+    content: PetContent | None
     errors: tuple[FieldError, ...]
     normalisations: tuple[str, ...]
     whole: bool
     repeat_of: int | None
     carried: tuple[str, ...]
+
+    @property
+    def pet(self) -> NewPet | None:
+        """The pet to create, or None. (Kept as its content, a tuple: pickled and read back
+        faster than the object, which only the send stage asks for.)"""
+        if self.content is None:
+            return None
+        name, category, status = self.content
+        return NewPet(name, category, None if status is None else _STATUSES[status])
 
 
 # As spooled: (number by identity, line, number in the first sheet otherwise, pet, errors,
@@ -63,7 +84,7 @@ _Entry = tuple[
     int,
     int,
     int,
-    tuple[str, int, str | None] | None,
+    PetContent | None,
     tuple[FieldError, ...],
     tuple[str, ...],
     bool,
@@ -109,7 +130,7 @@ class CheckedRows:
             identity_number,
             line,
             original,
-            None if pet is None else (pet.name, pet.categoryId, pet.status and pet.status.value),
+            None if pet is None else content_of(pet),
             errors,
             normalisations,
             whole,
@@ -141,31 +162,26 @@ class CheckedRows:
                 except EOFError:
                     return
                 for entry in block:
-                    (
-                        identity,
-                        line,
-                        original,
-                        values,
-                        errors,
-                        normalised,
-                        whole,
-                        refused,
-                        carried,
-                    ) = entry
-                    pet = None
-                    if values is not None:
-                        name, category, status = values
-                        pet = NewPet(name, category, None if status is None else _STATUSES[status])
+                    identity, line, original, content, errors = entry[:5]
+                    normalised, whole, refused, carried = entry[5:]
                     number = line
                     if by_identity:
                         number = original = identity
                         if refused is not None:
-                            pet, errors, normalised, whole = None, refused, (), True
+                            content, errors, normalised, whole = None, refused, (), True
                     repeat_of = None
-                    if repeats is not None and pet is not None:
+                    if repeats is not None and content is not None:
                         repeat_of = repeats.first_of(line)
                     yield CheckedRow(
-                        number, line, original, pet, errors, normalised, whole, repeat_of, carried
+                        number,
+                        line,
+                        original,
+                        content,
+                        errors,
+                        normalised,
+                        whole,
+                        repeat_of,
+                        carried,
                     )
 
     def close(self) -> None:

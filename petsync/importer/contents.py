@@ -12,15 +12,14 @@ import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from petsync.importer.checked_rows import CheckedRow
-from petsync.importer.precheck import PetContent, content_of
+from petsync.importer.checked_rows import CheckedRow, PetContent
 from petsync.importer.row_states import working_db
 
 _NO_STATUS = ""  # no valid status is empty: it stands for "no status" in the table
 
 
 class ContentSet:
-    """A set of :data:`~petsync.importer.precheck.PetContent` kept in ``directory``.
+    """A set of :data:`~petsync.importer.checked_rows.PetContent` kept in ``directory``.
 
     The folder is made afresh (what a killed run left is removed first) and removed by
     :meth:`close`.
@@ -80,7 +79,7 @@ def file_contents(rows: Iterable[CheckedRow], directory: Path) -> ContentSet:
     """The contents of the valid checked ``rows``, on disk."""
     contents = ContentSet(directory)
     try:
-        contents.add_all(content_of(row.pet) for row in rows if row.pet is not None)
+        contents.add_all(row.content for row in rows if row.content is not None)
     except BaseException:
         contents.close()
         raise

@@ -256,7 +256,7 @@ def write_outputs(
             # A row in the journal was valid when it was sent: it has no errors to write.
             if record is None:
                 errors, repeat_of = row.errors, row.repeat_of
-            elif dry_run and row.pet is not None:
+            elif dry_run and row.content is not None:
                 # Known from another file's journal: not counted, as it is not to send.
                 normalisations.subtract(row.normalisations)
             carried: Sequence[str] = row.carried

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from petsync.core.models import NewPet
 from petsync.importer.category_map import with_category_map
 from petsync.importer.checked_rows import CheckedRows
 from petsync.importer.columns import ColumnMap, names_fields, resolve_columns
@@ -31,19 +30,6 @@ from petsync.importer.sheets.sheet import (
     Spreadsheet,
 )
 from petsync.importer.validation import FieldError, cell_errors, validate_row
-
-# What a row asks the API to create: (name, categoryId, status or None). Rows with equal
-# content ask for the same pet; the settle step compares pets by it.
-PetContent = tuple[str, int, str | None]
-
-
-def content_of(pet: NewPet) -> PetContent:
-    """The content key of a pet to create.
-
-    >>> content_of(NewPet(name="Rex", categoryId=1))
-    ('Rex', 1, None)
-    """
-    return (pet.name, pet.categoryId, None if pet.status is None else pet.status.value)
 
 
 @dataclass(frozen=True)

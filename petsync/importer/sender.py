@@ -45,11 +45,11 @@ from petsync.core.errors import (
 from petsync.core.models import NewPet, Pet
 from petsync.core.stop import StopRequest
 from petsync.core.text import shown_text
-from petsync.importer.checked_rows import CheckedRow
+from petsync.importer.checked_rows import CheckedRow, content_of
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.precheck import CheckedInput, content_of
+from petsync.importer.precheck import CheckedInput
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.row_states import RowRecord, RowState
 

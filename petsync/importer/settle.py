@@ -42,9 +42,10 @@ from dataclasses import dataclass
 from petsync.client.api import PetLister
 from petsync.core.stop import StopRequest
 from petsync.importer.baseline import Baseline, take_baseline
+from petsync.importer.checked_rows import PetContent
 from petsync.importer.journal import Journal
 from petsync.importer.other_journals import SETTLED_CREATED, ids_created_by_other_journals
-from petsync.importer.precheck import CheckedInput, PetContent, content_of
+from petsync.importer.precheck import CheckedInput
 from petsync.importer.row_states import RowRecord, RowState
 
 logger = logging.getLogger(__name__)
@@ -210,8 +211,8 @@ def _contents_of(checked: CheckedInput, rows: set[int]) -> dict[PetContent, list
     """The uncertain rows grouped by content, each group in row order."""
     grouped: dict[PetContent, list[int]] = defaultdict(list)
     for row in checked.rows:
-        if row.number in rows and row.pet is not None:  # a journaled row was valid when sent
-            grouped[content_of(row.pet)].append(row.number)
+        if row.number in rows and row.content is not None:  # a journaled row was valid
+            grouped[row.content].append(row.number)
     return dict(grouped)
 
 
