@@ -28,7 +28,7 @@ from petsync.importer.validation import FieldError
 
 # Rows pickled together: the spool's unit of memory and of I/O.
 _BLOCK = 2048
-_STATUSES = {status.value: status for status in PetStatus}
+_STATUSES = {status.value: status for status in PetStatus}  # a content's status, as sent
 
 
 # What a row asks the API to create: (name, categoryId, status or None). Rows with equal
@@ -50,9 +50,10 @@ class CheckedRow(NamedTuple):
 
     ``number`` is the row's key in the journal (its ``petsync_row`` in a fix file read by
     identity, else its ``line`` in this file); ``original`` its number in the first sheet
-    it came from, which the output files write. ``pet`` is what to create, or None and
-    ``errors`` say why not; ``whole`` is True when the row is rejected as a whole (a cell
-    that cannot be read, a fix row of no known identity), never by its cells alone.
+    it came from, which the output files write. ``content`` is the pet to create
+    (:attr:`pet`), or None and ``errors`` say why not; ``whole`` is True when the row is
+    rejected as a whole (a cell that cannot be read, a fix row of no known identity),
+    never by its cells alone.
     ``repeat_of`` is the earlier row it repeats when repeats are not sent; ``carried``
     its cells under the output files' header.
     """
@@ -77,7 +78,7 @@ class CheckedRow(NamedTuple):
         return NewPet(name, category, None if status is None else _STATUSES[status])
 
 
-# As spooled: (number by identity, line, number in the first sheet otherwise, pet, errors,
+# As spooled: (number by identity, line, number in the first sheet otherwise, content, errors,
 # normalisations, rejected as a whole, errors when read by identity (None: not refused by
 # it), carried).
 _Entry = tuple[
