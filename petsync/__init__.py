@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     )
     from petsync.history.load import load_history, load_transitions, transitions
     from petsync.history.update import HistoryReport, update_history
-    from petsync.importer.report import ImportReport
+    from petsync.importer.outcome import ImportReport
     from petsync.importer.run import run_import
     from petsync.report.write import ReportResult, write_report
     from petsync.server.app import ServerConfig
@@ -71,7 +71,7 @@ _LAZY: dict[str, str] = {
     "Listing": "petsync.client.listing",
     "Page": "petsync.client.listing",
     "run_import": "petsync.importer.run",
-    "ImportReport": "petsync.importer.report",
+    "ImportReport": "petsync.importer.outcome",
     "ExportReport": "petsync.export.report",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.storage.layout",

@@ -17,7 +17,7 @@ from petsync.core.errors import PetsyncError
 from petsync.core.text import shown_text
 
 if TYPE_CHECKING:
-    from petsync.importer.report import ImportReport
+    from petsync.importer.outcome import ImportReport
 
 
 def archived(report: ImportReport) -> str:
@@ -95,7 +95,7 @@ REASON_CHARS = 240  # of a rejected row's reason on the terminal (the reject fil
 def rejected_lines(report: ImportReport) -> list[str]:
     """The first rejected rows (row, field, reason), then how many more the file holds.
 
-    >>> from petsync.importer.report import ImportReport
+    >>> from petsync.importer.outcome import ImportReport
     >>> report = ImportReport("p.csv", dry_run=True, rejected_local=3, first_rejects=[
     ...     {"row": "4", "field": "categoryId", "message": "categoryId 'x' is not..."}])
     >>> rejected_lines(report)

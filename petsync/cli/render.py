@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from petsync.export.diff import SnapshotDiff
     from petsync.export.report import ExportReport
     from petsync.importer.batch import BatchReport
-    from petsync.importer.report import ImportReport
+    from petsync.importer.outcome import ImportReport
     from petsync.storage.layout import SnapshotInfo
 
 

@@ -21,7 +21,7 @@ from petsync.client.api import PetLister
 from petsync.core.interface import LIMIT_MAX
 from petsync.core.models import Pet, PetStatus
 from petsync.core.stop import StopRequest
-from petsync.importer.precheck import PetContent
+from petsync.importer.checked_rows import PetContent
 
 
 @dataclass(frozen=True)

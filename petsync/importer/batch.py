@@ -29,7 +29,7 @@ from petsync.core.files import atomic_write_text
 from petsync.core.stop import StopRequest
 from petsync.importer.config import ImportConfig
 from petsync.importer.inbox import archive_import, fully_processed
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.run import ImportClient, run_import
 from petsync.importer.sender import SendProgress
 

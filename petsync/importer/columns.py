@@ -78,6 +78,20 @@ class ColumnMap:
                 return field
         return None
 
+    def carried_fields(self, width: int) -> dict[int, str]:
+        """``{position: field}``: where the fields sit among the carried cells of a row of a
+        sheet ``width`` columns wide.
+
+        >>> resolve_columns(["notes", "name", "categoryId"], [], Path()).carried_fields(3)
+        {1: 'name', 2: 'categoryId'}
+        """
+        kept = (i for i in self.carried if i < width)
+        return {
+            position: field
+            for position, index in enumerate(kept)
+            if (field := self.field_at(index)) is not None
+        }
+
     def output_header(self, header: Sequence[str]) -> list[str]:
         """The carried columns' headers as output files write them.
 
@@ -223,6 +237,44 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
         mapped=tuple(field for field in FIELDS if field in mapped),
         ignored_maps=tuple(ignored),
     )
+
+
+def names_fields(cells: Sequence[str], mappings: Sequence[str], path: Path) -> bool:
+    """True when ``cells``, as a header, name the fields as :func:`resolve_columns` reads
+    them (``name`` and ``categoryId`` by header or ``--map``).
+
+    >>> names_fields(["Name", "categoryId"], [], Path()), names_fields(["April"], [], Path())
+    (True, False)
+    """
+    if not any(cell.strip() for cell in cells):
+        return False
+    try:
+        resolve_columns(cells, mappings, path)
+    except InputError:
+        return False
+    return True
+
+
+def closest_to_fields(rows: Sequence[Sequence[str]], mappings: Sequence[str]) -> int | None:
+    """The index of the row of ``rows`` with most cells naming a field or a ``--map``
+    column; None when none does.
+
+    >>> closest_to_fields([["April"], ["name", "notes"], ["name", "cat"]], ["cat=categoryId"])
+    2
+    """
+    keys = {match_key(field) for field in FIELDS}
+    for text in mappings:
+        try:
+            keys.add(match_key(parse_mapping(text)[0]))
+        except InputError:
+            continue
+    best: int | None = None
+    best_score = 0
+    for index, cells in enumerate(rows):
+        score = sum(1 for cell in cells if match_key(cell) in keys)
+        if score > best_score:
+            best, best_score = index, score
+    return best
 
 
 def _find_mapped_column(header: Sequence[str], column: str, path: Path, found: str) -> int | None:

@@ -9,18 +9,17 @@ Python set, so the import's memory does not grow with the file.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from petsync.importer.precheck import CheckedInput, PetContent, content_of
+from petsync.importer.checked_rows import CheckedRow, PetContent
 from petsync.importer.row_states import working_db
-from petsync.importer.validation import validate_row
 
 _NO_STATUS = ""  # no valid status is empty: it stands for "no status" in the table
 
 
 class ContentSet:
-    """A set of :data:`~petsync.importer.precheck.PetContent` kept in ``directory``.
+    """A set of :data:`~petsync.importer.checked_rows.PetContent` kept in ``directory``.
 
     The folder is made afresh (what a killed run left is removed first) and removed by
     :meth:`close`.
@@ -76,16 +75,11 @@ class ContentSet:
         self.close()
 
 
-def file_contents(checked: CheckedInput, directory: Path) -> ContentSet:
-    """The contents of the valid rows of ``checked``'s file (read once more), on disk."""
+def file_contents(rows: Iterable[CheckedRow], directory: Path) -> ContentSet:
+    """The contents of the valid checked ``rows``, on disk."""
     contents = ContentSet(directory)
     try:
-        with checked.reopen() as sheet:
-            rows = (
-                validate_row(row.cells, checked.columns, checked.width, row.cut)
-                for row in sheet.rows()
-            )
-            contents.add_all(content_of(r.pet) for r in rows if r.pet is not None)
+        contents.add_all(row.content for row in rows if row.content is not None)
     except BaseException:
         contents.close()
         raise

@@ -1,4 +1,4 @@
-"""Rows repeated inside one sheet: found by the check pass, sent once unless asked otherwise.
+"""Rows repeated inside one sheet: found by the check stage, sent once unless asked otherwise.
 
 A row is a repeat of an earlier one when every cell is the same, spaces around values
 aside (``petsync_*`` columns are not compared: they are petsync's own). Only rows that

@@ -8,7 +8,9 @@ or ``--map``). Row 1, when it names them, is the header without looking further 
 always). Otherwise exactly one such row must exist: two are ambiguous and stop the import
 (exit 2) naming them, with ``--header-row N`` to say which; none stops it with the
 column-matching error of the row that came closest. Rows above the header are skipped;
-row numbers stay the sheet's own.
+row numbers stay the sheet's own. The check stage asks (whether row 1 names the fields,
+then :func:`find_header_row` of the first rows) and makes the sheet use the row found; what
+naming the fields means is the column matching's (:mod:`petsync.importer.columns`).
 """
 
 from __future__ import annotations
@@ -17,37 +19,36 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from petsync.core.errors import InputError
-from petsync.importer.columns import FIELDS, match_key, parse_mapping, resolve_columns
-from petsync.importer.sheets.sheet import Record, Spreadsheet
+from petsync.importer.columns import closest_to_fields, names_fields, resolve_columns
+from petsync.importer.sheets.sheet import Record
 
 HEADER_SCAN_ROWS = 20
 
 
-def choose_header(sheet: Spreadsheet, mappings: Sequence[str], stated: int | None = None) -> None:
-    """Make the header row of ``sheet`` the one ``stated`` (``--header-row``), else the
-    one found (see the module docstring); raise :class:`InputError` when none or two are."""
-    if stated is not None:
-        sheet.use_header_row(stated)
-        return
-    leading = sheet.leading_rows(1)
-    if leading[0][0] == 1 and _names_fields(leading[0], mappings, sheet.path):
-        sheet.use_header_row(1)  # the usual sheet: nothing read ahead
-        return
-    leading = sheet.leading_rows(HEADER_SCAN_ROWS)
-    found = [record[0] for record in leading if _names_fields(record, mappings, sheet.path)]
+def find_header_row(leading: Sequence[Record], mappings: Sequence[str], path: Path) -> int:
+    """The header's row number among ``leading``, the first rows of the sheet (see the
+    module docstring); raise :class:`InputError` when none or two name the fields."""
+    found = [
+        number for number, cells, cut in leading if not cut and names_fields(cells, mappings, path)
+    ]
     if len(found) == 1:
-        sheet.use_header_row(found[0])
-        return
+        return found[0]
     if len(found) > 1:
         rows = ", ".join(map(str, found[:-1])) + f" and {found[-1]}"
         raise InputError(
-            f"{sheet.path}: cannot tell the header row: rows {rows} each name the fields "
+            f"{path}: cannot tell the header row: rows {rows} each name the fields "
             f"(name, categoryId); pass --header-row N with the one that heads the rows to "
             "import (job key header_row)"
         )
-    closest = _closest(leading, mappings)
+    # The row with most cells naming a field (the first non-blank row when none does):
+    # its column-matching error says what is missing.
+    best = closest_to_fields([cells for _, cells, _ in leading], mappings)
+    if best is not None:
+        closest = leading[best]
+    else:
+        closest = next((r for r in leading if any(c.strip() for c in r[1])), leading[0])
     try:
-        resolve_columns(closest[1], mappings, sheet.path)
+        resolve_columns(closest[1], mappings, path)
     except InputError as exc:
         where = (
             f"no row of the first {HEADER_SCAN_ROWS} names the fields"
@@ -57,35 +58,4 @@ def choose_header(sheet: Spreadsheet, mappings: Sequence[str], stated: int | Non
         raise InputError(
             f"{exc} ({where}; to read another row as the header, pass --header-row N)"
         ) from exc
-    sheet.use_header_row(closest[0])  # names the fields, only with a cut cell: say that
-
-
-def _names_fields(record: Record, mappings: Sequence[str], path: Path) -> bool:
-    number, cells, cut = record
-    if cut or not any(cell.strip() for cell in cells):
-        return False
-    try:
-        resolve_columns(cells, mappings, path)
-    except InputError:
-        return False
-    return True
-
-
-def _closest(leading: Sequence[Record], mappings: Sequence[str]) -> Record:
-    """The row with most cells naming a field or a ``--map`` column (the first non-blank
-    row when none does): its column-matching error says what is missing."""
-    keys = {match_key(field) for field in FIELDS}
-    for text in mappings:
-        try:
-            keys.add(match_key(parse_mapping(text)[0]))
-        except InputError:
-            continue
-    best: Record | None = None
-    best_score = 0
-    for record in leading:
-        score = sum(1 for cell in record[1] if match_key(cell) in keys)
-        if score > best_score:
-            best, best_score = record, score
-    if best is not None:
-        return best
-    return next((r for r in leading if any(c.strip() for c in r[1])), leading[0])
+    return closest[0]  # names the fields, only with a cut cell: the header's check says that

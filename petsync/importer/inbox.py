@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from petsync.core.errors import InputError
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.sheets.sheet import WORKBOOK_SUFFIXES
 
 OUTPUT_SUFFIXES: tuple[str, ...] = (".rejects.csv", ".accepted.csv", ".uncertain.csv")

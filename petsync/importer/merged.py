@@ -17,8 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from petsync.importer.config import MergedCells
-from petsync.importer.sheets.merged_ranges import MergedRange, read_merged_ranges
-from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells
+from petsync.importer.sheets.sheet import MergedRange, Record, Spreadsheet, cut_cells
 
 SHOWN_RANGES = 10  # ranges named in the summary, at most
 
@@ -57,7 +56,7 @@ def fill_merged_cells(sheet: Spreadsheet, mode: MergedCells) -> MergedFill | Non
         return None
     assert sheet.sheet is not None
     header = sheet.header_row
-    ranges = [r for r in read_merged_ranges(sheet.path, sheet.sheet) if r.first_row > header]
+    ranges = [r for r in sheet.merged_ranges if r.first_row > header]
     if not ranges:
         return None
     named = tuple(str(r) for r in ranges)

@@ -1,8 +1,8 @@
 """An import's output files on disk: written atomically, read back in a later round.
 
 Files are UTF-8 with a BOM (so Excel picks the right encoding), every cell passed through
-the Excel-safe rule of :mod:`petsync.importer.excel_safe` (undone when an earlier round's
-rows are read back). Each file is written with the one atomic recipe of
+the Excel-safe rule of :mod:`petsync.importer.sheets.excel_safe` (undone when an earlier
+round's rows are read back). Each file is written with the one atomic recipe of
 :mod:`petsync.core.files`, so a reader never sees half a file, and every error names it.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from petsync.core.errors import InputError, PetsyncError
 from petsync.core.files import atomic_write_text, atomic_writer
 from petsync.core.reading import describe_kind
-from petsync.importer.excel_safe import escape_row, unescape_cell
-from petsync.importer.sheets.csv_sheet import open_csv
+from petsync.importer.sheets.excel_safe import escape_row, unescape_cell
+from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import ReadOptions
 
 OUTPUT_ENCODING = "utf-8-sig"
@@ -88,7 +88,7 @@ def earlier_rows(
     A row whose ``petsync_origin`` names another first file than ``origin`` is another
     file's row of the same number: it is kept (a blank origin matches any).
 
-    The file is read as an input is (:func:`~petsync.importer.sheets.csv_sheet.open_csv`:
+    The file is read as an input is (:func:`~petsync.importer.sheets.opening.open_spreadsheet`:
     BOM, UTF-8, UTF-16, cp1252, or ``encoding``; comma, semicolon or tab), since a person
     may have fixed it in place in any editor. Cells go under ``header`` by column name
     (blank where the old file had no such column), with the Excel-safe prefix undone (the
@@ -106,7 +106,7 @@ def earlier_rows(
             f"the earlier {path} is {describe_kind(here.st_mode)}, not a regular file; "
             "petsync reads back only a regular file at an output's name"
         )
-    with open_csv(path, ReadOptions(encoding=encoding)) as sheet:
+    with open_spreadsheet(path, ReadOptions(encoding=encoding)) as sheet:
         titles = [title.strip() for title in sheet.header]
         if not sheet.petsync_written:  # its cells still carry the Excel-safe prefix
             titles = [unescape_cell(title) for title in titles]

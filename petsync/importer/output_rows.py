@@ -9,7 +9,7 @@ outcome is decided once by :func:`classify`; one function per file shapes its ce
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -110,6 +110,24 @@ class OutputRow:
     @property
     def number_text(self) -> str:
         return str(self.number) if self.number > 0 else ""
+
+
+def as_sent(
+    carried: Sequence[str], positions: Mapping[int, str], pet: tuple[str, int, str | None]
+) -> list[str]:
+    """``carried`` with the cells at ``positions`` (``{position: field}``) replaced by
+    ``pet``, the pet as a fix file sent it: the first file's accepted row shows the pet
+    that exists.
+
+    >>> as_sent(["Rx", "1", "note"], {0: "name", 1: "categoryId"}, ("Rex", 1, None))
+    ['Rex', '1', 'note']
+    """
+    cells = list(carried)
+    name, category, status = pet
+    sent = {"name": name, "categoryId": str(category), "status": status or ""}
+    for position, field_name in positions.items():
+        cells[position] = sent[field_name]
+    return cells
 
 
 def local_reject_cells(row: OutputRow) -> list[str]:

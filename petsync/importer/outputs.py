@@ -1,9 +1,10 @@
-"""The write pass of an import: the reject, accepted and uncertain files rebuilt from the journal.
+"""The write stage of an import: the reject, accepted and uncertain files rebuilt.
 
-:func:`write_outputs` reads the input once more and rebuilds the files from it and the
-journal, so they are complete after a resumed run too. Each row's outcome is decided once
-(:func:`~petsync.importer.output_rows.classify`); :class:`OutputFiles` writes it where it
-belongs. Where the files go is :mod:`petsync.importer.output_paths`, what their rows hold
+:func:`write_outputs` rebuilds the files from the checked rows (the check stage's, not the
+input read again) and the journal, so they are complete after a resumed run too. Each
+row's outcome is decided once (:func:`~petsync.importer.output_rows.classify`);
+:class:`OutputFiles` writes it where it belongs. Where the files go is
+:mod:`petsync.importer.output_paths`, what their rows hold
 :mod:`petsync.importer.output_rows`, how they are written :mod:`petsync.importer.output_csv`.
 """
 
@@ -27,6 +28,7 @@ from petsync.importer.output_rows import (
     OutputRow,
     accepted_cells,
     api_reject_cells,
+    as_sent,
     classify,
     local_reject_cells,
     uncertain_cells,
@@ -40,7 +42,7 @@ SHOWN_REJECTS = 10
 
 
 class OutputFiles:
-    """The output files of one write pass; one small method per outcome writes a row.
+    """The output files of one write stage; one small method per outcome writes a row.
 
     Use it as a context manager: when the block ends, every file with rows replaces its old
     version (rejects, then accepted, then uncertain) and an old file that would now be
@@ -170,7 +172,7 @@ class OutputFiles:
         self._files.append(output)
         if self._replaced is None:
             return output
-        # The input itself (a reject file fixed in place) is read as the check pass read it.
+        # The input itself (a reject file fixed in place) is read as the check stage read it.
         encoding = self._input_encoding if _same_file(path, self._input) else None
         try:
             for cells in earlier_rows(
@@ -198,7 +200,7 @@ class OutputFiles:
 
 @dataclass(frozen=True)
 class WrittenOutputs:
-    """What the write pass found: each outcome's count, and a dry run's normalisations.
+    """What the write stage found: each outcome's count, and a dry run's normalisations.
 
     (A real run counts normalisations as it sends; a dry run sends nothing.)
     """
@@ -215,59 +217,52 @@ def write_outputs(
     paths: OutputPaths,
     journal: Journal | None,
     ledger: Ledger | None = None,
+    *,
+    input_encoding: str | None = None,
 ) -> WrittenOutputs:
-    """The write pass: rebuild the output files from the input and ``journal``.
+    """The write stage: rebuild the output files from the checked rows and ``journal``.
 
     Without a journal (a dry run) only the reject file is written; a row the ledger knows
-    as created, or maybe created, is no reject then either. A row that passed the check
-    pass is not checked again (:meth:`~petsync.importer.precheck.CheckedInput.passed`):
-    the check counted its normalisations.
+    as created, or maybe created, is no reject then either. A row's errors are the check's;
+    a dry run counts the check's normalisations but for the rows the ledger knows.
     ``ledger`` holds the rows of the same origin created (or maybe created)
     through other files: they are written as such (:class:`~petsync.importer.provenance.
-    KnownRows`). Raises :class:`~petsync.core.errors.InputError` if the input changed since
-    the check pass, :class:`~petsync.core.errors.PetsyncError` if a file cannot be written.
+    KnownRows`). ``input_encoding`` is the one asked for the input (None: detected), with
+    which an output that is the input itself (a file fixed in place) is read back. Raises
+    :class:`~petsync.core.errors.PetsyncError` if a file cannot be written.
     """
     dry_run = journal is None
     known: KnownRows | None = None
     if journal is not None or ledger is not None:
         known = KnownRows(journal.states if journal is not None else None, ledger)
     normalisations: Counter[str] = Counter(checked.normalisations if dry_run else {})
-    with (
-        checked.reopen() as sheet,
-        OutputFiles(
-            paths,
-            checked.carried_header,
-            dry_run=dry_run,
-            delimiter=checked.delimiter_char,
-            replaced_rows=checked.original_rows if checked.petsync_written else None,
-            replaced_origin=checked.output_origin,
-            input_path=checked.path,
-            input_encoding=checked.options.encoding,
-        ) as outputs,
-    ):
-        for sheet_row in sheet.rows():
-            problems = checked.problems_of(sheet_row)
+    origin, positions = checked.output_origin, checked.field_positions
+    with OutputFiles(
+        paths,
+        checked.carried_header,
+        dry_run=dry_run,
+        delimiter=checked.delimiter_char,
+        replaced_rows=checked.original_rows if checked.petsync_written else None,
+        replaced_origin=origin,
+        input_path=checked.path,
+        input_encoding=input_encoding,
+    ) as outputs:
+        for row in checked.rows:
             record = None
-            if known is not None and not problems:
-                record = known.get(sheet_row.number)
+            if known is not None and not row.whole:
+                record = known.get(row.number)
             errors: tuple[FieldError, ...] = ()
             repeat_of = None
-            # A row in the journal was valid when it was sent: no need to check it again.
+            # A row in the journal was valid when it was sent: it has no errors to write.
             if record is None:
-                if checked.passed(sheet_row):  # valid: the check pass said so
-                    repeat_of = checked.repeats_row(sheet_row)
-                else:
-                    errors = checked.validate(sheet_row).errors
-            elif dry_run and checked.passed(sheet_row):
-                # Known from another file's journal: not counted, as it is not checked.
-                normalisations.subtract(n.value for n in checked.validate(sheet_row).normalisations)
-            number = checked.original_number(sheet_row)
+                errors, repeat_of = row.errors, row.repeat_of
+            elif dry_run and row.content is not None:
+                # Known from another file's journal: not counted, as it is not to send.
+                normalisations.subtract(row.normalisations)
+            carried: Sequence[str] = row.carried
             if record is not None and record.via is not None and record.pet is not None:
-                carried = checked.carried_as_sent(sheet_row, record.pet)
-            else:
-                carried = checked.carried(sheet_row)
-            row = OutputRow(number, carried, errors, record, checked.output_origin, repeat_of)
-            outputs.write(row)
+                carried = as_sent(row.carried, positions, record.pet)
+            outputs.write(OutputRow(row.original, carried, errors, record, origin, repeat_of))
     counted = {name: count for name, count in sorted(normalisations.items()) if count > 0}
     return WrittenOutputs(
         outputs.counts,

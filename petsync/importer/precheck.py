@@ -1,73 +1,54 @@
-"""The check pass: read every row before anything is sent, and remember how it was read.
+"""The check stage: every row read and checked before anything is sent.
 
 A malformed file stops here with :class:`~petsync.core.errors.InputError` and nothing
-created. What the pass learnt (the file's sha256, its columns, how it was decoded) is a
-:class:`CheckedInput`. The send and write passes open the file again through
-:meth:`CheckedInput.reopen`, which refuses a file whose bytes changed in between.
+created. What the stage learnt (the file's sha256, its columns, how it was decoded) and
+each row's verdict are a :class:`CheckedInput`, which it hands to the plan, send and write
+stages: they take the checked rows (:mod:`petsync.importer.checked_rows`) and never open
+the input again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from petsync.core.errors import InputError
-from petsync.core.models import NewPet
-from petsync.core.stop import StopRequest
 from petsync.importer.category_map import with_category_map
-from petsync.importer.columns import ColumnMap, resolve_columns
-from petsync.importer.config import ImportConfig
+from petsync.importer.checked_rows import CheckedRows
+from petsync.importer.columns import ColumnMap, names_fields, resolve_columns
+from petsync.importer.config import MergedCells
 from petsync.importer.duplicates import RepeatedRows
-from petsync.importer.header_row import choose_header
+from petsync.importer.header_row import HEADER_SCAN_ROWS, find_header_row
 from petsync.importer.merged import MergedFill, fill_merged_cells
 from petsync.importer.provenance import FixIdentity
-from petsync.importer.sheets.merged_ranges import column_letters
-from petsync.importer.sheets.opening import open_spreadsheet
 from petsync.importer.sheets.sheet import (
     PETSYNC_MARKER_COLUMN,
     PETSYNC_ORIGIN_COLUMN,
-    ReadOptions,
-    Record,
     SheetRow,
     Spreadsheet,
 )
-from petsync.importer.sheets.workbook import cell_problem_code
-from petsync.importer.validation import ErrorCode, FieldError, Validated, validate_row
-
-# What a row asks the API to create: (name, categoryId, status or None). Rows with equal
-# content ask for the same pet; the settle step compares pets by it.
-PetContent = tuple[str, int, str | None]
-
-
-def content_of(pet: NewPet) -> PetContent:
-    """The content key of a pet to create.
-
-    >>> content_of(NewPet(name="Rex", categoryId=1))
-    ('Rex', 1, None)
-    """
-    return (pet.name, pet.categoryId, None if pet.status is None else pet.status.value)
+from petsync.importer.validation import FieldError, cell_errors, validate_row
 
 
 @dataclass(frozen=True)
 class CheckedInput:
-    """The input file as the check pass read it.
+    """The input file as the check stage read it, and its rows as it checked them.
 
-    ``rows`` counts the rows read and ``blank_rows`` the blank ones skipped; the rest is
-    how the file was read (``encoding_label`` such as ``"utf-8 (BOM)"``, the delimiter's
-    name, the sheet), as the report and the journal header tell it.
+    ``rows`` are the checked rows (:class:`~petsync.importer.checked_rows.CheckedRows`),
+    which the later stages iterate instead of reading the file again; ``rows_read``
+    counts them and ``blank_rows`` the blank ones skipped. The rest is how the file was
+    read (``encoding_label`` such as ``"utf-8 (BOM)"``, the delimiter's name, the sheet),
+    as the report and the journal header tell it.
     """
 
     path: Path
-    options: ReadOptions
     sha256: str
     header: tuple[str, ...]
     columns: ColumnMap
-    rows: int
+    rows: CheckedRows
+    rows_read: int
     blank_rows: int
     encoding_label: str | None
     encoding_notice: str | None
@@ -77,28 +58,19 @@ class CheckedInput:
     row_column: int | None = None
     original_rows: frozenset[int] = frozenset()
     valid_rows: int = 0
-    workbook_records: list[Record] | None = None  # a workbook's rows, read once
     # The sha256 of the first file the rows came from: this file's own, or for a fed-back
     # file the one its petsync_origin column names (see petsync.importer.provenance).
     origin: str = ""
     # A fed-back file read by identity: the petsync_row column that numbers its rows.
     identity_column: int | None = None
-    # What is wrong with a row as a whole, by its row number in this file (a fed-back row
-    # of no known origin, a formula cell with no saved value): such rows are rejected.
-    problems: Mapping[int, tuple[FieldError, ...]] = field(default_factory=dict)
-    # The numbers of the rows that fail their check: a dry run asks the journals of other
-    # files whether a fix created them since.
-    invalid_rows: frozenset[int] = frozenset()
-    # The rows (by ``line``) whose cells failed their check: the write pass checks these
-    # again for their errors, and takes every other row without problems as valid.
-    failed_lines: frozenset[int] = frozenset()
-    # The normalisations of the rows the write pass takes as valid, counted by the check
-    # pass (a dry run reports them; the write pass does not check those rows again).
+    # The normalisations of the rows a dry run counts as valid (it sends none).
     normalisations: Mapping[str, int] = field(default_factory=dict)
     repeats: RepeatedRows | None = None  # rows repeating an earlier row, sent once
-    allow_duplicates: bool = False
     header_row: int = 1  # the header's row number (rows above it are skipped)
     merged: MergedFill | None = None  # a workbook's merged cells below the header
+    # Where a carried row holds a field: a fix file's created row is written with the
+    # pet as it was sent there (see :func:`~petsync.importer.output_rows.as_sent`).
+    field_positions: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def width(self) -> int:
@@ -153,216 +125,159 @@ class CheckedInput:
         petsync, whose rows name no origin (their ``petsync_row`` is kept as it is)."""
         return "" if self.petsync_written and not self.fed_back else self.origin
 
-    def carried_as_sent(self, row: SheetRow, pet: PetContent) -> list[str]:
-        """:meth:`carried` with the field cells replaced by ``pet``, the pet as a fix file
-        sent it (so the first file's accepted row shows the pet that exists)."""
-        cells = self.carried(row)
-        name, category, status = pet
-        sent = {"name": name, "categoryId": str(category), "status": status or ""}
-        for position, index in enumerate(i for i in self.columns.carried if i < self.width):
-            field_name = self.columns.field_at(index)
-            if field_name is not None:
-                cells[position] = sent[field_name]
-        return cells
-
-    def problems_of(self, row: SheetRow) -> tuple[FieldError, ...]:
-        """What rejects ``row`` as a whole, before its cells are checked."""
-        return self.problems.get(row.line, ()) if self.problems else ()
-
-    def repeats_row(self, row: SheetRow) -> int | None:
-        """The earlier row that ``row`` repeats when repeats are not sent, else None."""
-        if self.allow_duplicates or self.repeats is None:
-            return None
-        return self.repeats.first_of(row.line)
-
-    def passed(self, row: SheetRow) -> bool:
-        """True if ``row`` passed the check pass and nothing rejects it as a whole: its
-        :meth:`validate` would find no error (the file's bytes are the same, see
-        :meth:`reopen`), so a later pass need not check it again."""
-        return row.line not in self.failed_lines and not self.problems_of(row)
-
-    def validate(self, row: SheetRow) -> Validated:
-        """Check ``row``: its problems as a whole, then its cells."""
-        return validate_row(row.cells, self.columns, self.width, row.cut, self.problems_of(row))
-
     def close(self) -> None:
-        """Remove the working files of the check (the index of repeated rows)."""
+        """Remove the working files of the check (the checked rows, the index of repeats)."""
+        self.rows.close()
         if self.repeats is not None:
             self.repeats.close()
 
-    def original_number(self, row: SheetRow) -> int:
-        """The row's number in the first sheet it came from: its ``petsync_row``, else its own.
 
-        So a rejected row keeps its number through any number of rounds of fixing. A
-        fed-back row with no ``petsync_row`` has none: a negative number (see
-        :func:`~petsync.importer.sheets.sheet.identity_number`).
-        """
-        if self.identity_column is not None:
-            return row.number
-        if self.row_column is not None and self.row_column < len(row.cells):
-            text = row.cells[self.row_column].strip()
-            if text.isdigit():
-                return int(text)
-        return row.number
+@dataclass(frozen=True)
+class CheckRules:
+    """What the check stage needs of the import's settings: how to find the header and
+    the columns, and whether repeated rows are sent."""
 
-    def carried(self, row: SheetRow) -> list[str]:
-        """The cells of ``row`` under :attr:`carried_header`, blank where the row is short."""
-        cells, width = row.cells, self.width
-        return [cells[i] if i < len(cells) else "" for i in self.columns.carried if i < width]
-
-    @contextmanager
-    def reopen(self) -> Iterator[Spreadsheet]:
-        """Open the file again for a later pass; stop if its bytes changed since the check.
-
-        A workbook is not read again: its rows, read once by the check, are served again.
-        """
-        if self.workbook_records is not None:
-            from petsync.importer.sheets.workbook import reopen_workbook
-
-            again = reopen_workbook(self.path, self.sha256, self.sheet, self.workbook_records)
-            again.use_header_row(self.header_row)
-            # A row whose only cells could not be read is a row (rejected), not a blank one.
-            again.cell_problems = {line: [] for line in self.problems}
-            again.identity_column = self.identity_column
-            yield again
-            return
-        with open_spreadsheet(self.path, self.options) as sheet:
-            if sheet.sha256 != self.sha256:
-                raise InputError(
-                    f"{self.path} changed while the import was running; re-run the same "
-                    "command once nobody is editing it"
-                )
-            sheet.use_header_row(self.header_row)
-            sheet.identity_column = self.identity_column
-            yield sheet
+    mappings: tuple[str, ...] = ()
+    header_row: int | None = None
+    merged_cells: MergedCells = "fill"
+    category_map: Path | None = None
+    allow_duplicates: bool = False
 
 
-def check_input(config: ImportConfig, stop: StopRequest | None = None) -> CheckedInput:
-    """Read and match the header, then read every row once (a malformed file raises here).
+def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
+    """Match the header, then read and check every row once (a malformed file raises here).
 
     Besides validating, the pass finds rows repeated inside the sheet, and in a fed-back
-    file each row's identity (``petsync_origin`` and ``petsync_row``).
+    file each row's identity (``petsync_origin`` and ``petsync_row``). Every row's verdict
+    goes to the checked rows the later stages take.
     """
-    # A signal ends the check pass's read; the later passes run to write the outputs.
-    options = dataclasses.replace(config.read_options, stop=stop)
-    with open_spreadsheet(config.path, options) as sheet:
-        choose_header(sheet, config.mappings, config.header_row)
-        merged = fill_merged_cells(sheet, config.merged_cells)
-        columns = with_category_map(
-            resolve_columns(sheet.header, config.mappings, config.path), config.category_map
-        )
-        row_column = _row_column(sheet)
-        origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
-        if row_column is None and origin_column is not None:  # a reject file saved as a workbook
-            row_column = _column(sheet, PETSYNC_MARKER_COLUMN)
-        identity = None
-        if row_column is not None and origin_column is not None:
-            identity = FixIdentity()
-        if identity is not None:
-            sheet.identity_column = row_column  # rows numbered as in the first file
-        repeats = RepeatedRows()
-        carried = columns.carried
-        try:
-            rows = valid = 0
-            originals: set[int] = set()
-            invalid: set[int] = set()  # rows failing their check (few: the reject file's)
-            failed: set[int] = set()  # the same rows by line (every one of them)
-            normalised: Counter[str] = Counter()  # of the valid rows
-            normalised_by_identity: Counter[str] = Counter()  # of those not refused
-            problems: dict[int, tuple[FieldError, ...]] = {}
-            identity_problems: dict[int, tuple[FieldError, ...]] = {}
-            valid_by_identity = 0
-            for row in sheet.rows():
-                rows += 1
-                found = _cell_problems(sheet, row, columns)
-                if found:
-                    problems[row.line] = found
-                if row_column is not None and row_column < len(row.cells):
-                    text = row.cells[row_column].strip()
-                    if text.isdigit():
-                        originals.add(int(text))
-                refused: tuple[FieldError, ...] = ()
-                if identity is not None:
-                    assert origin_column is not None
-                    refused = identity.problems(row, _cell(row, origin_column))
-                    if refused:
-                        identity_problems[row.line] = refused
-                result = validate_row(row.cells, columns, len(sheet.header), row.cut, found)
-                if result.pet is None:
-                    failed.add(row.line)
-                    if not refused and row.number > 0:
-                        invalid.add(row.number)
-                    continue
-                valid += 1
-                if result.normalisations:
-                    normalised.update(n.value for n in result.normalisations)
-                if not refused:  # a refused row is no copy of anything: it is rejected
-                    valid_by_identity += 1
-                    if result.normalisations:
-                        normalised_by_identity.update(n.value for n in result.normalisations)
-                    repeats.see(row.line, row.cells, carried)
-            repeats.finish()
-            if not config.allow_duplicates:  # repeats are not sent: they are not to do
-                valid -= repeats.count
-                valid_by_identity -= repeats.count
-            if identity is not None and identity.origin is None:
-                # No row names its origin (a file of an older petsync, or every cell
-                # cleared): read it as before, by its own bytes and its petsync_row.
-                identity = None
+    path = sheet.path
+    number = rules.header_row  # --header-row, else row 1 or the one found in the first rows
+    if number is None:
+        line, cells, cut = sheet.leading_rows(1)[0]
+        number = 1
+        if line != 1 or cut or not names_fields(cells, rules.mappings, path):
+            number = find_header_row(sheet.leading_rows(HEADER_SCAN_ROWS), rules.mappings, path)
+    sheet.use_header_row(number)
+    merged = fill_merged_cells(sheet, rules.merged_cells)
+    width = len(sheet.header)
+    columns = resolve_columns(sheet.header, rules.mappings, path)
+    positions = columns.carried_fields(width)
+    columns = with_category_map(columns, rules.category_map)
+    row_column = _row_column(sheet)
+    origin_column = _column(sheet, PETSYNC_ORIGIN_COLUMN)
+    if row_column is None and origin_column is not None:  # a reject file saved as a workbook
+        row_column = _column(sheet, PETSYNC_MARKER_COLUMN)
+    identity = None
+    if row_column is not None and origin_column is not None:
+        identity = FixIdentity()
+    if identity is not None:
+        sheet.identity_column = row_column  # rows numbered as in the first file
+    repeats = RepeatedRows()
+    spool = CheckedRows()
+    carried, header, cell_problems = columns.carried, sheet.header, sheet.cell_problems
+    kept = [i for i in carried if i < width]
+    # Usually every column is carried, in order: a slice, not a cell at a time.
+    prefix = len(kept) if kept == list(range(len(kept))) else None
+    try:
+        rows = valid = 0
+        originals: set[int] = set()
+        normalised: Counter[str] = Counter()  # of the valid rows
+        normalised_by_identity: Counter[str] = Counter()  # of those not refused
+        valid_by_identity = 0
+        for row in sheet.rows():
+            rows += 1
+            cells, line = row.cells, row.line
+            found: tuple[FieldError, ...] = ()
+            if cell_problems and line in cell_problems:  # a workbook's cells it cannot read
+                found = cell_errors(cell_problems[line], line, header, columns)
+            original = line
+            if row_column is not None and row_column < len(cells):
+                text = cells[row_column].strip()
+                if text.isdigit():
+                    originals.add(int(text))
+                    original = int(text)
+            refused: tuple[FieldError, ...] = ()
+            identity_errors: tuple[FieldError, ...] | None = None
             if identity is not None:
-                valid = valid_by_identity
-                normalised = normalised_by_identity
-                for line, why in identity_problems.items():
-                    problems[line] = problems.get(line, ()) + why
-            return CheckedInput(
-                path=config.path,
-                options=config.read_options,  # later passes: no stop (outputs still get written)
-                sha256=sheet.sha256,
-                header=sheet.header,
-                columns=columns,
-                rows=rows,
-                blank_rows=sheet.blank_rows,
-                encoding_label=sheet.encoding_label,
-                encoding_notice=sheet.encoding_notice,
-                delimiter=sheet.delimiter_name,
-                sheet=sheet.sheet,
-                delimiter_char=sheet.delimiter or ",",
-                row_column=row_column,
-                original_rows=frozenset(originals),
-                valid_rows=valid,
-                workbook_records=sheet.cached_records,
-                origin=sheet.sha256 if identity is None else identity.origin or sheet.sha256,
-                identity_column=row_column if identity is not None else None,
-                problems=problems,
-                invalid_rows=frozenset(invalid),
-                failed_lines=frozenset(failed),
-                normalisations=dict(normalised),
-                repeats=repeats,
-                allow_duplicates=config.allow_duplicates,
-                header_row=sheet.header_row,
-                merged=merged,
+                assert origin_column is not None
+                refused = identity.problems(row, _cell(row, origin_column))
+                if refused:
+                    identity_errors = validate_row(
+                        cells, columns, width, row.cut, found + refused
+                    ).errors
+            result = validate_row(cells, columns, width, row.cut, found)
+            normalisations = tuple(n.value for n in result.normalisations)
+            spool.add(
+                row.number,
+                line,
+                original,
+                result.pet,
+                result.errors,
+                normalisations if result.pet is not None else (),
+                bool(found),
+                identity_errors,
+                cells[:prefix]
+                if prefix is not None and len(cells) >= prefix
+                else tuple(cells[i] if i < len(cells) else "" for i in kept),
             )
-        except BaseException:
-            repeats.close()
-            raise
+            if result.pet is None:
+                continue
+            valid += 1
+            if normalisations:
+                normalised.update(normalisations)
+            if not refused:  # a refused row is no copy of anything: it is rejected
+                valid_by_identity += 1
+                if normalisations:
+                    normalised_by_identity.update(normalisations)
+                repeats.see(line, cells, carried)
+        repeats.finish()
+        if not rules.allow_duplicates:  # repeats are not sent: they are not to do
+            valid -= repeats.count
+            valid_by_identity -= repeats.count
+        if identity is not None and identity.origin is None:
+            # No row names its origin (a file of an older petsync, or every cell
+            # cleared): read it as before, by its own bytes and its petsync_row.
+            identity = None
+        if identity is not None:
+            valid = valid_by_identity
+            normalised = normalised_by_identity
+        spool.finish(
+            by_identity=identity is not None,
+            repeats=None if rules.allow_duplicates else repeats,
+        )
+        return CheckedInput(
+            path=path,
+            sha256=sheet.sha256,
+            header=sheet.header,
+            columns=columns,
+            rows=spool,
+            rows_read=rows,
+            blank_rows=sheet.blank_rows,
+            encoding_label=sheet.encoding_label,
+            encoding_notice=sheet.encoding_notice,
+            delimiter=sheet.delimiter_name,
+            sheet=sheet.sheet,
+            delimiter_char=sheet.delimiter or ",",
+            row_column=row_column,
+            original_rows=frozenset(originals),
+            valid_rows=valid,
+            origin=sheet.sha256 if identity is None else identity.origin or sheet.sha256,
+            identity_column=row_column if identity is not None else None,
+            normalisations=dict(normalised),
+            repeats=repeats,
+            header_row=sheet.header_row,
+            merged=merged,
+            field_positions=positions,
+        )
+    except BaseException:
+        spool.close()
+        repeats.close()
+        raise
 
 
 def _cell(row: SheetRow, column: int) -> str:
     return row.cells[column] if column < len(row.cells) else ""
-
-
-def _cell_problems(sheet: Spreadsheet, row: SheetRow, columns: ColumnMap) -> tuple[FieldError, ...]:
-    """Cells the reader could not read as the sheet shows them (a workbook's formula without
-    a value, a number past 2**53 held only as a double)."""
-    if not sheet.cell_problems:
-        return ()
-    found = []
-    for column, why in sheet.cell_problems.get(row.line, ()):
-        title = sheet.header[column] if column < len(sheet.header) else ""
-        where = f"cell {column_letters(column)}{row.line}" + (f" ({title})" if title else "")
-        code = ErrorCode(cell_problem_code(why))
-        found.append(FieldError(code, columns.field_at(column), f"{where} {why}"))
-    return tuple(found)
 
 
 def _column(sheet: Spreadsheet, title: str) -> int | None:

@@ -122,7 +122,7 @@ class RowStates:
         # statement per batch costs a fraction of one per record. Bounded by _FLUSH_AT.
         self._recent: dict[int, RowRecord] = {}
         self._stored = 0  # records ever written to the table (0: nothing to look up there)
-        # The highest row number in the table: a row past it is not there (the send pass
+        # The highest row number in the table: a row past it is not there (the send stage
         # asks after each new row before journaling it, so it never has to look).
         self._highest = -(2**63)
 

@@ -1,11 +1,11 @@
-"""The send pass: worker threads POST the valid rows not yet done, each journaled first.
+"""The send stage: worker threads POST the valid rows not yet done, each journaled first.
 
 ``concurrency`` worker threads share one client (any
 :class:`~petsync.client.api.PetCreator`); an adaptive
 :class:`~petsync.importer.concurrency_limit.ConcurrencyLimit` decides how many of them send
 at once. A worker with a permit takes a batch of valid rows not yet done from the row
-source (reading and validating them itself, under one lock: no feeder thread, no hand-off
-per row), journals the batch ``sending`` (durably, one sync) and POSTs its rows one after
+checked rows (taking them itself, under one lock: no feeder thread, no hand-off per
+row), journals the batch ``sending`` (durably, one sync) and POSTs its rows one after
 another, journaling each outcome. Batches share a window of rows journaled but not yet
 answered (what a crash can leave uncertain), so fewer senders take bigger batches.
 
@@ -27,8 +27,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from petsync.client.api import PetCreator
@@ -44,21 +45,20 @@ from petsync.core.errors import (
 from petsync.core.models import NewPet, Pet
 from petsync.core.stop import StopRequest
 from petsync.core.text import shown_text
+from petsync.importer.checked_rows import CheckedRow, content_of
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.precheck import CheckedInput, content_of
+from petsync.importer.precheck import CheckedInput
 from petsync.importer.provenance import KnownRows, Ledger
 from petsync.importer.row_states import RowRecord, RowState
-from petsync.importer.sheets.sheet import Spreadsheet
-from petsync.importer.validation import validate_row
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class SendResult:
-    """How the send pass went: pets created, normalisations used, why it stopped early.
+    """How the send stage went: pets created, normalisations used, why it stopped early.
 
     ``concurrency_final`` and ``concurrency_lowest`` are where the adaptive limit ended
     and the fewest senders it allowed.
@@ -88,28 +88,27 @@ def send_rows(
 
     ``ledger`` holds the rows other files of the same origin created or may have (see
     :mod:`petsync.importer.provenance`): they are not sent. Rows repeating an earlier row
-    of the sheet are not sent unless ``checked.allow_duplicates``.
+    of the sheet are not sent unless the check was told to send them.
 
     Waits for every worker, also through Ctrl-C (a POST in flight gets its outcome
     journaled), then raises :class:`KeyboardInterrupt` if it was pressed, or the error a
-    worker met while reading the input. When ``stop`` is requested no new row is taken;
+    worker met while taking the checked rows. When ``stop`` is requested no new row is taken;
     requests already sent get ``stop.grace_seconds`` to finish, and rows still unanswered
     then stay ``sending`` in the journal (uncertain); the result's ``stop`` is then a
     :class:`~petsync.core.errors.StoppedError`.
     """
     via = checked.path.name if checked.fed_back else None
     sender = _Sender(config, client, journal, clock, progress, via=via)
-    with checked.reopen() as sheet:
-        source = _RowSource(sheet, checked, sender, KnownRows(journal.states, ledger))
-        workers = [
-            threading.Thread(
-                target=sender.work, args=(source,), name=f"petsync-import-{i}", daemon=True
-            )
-            for i in range(config.concurrency)
-        ]
-        for worker in workers:
-            worker.start()
-        interrupted = _join(workers, sender, stop, checked)
+    source = _RowSource(checked.rows, sender, KnownRows(journal.states, ledger))
+    workers = [
+        threading.Thread(
+            target=sender.work, args=(source,), name=f"petsync-import-{i}", daemon=True
+        )
+        for i in range(config.concurrency)
+    ]
+    for worker in workers:
+        worker.start()
+    interrupted = _join(workers, sender, stop, checked.path)
     if source.error is not None:
         raise source.error
     if interrupted:
@@ -343,7 +342,7 @@ def _status_in(exc: PetsyncError) -> int | None:
 
 
 class _RowSource:
-    """The send pass's rows, read and validated by the workers themselves, under one lock.
+    """The send stage's rows, as the check left them, taken by the workers under one lock.
 
     Only rows to send are handed out; invalid rows count against ``--max-errors``. Rows
     handed out and not yet :meth:`done` stay within ``config.sending_window``. An exception
@@ -351,15 +350,8 @@ class _RowSource:
     thread once the workers are done.
     """
 
-    def __init__(
-        self,
-        sheet: Spreadsheet,
-        checked: CheckedInput,
-        sender: _Sender,
-        known: KnownRows,
-    ) -> None:
-        self.rows = iter(sheet.rows())
-        self.checked = checked
+    def __init__(self, rows: Iterable[CheckedRow], sender: _Sender, known: KnownRows) -> None:
+        self.rows = iter(rows)
         self.sender = sender
         self.known = known
         self.normalisations: Counter[str] = Counter()
@@ -389,23 +381,20 @@ class _RowSource:
                     row = next(self.rows, None)
                     if row is None:
                         break
-                    checked = self.checked
-                    result = validate_row(
-                        row.cells, checked.columns, checked.width, row.cut, checked.problems_of(row)
-                    )
+                    pet = row.pet
                     if sender.progress is not None:
-                        sender.progress.row_read(valid=result.pet is not None)
-                    if result.pet is None:
-                        if not self.checked.problems_of(row) and self._done(row.number):
+                        sender.progress.row_read(valid=pet is not None)
+                    if pet is None:
+                        if not row.whole and self._done(row.number):
                             continue  # fixed and created through a fix file: not a reject
                         sender.count_rejection()
                         continue
-                    if result.normalisations:
-                        self.normalisations.update(n.value for n in result.normalisations)
-                    if self.checked.repeats_row(row) is not None:
+                    if row.normalisations:
+                        self.normalisations.update(row.normalisations)
+                    if row.repeat_of is not None:
                         continue  # a repeat of an earlier row: sent once, with that row
                     if _should_send(self.known.get(row.number), resend):
-                        batch.append((row.number, result.pet))
+                        batch.append((row.number, pet))
             except BaseException as exc:
                 self.error = exc
                 sender.halt("interrupted")
@@ -434,7 +423,7 @@ def _join(
     workers: list[threading.Thread],
     sender: _Sender,
     stop: StopRequest | None,
-    checked: CheckedInput,
+    path: Path,
 ) -> bool:
     """Wait for the workers to finish their POSTs, even through Ctrl-C; True if pressed.
 
@@ -451,7 +440,7 @@ def _join(
                     f"stopped by {stop.description}; requests already sent were given up to "
                     f"{stop.grace_seconds:g} s to finish; re-run the same command to resume",
                     stop.error(
-                        f"the import of {checked.path} was stopped by {stop.description}; the "
+                        f"the import of {path} was stopped by {stop.description}; the "
                         "outputs are written; re-run the same command to resume"
                     ),
                 )
@@ -473,7 +462,7 @@ def _join(
 
 
 class SendProgress(Protocol):
-    """Receives the send pass's events from worker threads (implementations lock)."""
+    """Receives the send stage's events from worker threads (implementations lock)."""
 
     def row_read(self, *, valid: bool) -> None: ...
 

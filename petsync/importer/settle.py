@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from petsync.client.api import PetLister
 from petsync.core.stop import StopRequest
 from petsync.importer.baseline import Baseline, take_baseline
+from petsync.importer.checked_rows import PetContent
 from petsync.importer.journal import Journal
 from petsync.importer.other_journals import SETTLED_CREATED, ids_created_by_other_journals
-from petsync.importer.precheck import CheckedInput, PetContent, content_of
+from petsync.importer.precheck import CheckedInput
 from petsync.importer.row_states import RowRecord, RowState
-from petsync.importer.validation import validate_row
 
 logger = logging.getLogger(__name__)
 
@@ -210,12 +210,9 @@ def _unsent(journal: Journal, rows: list[int], message: str) -> int:
 def _contents_of(checked: CheckedInput, rows: set[int]) -> dict[PetContent, list[int]]:
     """The uncertain rows grouped by content, each group in row order."""
     grouped: dict[PetContent, list[int]] = defaultdict(list)
-    with checked.reopen() as sheet:
-        for row in sheet.rows():
-            if row.number in rows:
-                result = validate_row(row.cells, checked.columns, checked.width, row.cut)
-                if result.pet is not None:  # a journaled row was valid when it was sent
-                    grouped[content_of(result.pet)].append(row.number)
+    for row in checked.rows:
+        if row.number in rows and row.content is not None:  # a journaled row was valid
+            grouped[row.content].append(row.number)
     return dict(grouped)
 
 

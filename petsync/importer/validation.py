@@ -32,7 +32,8 @@ from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
 from petsync.core.text import shown_text
 from petsync.importer.columns import ColumnMap, category_key
-from petsync.importer.sheets.sheet import CutCell
+from petsync.importer.sheets.sheet import CutCell, column_letters
+from petsync.importer.sheets.workbook import cell_problem_code
 
 
 class ErrorCode(StrEnum):
@@ -141,6 +142,21 @@ def parse_category_id(text: str) -> tuple[int | None, FieldError | None, bool]:
 _UNREAD_CELL = frozenset({ErrorCode.FORMULA_WITHOUT_VALUE, ErrorCode.NUMBER_NOT_EXACT})
 
 
+def cell_errors(
+    problems: Sequence[tuple[int, str]], line: int, header: Sequence[str], columns: ColumnMap
+) -> tuple[FieldError, ...]:
+    """The errors of the cells of row ``line`` that the reader could not read as the sheet
+    shows them (a workbook's formula without a value, a number past 2**53 held only as a
+    double): ``problems`` as (0-based column, why)."""
+    found = []
+    for column, why in problems:
+        title = header[column] if column < len(header) else ""
+        where = f"cell {column_letters(column)}{line}" + (f" ({title})" if title else "")
+        code = ErrorCode(cell_problem_code(why))
+        found.append(FieldError(code, columns.field_at(column), f"{where} {why}"))
+    return tuple(found)
+
+
 def validate_row(
     cells: Sequence[str],
     columns: ColumnMap,
@@ -152,8 +168,8 @@ def validate_row(
 
     ``cut`` lists cells the reader cut because they were over the cell limit: such a row
     is rejected (``cell_too_long``) whatever column the cell is in. ``problems`` are what
-    the check pass found wrong with the row as a whole (see
-    :meth:`~petsync.importer.precheck.CheckedInput.problems_of`); they reject it too.
+    the check found wrong with the row as a whole (a cell that cannot be read, a fix row of
+    no known identity); they reject it too.
     """
     errors: list[FieldError] = [*problems, *(_too_long(cell, columns) for cell in cut)]
     control = _control_error(cells, columns)

@@ -3,7 +3,7 @@
 Started once per test module (``python -m tests.fuzz.workbook_worker LIMIT``), it sets
 ``RLIMIT_AS`` to LIMIT bytes, scales the workbook bounds down to :data:`BOUNDS` (so that
 generated files land on both sides of them in milliseconds), then reads one path per line
-of stdin with :func:`open_workbook` and answers one JSON line per path: the refusal, or the
+of stdin with :func:`open_spreadsheet` and answers one JSON line per path: the refusal, or the
 rows' shape (grid cells, bytes of text) and the peak resident memory so far. A workbook
 that escapes the measurement makes this process run out of memory and die: the test sees
 its answer missing.
@@ -42,13 +42,13 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _scale_bounds()
     from petsync.core.errors import InputError
-    from petsync.importer.sheets.workbook import open_workbook
+    from petsync.importer.sheets.opening import open_spreadsheet
 
     for line in sys.stdin:
         path = Path(line.rstrip("\n"))
         answer: dict[str, object]
         try:
-            sheet = open_workbook(path, None)
+            sheet = open_spreadsheet(path)
             records = sheet.cached_records or []
             width = max((len(cells) for _, cells, _ in records), default=0)
             answer = {

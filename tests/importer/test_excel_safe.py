@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from petsync.importer.excel_safe import escape_cell, escape_row, unescape_cell, unescape_row
+from petsync.importer.sheets.excel_safe import escape_cell, escape_row, unescape_cell, unescape_row
 
 CASES = [
     ("=SUM(A1:A9)", "'=SUM(A1:A9)"),

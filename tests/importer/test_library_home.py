@@ -19,7 +19,7 @@ from petsync.client.config import ClientConfig
 from petsync.core.errors import ConfigError
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal_home import journal_home
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.run import run_import
 from petsync.server.runner import RunningServer
 from tests.importer.doubles import InstantClient

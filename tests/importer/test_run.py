@@ -20,10 +20,10 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import AuthenticationError, InputError
 from petsync.importer.config import ImportConfig
 from petsync.importer.journal import Journal
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.run import run_import
+from petsync.importer.sender import _should_send as should_send
 from petsync.importer.sheets.opening import open_spreadsheet
-from petsync.importer.validation import validate_row
 from petsync.server.runner import RunningServer
 from tests.conftest import FakeClock
 from tests.importer.doubles import InstantClient, journal_of
@@ -163,13 +163,15 @@ def test_a_dry_run_leaves_out_the_normalisations_of_rows_created_elsewhere(
     # A row another file's journal knows as created is not checked, so not counted: the
     # check pass's count of it is taken back (row 2, "Rex;12.0;Available").
     from petsync.importer.outputs import OutputPaths, write_outputs
-    from petsync.importer.precheck import check_input
+    from petsync.importer.precheck import CheckRules, check_input
     from petsync.importer.provenance import Ledger
     from petsync.importer.row_states import RowRecord, RowState
+    from petsync.importer.sheets.opening import open_spreadsheet
 
     path = tmp_path / "pets.csv"
     path.write_bytes(MESSY.encode("utf-8"))
-    checked = check_input(ImportConfig(path, dry_run=True))
+    with open_spreadsheet(path) as sheet:
+        checked = check_input(sheet, CheckRules())
     try:
         assert checked.normalisations == {
             "integral_decimal": 1,
@@ -568,14 +570,14 @@ def test_ctrl_c_leaves_complete_files_and_a_resumable_journal(
     pressed = threading.Event()
 
     def press_ctrl_c_on_the_send_pass(*args: Any) -> Any:
-        # Workers read rows as they need them: once some pets exist, the next row read
+        # Workers take rows as they need them: once some pets exist, the next row taken
         # meets the Ctrl-C (once), mid-way through the file.
         if client.calls >= 5 and not pressed.is_set():
             pressed.set()
             raise KeyboardInterrupt
-        return validate_row(*args)
+        return should_send(*args)
 
-    monkeypatch.setattr("petsync.importer.sender.validate_row", press_ctrl_c_on_the_send_pass)
+    monkeypatch.setattr("petsync.importer.sender._should_send", press_ctrl_c_on_the_send_pass)
     with pytest.raises(KeyboardInterrupt):
         run_import(ImportConfig(path, concurrency=4), client)
     monkeypatch.undo()
@@ -620,9 +622,9 @@ def test_an_import_larger_than_the_row_index_batch_resumes_exactly(
         if client.calls >= row_states._FLUSH_AT + 500 and not pressed.is_set():
             pressed.set()
             raise KeyboardInterrupt
-        return validate_row(*args)
+        return should_send(*args)
 
-    monkeypatch.setattr("petsync.importer.sender.validate_row", press_ctrl_c_past_the_first_batch)
+    monkeypatch.setattr("petsync.importer.sender._should_send", press_ctrl_c_past_the_first_batch)
     with pytest.raises(KeyboardInterrupt):
         run_import(ImportConfig(path, concurrency=4), client)
     monkeypatch.undo()

@@ -1,5 +1,6 @@
 """Settling uncertain rows with a baseline (``--baseline``): sound against pets that existed,
-or appeared, alike. Without one: test_settle_without_baseline.py."""
+or appeared, alike. The cases that differ without one run both ways here; the rest of
+settling without one: test_settle_without_baseline.py."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig
 from petsync.core.errors import OutcomeUnknownError
 from petsync.core.models import NewPet, Pet, PetStatus
 from petsync.importer.config import ImportConfig
-from petsync.importer.report import ImportReport
+from petsync.importer.outcome import ImportReport
 from petsync.importer.run import run_import
 from petsync.server.runner import RunningServer
 from tests.importer.doubles import journal_of
@@ -59,8 +62,39 @@ def uncertain_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_answers_lost_after_storing_are_all_found_created(
-    tmp_path: Path, petstore_server: StartServer
+def candidates(path: Path) -> dict[str, list[int]]:
+    """Per uncertain row (by name), the candidate ids the uncertain file lists."""
+    return {
+        row["name"]: [int(i) for i in row["petsync_candidate_ids"].split()]
+        for row in uncertain_rows(path)
+    }
+
+
+def accepted_ids(path: Path) -> dict[str, list[int]]:
+    """Per accepted row (by name), the id the accepted file gives it."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return {r["name"]: [int(r["petsync_id"])] for r in csv.DictReader(handle)}
+
+
+# With a baseline, a pet that appeared after it is the row's: found created. Without one,
+# nothing proves it was not there before the import: the row stays uncertain, its pet a
+# candidate. Either way nothing is sent twice.
+@pytest.mark.parametrize(
+    ("baseline", "decided", "left_uncertain", "exit_code", "listed_in"),
+    [
+        (True, "settled_created", False, 0, accepted_ids),
+        (False, "settled_undecided", True, 4, candidates),
+    ],
+    ids=["with-baseline", "without-baseline"],
+)
+def test_answers_lost_after_storing_are_never_sent_again(
+    tmp_path: Path,
+    petstore_server: StartServer,
+    baseline: bool,
+    decided: str,
+    left_uncertain: bool,
+    exit_code: int,
+    listed_in: Callable[[Path], dict[str, list[int]]],
 ) -> None:
     srv = petstore_server()
     srv.faults.fail_after_store_rate = 0.4  # the reference server stores, then answers 500
@@ -69,48 +103,93 @@ def test_answers_lost_after_storing_are_all_found_created(
     path.write_text(
         "name,categoryId,status\n" + "".join(f"{n},{i % 3},sold\n" for i, n in enumerate(pets))
     )
-    first = run(ImportConfig(path, concurrency=4, baseline=True), srv)
+    first = run(ImportConfig(path, concurrency=4, baseline=baseline), srv)
     assert first.uncertain > 0
     srv.faults.fail_after_store_rate = 0.0
 
     settled = run(ImportConfig(path, settle=True), srv)
-    assert (settled.settled_created, settled.settled_not_created) == (first.uncertain, 0)
-    assert (settled.created, settled.uncertain, settled.exit_code) == (0, 0, 0)
+    assert (getattr(settled, decided), settled.settled_not_created) == (first.uncertain, 0)
+    uncertain = first.uncertain if left_uncertain else 0
+    assert (settled.created, settled.uncertain, settled.exit_code) == (0, uncertain, exit_code)
     assert names(srv) == Counter(pets)  # nothing sent twice
-    with (tmp_path / "pets.accepted.csv").open(encoding="utf-8-sig", newline="") as handle:
-        accepted = {r["name"]: int(r["petsync_id"]) for r in csv.DictReader(handle)}
-    assert accepted == {p.name: p.id for p in srv.store.all()}
+    ids = {p.name: p.id for p in srv.store.all()}
+    file = "pets.uncertain.csv" if left_uncertain else "pets.accepted.csv"
+    found = listed_in(tmp_path / file)
+    assert found == {name: [ids[name]] for name in found}  # each row's own pet
+    assert len(found) == (first.uncertain if left_uncertain else len(pets))
+    if left_uncertain:  # the report lists them too, for a person
+        assert sorted(ids for _, ids in settled.settled_candidates) == sorted(
+            (ids[name],) for name in found
+        )
 
 
-def test_an_older_pet_with_the_same_content_is_no_proof(
-    tmp_path: Path, petstore_server: StartServer
+@pytest.mark.parametrize("baseline", [True, False], ids=["with-baseline", "without-baseline"])
+def test_an_older_pet_with_the_same_content_is_no_proof_of_creation(
+    tmp_path: Path, petstore_server: StartServer, baseline: bool
 ) -> None:
     srv = petstore_server()
-    srv.store.create(NewPet("Rex", 1, PetStatus.AVAILABLE))  # a real Rex, there before
+    older = srv.store.create(NewPet("Rex", 1, PetStatus.AVAILABLE))  # a real Rex, there before
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nRex,1,available\nTom,2,\n")
-    first = run(ImportConfig(path, baseline=True), srv, {"Rex": ["dropped"]})
-    assert (first.created, first.uncertain) == (1, 1)
+    first = run(ImportConfig(path, baseline=baseline), srv, {"Rex": ["dropped"]})
+    assert (first.created, first.uncertain) == (1, 1)  # Rex never reached the server
 
     settled = run(ImportConfig(path, settle=True), srv)
-    # Content matching alone would have taken the older Rex for this row's pet.
-    assert (settled.settled_created, settled.settled_not_created, settled.created) == (0, 1, 1)
-    assert names(srv) == Counter({"Rex": 2, "Tom": 1})
+    assert settled.settled_created == 0  # content matching alone would take the older Rex
+    if baseline:  # the older Rex was listed before the first POST: the row made none
+        assert (settled.settled_not_created, settled.created, settled.uncertain) == (1, 1, 0)
+        assert names(srv) == Counter({"Rex": 2, "Tom": 1})
+        return
+    # The row was not created, but nothing can prove the older Rex is not its pet.
+    assert (settled.settled_undecided, settled.created, settled.uncertain) == (1, 0, 1)
+    assert candidates(tmp_path / "pets.uncertain.csv") == {"Rex": [older.id]}
+    (row,) = uncertain_rows(tmp_path / "pets.uncertain.csv")
+    assert row["petsync_uncertain_reason"] == (
+        "settle cannot tell: 1 pet(s) with this content exist that this import did not record "
+        "creating, and it has no record of which existed before its first POST (it ran without "
+        "--baseline); check the candidate ids by hand"
+    )
+    assert names(srv) == Counter({"Rex": 1, "Tom": 1})  # nothing sent
 
 
+@pytest.mark.parametrize(
+    ("baseline", "settled_as"),
+    [(True, (1, 1, 0, 1, 0)), (False, (0, 0, 2, 0, 2))],
+    ids=["with-baseline", "without-baseline"],
+)
 def test_rows_of_equal_content_share_what_appeared(
-    tmp_path: Path, petstore_server: StartServer
+    tmp_path: Path,
+    petstore_server: StartServer,
+    baseline: bool,
+    settled_as: tuple[int, int, int, int, int],
 ) -> None:
     srv = petstore_server()
     path = tmp_path / "pets.csv"
     path.write_text("name,categoryId,status\nBo,3,sold\nBo,3,sold\nKit,4,sold\n")
-    two = ImportConfig(path, concurrency=1, baseline=True, allow_duplicates=True)  # two Bos
+    two = ImportConfig(path, concurrency=1, baseline=baseline, allow_duplicates=True)  # two Bos
     first = run(two, srv, {"Bo": ["lost", "dropped"]})
     assert first.uncertain == 2
 
-    settled = run(ImportConfig(path, settle=True, allow_duplicates=True), srv)
-    assert (settled.settled_created, settled.settled_not_created, settled.created) == (1, 1, 1)
-    assert names(srv) == Counter({"Bo": 2, "Kit": 1})
+    settle = ImportConfig(path, settle=True, allow_duplicates=True)
+    settled = run(settle, srv)
+    # One Bo exists. With a baseline it appeared since: one row's, and the other is sent.
+    # Without, it may be either row's, or older: sending either row could make a second.
+    assert (
+        settled.settled_created,
+        settled.settled_not_created,
+        settled.settled_undecided,
+        settled.created,
+        settled.uncertain,
+    ) == settled_as
+    bos = [p.id for p in srv.store.all() if p.name == "Bo"]
+    assert names(srv) == Counter({"Bo": 2 if baseline else 1, "Kit": 1})
+    if not baseline:
+        assert settled.settled_candidates == [((2, 3), tuple(bos))]
+        assert [
+            r["petsync_candidate_ids"] for r in uncertain_rows(tmp_path / "pets.uncertain.csv")
+        ] == [str(bos[0])] * 2
+        again = run(settle, srv)  # settling again changes nothing
+        assert (again.settled_undecided, again.created, names(srv)["Bo"]) == (2, 0, 1)
 
 
 def test_more_new_pets_than_uncertain_rows_cannot_be_told_apart(

@@ -24,7 +24,8 @@ from petsync.core.interface import (
 from petsync.importer.sheets import inflating, isolated_read, sheet_values, workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.ods_content import measure_ods
-from petsync.importer.sheets.workbook import open_workbook
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.sheet import ReadOptions
 from tests.cli.test_import_bounds import run
 from tests.docs.markdown import DOCS, table_rows
 from tests.importer.workbook_bombs import (
@@ -74,7 +75,7 @@ def test_an_ods_of_repeated_rows_and_cells_is_refused_before_it_is_expanded(
     path = repeated_cells_ods(tmp_path / "bomb.ods")
     assert path.stat().st_size < 1_000
     with pytest.raises(InputError, match=r"uses the range A1:AMJ97001 \(1024 columns, 97001 rows"):
-        open_workbook(path, None)
+        open_spreadsheet(path)
 
 
 def test_an_ods_whose_repeated_text_would_fill_memory_is_refused_naming_the_bound(
@@ -83,7 +84,7 @@ def test_an_ods_whose_repeated_text_would_fill_memory_is_refused_naming_the_boun
     path = repeated_text_ods(tmp_path / "text.ods")
     assert path.stat().st_size < 5_000
     with pytest.raises(InputError) as caught:
-        open_workbook(path, None)
+        open_spreadsheet(path)
     assert f"would hold more than {WORKBOOK_TEXT_LIMIT} bytes" in str(caught.value)
     assert "at sheet 'Pets', row 2" in str(caught.value)
 
@@ -92,7 +93,7 @@ def test_every_sheet_of_an_ods_is_measured_not_only_the_one_read(tmp_path: Path)
     bomb = ods_row(ods_cell(1, repeats=1024), repeats=97_000)
     path = write_ods(tmp_path / "two.ods", ("Pets", HEADER_ROW + REX), ("Notes", bomb))
     with pytest.raises(InputError, match=r"sheet 'Notes' uses the range A1:AMJ97000"):
-        open_workbook(path, "Pets")
+        open_spreadsheet(path, ReadOptions(sheet="Pets"))
 
 
 def test_the_sheets_of_an_ods_together_are_held_to_the_cell_limit(
@@ -114,13 +115,13 @@ def test_an_ods_of_whitespace_is_refused_at_the_inflation_limit(
     path = write_ods(tmp_path / "air.ods", ("Pets", HEADER_ROW + REX), padding=5 << 20)
     assert path.stat().st_size < 20_000
     with pytest.raises(InputError, match=r"inflates to more than 4194304 bytes \(at 'content"):
-        open_workbook(path, None)
+        open_spreadsheet(path)
 
 
 def test_an_ods_under_the_bounds_reads_its_repeats_as_cells(tmp_path: Path) -> None:
     rows = HEADER_ROW + ods_row(ods_cell("Rex") + ods_cell(1), repeats=3)
     path = write_ods(tmp_path / "pets.ods", ("Pets", rows))
-    records = open_workbook(path, None).cached_records or []
+    records = open_spreadsheet(path).cached_records or []
     assert [cells for _, cells, _ in records] == [("name", "categoryId")] + [("Rex", "1")] * 3
 
 
@@ -132,7 +133,7 @@ def test_cells_sharing_one_long_string_are_refused_before_they_are_read(
     path = build(tmp_path / f"shared.{suffix}")
     assert path.stat().st_size < 20_000
     with pytest.raises(InputError) as caught:
-        open_workbook(path, None)
+        open_spreadsheet(path)
     message = str(caught.value)
     assert f"sheet 'Pets' would hold more than {WORKBOOK_TEXT_LIMIT} bytes of shared" in message
     assert "copies a shared string into every cell that uses it" in message
@@ -142,7 +143,7 @@ def test_cells_sharing_one_long_string_are_refused_before_they_are_read(
 def test_xlsb_shared_strings_under_the_bound_are_read(tmp_path: Path) -> None:
     cells = [(0, 0, "name"), (1, 0, Shared(1)), (2, 0, Shared(0)), (3, 0, Shared(1))]
     path = write_xlsb(tmp_path / "ok.xlsb", cells, strings=["Rex", "y" * 10_000])
-    records = open_workbook(path, None).cached_records or []
+    records = open_spreadsheet(path).cached_records or []
     assert [cells[0] for _, cells, _ in records] == ["name", "y" * 10_000, "Rex", "y" * 10_000]
 
 
@@ -153,13 +154,13 @@ def test_an_xlsx_announcing_billions_of_shared_strings_is_refused(tmp_path: Path
         match=f"announces 100000000000 shared strings, more than "
         f"petsync reads \\({SHARED_STRING_LIMIT}\\)",
     ):
-        open_workbook(path, None)
+        open_spreadsheet(path)
 
 
 def test_shared_strings_under_the_bound_are_read(tmp_path: Path) -> None:
     long = "y" * 10_000
     path = write_shared_xlsx(tmp_path / "ok.xlsx", ["Rex", long], [0, 1, 1, 0])
-    records = open_workbook(path, None).cached_records or []
+    records = open_spreadsheet(path).cached_records or []
     assert [cells[0] for _, cells, _ in records[1:]] == ["Rex", long, long, "Rex"]
 
 
@@ -231,12 +232,12 @@ def test_an_ods_the_measure_cannot_read_through_is_read_in_the_child(
     path = write_ods(tmp_path / "odd.ods", ("Pets", HEADER_ROW + ods_row(ods_cell("Rex") + long)))
     children: list[Path] = []
 
-    def in_child(path: Path, sheet_name: str | None) -> Any:
+    def in_child(path: Path, sheet_name: str | None, *held: Any) -> Any:
         children.append(path)
-        return isolated_read.read_in_child(path, sheet_name)
+        return isolated_read.read_in_child(path, sheet_name, *held)
 
     monkeypatch.setattr(workbook, "read_in_child", in_child)
-    records = open_workbook(path, None).cached_records or []
+    records = open_spreadsheet(path).cached_records or []
     assert children == [path]
     assert records[1][1][0] == "Rex"
 
@@ -249,7 +250,7 @@ def test_an_xlsx_whose_range_cannot_be_measured_is_read_in_the_child(
     with pytest.raises(UnmeasuredWorkbook):
         sheet_values.read_sheet_values(path, None)
     monkeypatch.setattr(workbook, "read_in_child", lambda *_: ("Pets", [["name"], ["Rex"]]))
-    assert (open_workbook(path, None).cached_records or [])[1][1] == ("Rex",)
+    assert (open_spreadsheet(path).cached_records or [])[1][1] == ("Rex",)
 
 
 def cut_ods(path: Path) -> Path:
@@ -269,7 +270,7 @@ def test_an_ods_cut_inside_a_sheet_is_refused_not_read_forever(tmp_path: Path) -
     # calamine's reader loops forever on an .ods whose content ends inside a sheet.
     path = cut_ods(tmp_path / "cut.ods")
     with pytest.raises(InputError, match=r"cut.ods: the workbook ends inside sheet 'Pets'"):
-        open_workbook(path, None)
+        open_spreadsheet(path)
 
 
 def test_a_reader_that_loops_is_stopped_by_its_cpu_limit(tmp_path: Path) -> None:

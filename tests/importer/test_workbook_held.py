@@ -17,7 +17,6 @@ import openpyxl
 import pytest
 
 from petsync.importer.sheets import workbook
-from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.opening import open_spreadsheet
 from tests.importer.xlsb_builder import write_xlsb
 
@@ -71,5 +70,32 @@ def test_the_reading_child_reads_the_checked_descriptor_too(
     assert rows_of(path) == [("Rex", "12")]
 
 
-def test_outside_a_read_the_name_is_the_path(tmp_path: Path) -> None:
-    assert source_name(tmp_path / "pets.xlsx") == str(tmp_path / "pets.xlsx")
+@needs_proc
+def test_merged_ranges_are_read_from_the_checked_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A FIFO swapped in at the name before the ranges are read is never opened: with no
+    # writer that open would block; this test holds one, so a reader that went by the
+    # name would find no zip instead of hanging.
+    path = tmp_path / "pets.xlsx"
+    book = openpyxl.Workbook()
+    for row in (["name", "categoryId"], ["Rex", 12], [None, None]):
+        book.active.append(row)
+    book.active.merge_cells("A2:A3")
+    book.save(path)
+    real = workbook.read_merged_ranges
+    writer: list[int] = []
+
+    def fifo_then_read(*args: Any) -> Any:
+        path.unlink()
+        os.mkfifo(path)
+        writer.append(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+        return real(*args)
+
+    monkeypatch.setattr(workbook, "read_merged_ranges", fifo_then_read)
+    try:
+        with open_spreadsheet(path) as sheet:
+            assert [str(r) for r in sheet.merged_ranges] == ["A2:A3"]
+    finally:
+        for fd in writer:
+            os.close(fd)

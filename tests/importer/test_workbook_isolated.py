@@ -12,7 +12,8 @@ import pytest
 from petsync.core.errors import InputError
 from petsync.core.interface import CHILD_MEMORY_LIMIT
 from petsync.importer.sheets.isolated_read import read_in_child
-from petsync.importer.sheets.workbook import open_workbook
+from petsync.importer.sheets.opening import open_spreadsheet
+from petsync.importer.sheets.sheet import ReadOptions
 from tests.cli.test_import_bounds import run
 from tests.docs.markdown import DOCS, table_rows
 from tests.importer.xlsb_builder import write_xlsb
@@ -22,7 +23,7 @@ HEADER = [(0, 0, "name"), (0, 1, "categoryId")]
 
 def test_an_xlsb_is_read_in_a_child_as_in_the_process(tmp_path: Path) -> None:
     path = write_xlsb(tmp_path / "pets.xlsb", [*HEADER, (1, 0, "Rex"), (1, 1, 12.0)])
-    sheet = open_workbook(path, None)
+    sheet = open_spreadsheet(path)
     assert sheet.sheet == "Pets"
     assert list(sheet.cached_records or []) == [
         (1, ("name", "categoryId"), ()),
@@ -36,7 +37,7 @@ def test_a_cell_at_the_last_column_and_row_aborts_the_child_not_this_process(
     path = write_xlsb(tmp_path / "far.xlsb", [*HEADER, (1_048_575, 16_383, 1.0)])
     assert path.stat().st_size < 2_000
     with pytest.raises(InputError) as caught:
-        open_workbook(path, None)
+        open_spreadsheet(path)
     message = str(caught.value)
     assert message.startswith(f"{path}: the workbook reader stopped (killed by SIGABRT: ")
     assert "memory allocation of" in message  # calamine's own word, without a backtrace
@@ -49,13 +50,13 @@ def test_a_range_that_fits_in_memory_but_past_the_limits_is_refused_naming_it(
 ) -> None:
     path = write_xlsb(tmp_path / "wide.xlsb", [*HEADER, (2, 4_999, 1.0)])
     with pytest.raises(InputError, match=r"uses the range A1:GJH3 \(5000 columns, 3 rows\)"):
-        open_workbook(path, None)
+        open_spreadsheet(path)
 
 
 def test_an_error_of_the_reader_in_the_child_keeps_its_message(tmp_path: Path) -> None:
     path = write_xlsb(tmp_path / "pets.xlsb", HEADER)
     with pytest.raises(InputError, match=r"no sheet named 'Cats'; sheets found: 'Pets'$"):
-        open_workbook(path, "Cats")
+        open_spreadsheet(path, ReadOptions(sheet="Cats"))
 
 
 @pytest.mark.parametrize(

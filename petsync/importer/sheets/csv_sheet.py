@@ -1,15 +1,6 @@
-"""CSV files: encoding and delimiter detection, and a reader whose memory stays bounded.
+"""CSV files: the delimiter, and a reader whose memory stays bounded.
 
-Encoding, first rule that applies:
-
-1. ``encoding=`` given (``--encoding``): decode strictly with it (a UTF-8 BOM is still
-   dropped when the encoding is UTF-8).
-2. A UTF-8 byte-order mark: UTF-8, BOM removed. A UTF-16 BOM: UTF-16. NUL bytes without a
-   BOM: UTF-16 that lost its mark, little- or big-endian by the side its NULs are on, if
-   the whole file decodes so; else the read stops with the ``--encoding`` to pass.
-3. The whole file decodes as strict UTF-8: UTF-8.
-4. Otherwise cp1252 (what Excel on Windows writes), with a notice for the summary; a byte
-   cp1252 does not define stops the read. Replacement characters are never produced.
+The encoding is found first (:mod:`.csv_encoding`), from the whole file.
 
 The delimiter is comma, semicolon or tab, detected from the header line (outside quotes):
 exactly one of them present wins, none means a one-column file (comma), several is
@@ -26,17 +17,16 @@ cells, costs about a megabyte, and its row is rejected (``cell_too_long``,
 
 from __future__ import annotations
 
-import codecs
 import csv
-import hashlib
+import io
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
-from petsync.importer.sheets.csv_encoding import decode_error, utf16_order
+from petsync.importer.sheets.csv_encoding import detect_encoding
 from petsync.importer.sheets.sheet import (
     CHUNK,
     CUT_KEEP,
@@ -47,26 +37,28 @@ from petsync.importer.sheets.sheet import (
     ReadOptions,
     Record,
     Spreadsheet,
-    StopRequest,
-    open_input,
-    open_text_input,
 )
 
-_UTF8_BOM = codecs.BOM_UTF8
-_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # A physical line is read at most this many characters at a time.
 LINE_CAP = CELL_LIMIT + 1
 _LINE_END = re.compile(r"\r\n|\n|\r")
 
 
-def open_csv(path: Path, options: ReadOptions) -> Spreadsheet:
-    """Open a CSV file: fingerprint and decode it whole, detect the delimiter, read the header."""
-    sha256, encoding, label, notice = _fingerprint_and_detect(path, options)
-    header_text = _read_header_text(path, encoding)
+def open_csv(source: BinaryIO, path: Path, options: ReadOptions) -> Spreadsheet:
+    """Read the CSV file ``path``, open and checked as ``source`` (which the spreadsheet
+    closes): fingerprint and decode it whole, detect the delimiter, read the header.
+
+    Every pass reads that one descriptor from its start: the rows are the bytes hashed.
+    """
+    sha256, encoding, label, notice = detect_encoding(source, path, options.encoding)
+    header_text = _read_header_text(source, path, encoding)
     if options.delimiter is not None:
         delimiter = parse_delimiter(options.delimiter)
     else:
         delimiter = detect_delimiter(header_text, path)
+    source.seek(0)
+    handle = io.TextIOWrapper(source, encoding=encoding, errors="strict", newline="")
+    records = _csv_records(handle, delimiter, path)  # read as the rows are asked for
     sheet = Spreadsheet(
         path,
         "csv",
@@ -76,10 +68,9 @@ def open_csv(path: Path, options: ReadOptions) -> Spreadsheet:
         encoding_notice=notice,
         delimiter=delimiter,
     )
-    handle = open_text_input(path, encoding, options.stop)
     sheet.add_closer(handle.close)
     try:
-        sheet.start(_csv_records(handle, delimiter, path))
+        sheet.start(records)
     except BaseException:
         sheet.close()
         raise
@@ -117,119 +108,22 @@ def detect_delimiter(header_line: str, path: Path) -> str:
     )
 
 
-def _fingerprint_and_detect(path: Path, options: ReadOptions) -> tuple[str, str, str, str | None]:
-    """The sha256 of the bytes and the encoding (codec, label, notice), checked whole.
-
-    The whole file is decoded here, strictly, so a bad byte stops the import before any
-    row is read, with its line and byte offset.
-    """
-    forced, stop = options.encoding, options.stop  # a signal ends the reads
-    if forced is not None:
-        try:
-            codec = codecs.lookup(forced).name
-        except LookupError as exc:
-            raise InputError(
-                f"--encoding {forced!r} is not an encoding Python knows; "
-                "try utf-8, cp1252, latin-1 or utf-16"
-            ) from exc
-        # A UTF-8 BOM is dropped even when the person names UTF-8.
-        encoding = "utf-8-sig" if codec == "utf-8" else codec
-        sha256, first, error = _decode_all(path, encoding, stop)
-        if error is not None:
-            raise decode_error(path, codec, error)
-        return sha256, encoding, codec, None
-    sha256, first, error = _decode_all(path, "utf-8", stop)
-    head = _head(path)
-    if first.startswith(b"PK\x03\x04"):
-        raise InputError(
-            f"{path}: this is a zip file (an .xlsx workbook?), not CSV; "
-            "give it the .xlsx suffix to read it as a workbook"
-        )
-    if first.startswith(_UTF16_BOMS):
-        _, _, error = _decode_all(path, "utf-16", stop)
-        if error is not None:
-            raise decode_error(path, "utf-16", error)
-        return sha256, "utf-16", "utf-16 (BOM)", None
-    if b"\x00" in head:
-        # UTF-16 that lost its mark: text in Latin letters has its NULs on one side.
-        order = utf16_order(head)
-        if order is not None and _decode_all(path, order, stop)[2] is None:
-            return sha256, order, f"{order} (no BOM)", None
-        raise InputError(
-            f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark "
-            "does; pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
-        )
-    if first.startswith(_UTF8_BOM):
-        if error is not None:
-            raise decode_error(path, "utf-8", error)
-        return sha256, "utf-8-sig", "utf-8 (BOM)", None
-    if error is None:
-        return sha256, "utf-8", "utf-8", None
-    _, _, cp_error = _decode_all(path, "cp1252", stop)
-    if cp_error is not None:
-        raise decode_error(path, "utf-8 nor cp1252", cp_error)
-    notice = (
-        f"{path.name} is not valid UTF-8 (line {error[0]}, byte offset {error[1]}); read it "
-        "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
-    )
-    return sha256, "cp1252", "cp1252", notice
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with open_input(path) as handle:
-            return handle.read(4096)
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def _decode_all(
-    path: Path, encoding: str, stop: StopRequest | None = None
-) -> tuple[str, bytes, tuple[int, int, str] | None]:
-    """(sha256, first bytes, first error as (line, byte offset, bytes shown) or None)."""
-    digest = hashlib.sha256()
-    decoder = codecs.getincrementaldecoder(encoding)("strict")
-    error: tuple[int, int, str] | None = None
-    offset = 0
-    lines = 1
-    first = b""
-    try:
-        with open_input(path, stop) as handle:  # a regular file, each read after a stop check
-            while True:
-                chunk = handle.read(CHUNK)
-                if not offset:
-                    first = chunk[:4]
-                digest.update(chunk)
-                if error is None:
-                    try:
-                        lines += decoder.decode(chunk, final=not chunk).count("\n")
-                    except UnicodeDecodeError as exc:
-                        # Count the lines of the good part of this chunk for the message.
-                        good = codecs.getincrementaldecoder(encoding)("replace")
-                        lines += good.decode(chunk[: exc.start]).count("\n")
-                        bad = exc.object[exc.start : exc.end]
-                        error = (lines, offset + exc.start, repr(bytes(bad)))
-                if not chunk:
-                    break
-                offset += len(chunk)
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return digest.hexdigest(), first, error
-
-
-def _read_header_text(path: Path, encoding: str) -> str:
+def _read_header_text(source: BinaryIO, path: Path, encoding: str) -> str:
     """The first logical line (a quoted header cell may span lines), at most about 1 MiB."""
     text = ""
-    with open_text_input(path, encoding) as handle:
-        try:
-            while line := handle.readline(LINE_CAP):
-                text += line
-                if text.count('"') % 2 == 0 and line.endswith(("\n", "\r")):
-                    break
-                if len(text) > CHUNK:
-                    break
-        except UnicodeDecodeError as exc:  # proven decodable already; defensive
-            raise InputError(f"{path}: cannot decode the header ({exc.reason})") from exc
+    source.seek(0)
+    handle = io.TextIOWrapper(source, encoding=encoding, errors="strict", newline="")
+    try:
+        while line := handle.readline(LINE_CAP):
+            text += line
+            if text.count('"') % 2 == 0 and line.endswith(("\n", "\r")):
+                break
+            if len(text) > CHUNK:
+                break
+    except UnicodeDecodeError as exc:  # proven decodable already; defensive
+        raise InputError(f"{path}: cannot decode the header ({exc.reason})") from exc
+    finally:
+        handle.detach()  # the source stays open for the rows
     return text.rstrip("\r\n")
 
 

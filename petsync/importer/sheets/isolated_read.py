@@ -21,7 +21,6 @@ error, cut to :data:`_REASON_LIMIT` characters.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import signal
@@ -33,7 +32,7 @@ from typing import Any
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CHILD_CPU_LIMIT, CHILD_MEMORY_LIMIT
-from petsync.importer.sheets.held import held_descriptor, holding
+from petsync.importer.sheets.held import HeldWorkbook
 from petsync.importer.sheets.sheet_values import read_sheet_values
 
 ISOLATED_SUFFIXES = frozenset({".xls", ".xlsb"})
@@ -49,6 +48,7 @@ def child_command() -> list[str]:
 def read_in_child(
     path: Path,
     sheet_name: str | None,
+    held: HeldWorkbook | None = None,
     *,
     command: Sequence[str] | None = None,
     memory_limit: int = CHILD_MEMORY_LIMIT,
@@ -58,11 +58,12 @@ def read_in_child(
 
     An :class:`InputError` raised by the reader in the child is raised here with its
     message; a child that dies or answers nothing becomes an :class:`InputError` naming the
-    file and what happened.
+    file and what happened. The child reads the descriptor ``held`` (the one the check
+    opened), inherited at the same number, through the same name.
     """
-    # The child reads the descriptor the check opened (held), inherited at the same number.
-    held = held_descriptor(path)
-    request = pickle.dumps((str(path), held, sheet_name, memory_limit, cpu_limit))
+    fd = None if held is None else held.fd
+    name = None if held is None else held.name
+    request = pickle.dumps((str(path), name, sheet_name, memory_limit, cpu_limit))
     try:
         done = subprocess.run(
             list(command or child_command()),
@@ -71,7 +72,7 @@ def read_in_child(
             check=False,
             start_new_session=True,
             env=_child_env(),
-            pass_fds=() if held is None else (held[0],),
+            pass_fds=() if fd is None else (fd,),
         )
     except OSError as exc:
         raise InputError(f"{path}: cannot start the workbook reader ({exc})") from exc
@@ -132,14 +133,13 @@ def _child_main() -> int:
     """Read one workbook as asked on stdin; answer on stdout (the child's side)."""
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may reach the answer's stream
-    path, held, sheet_name, memory_limit, cpu_limit = pickle.loads(sys.stdin.buffer.read())
+    path, name, sheet_name, memory_limit, cpu_limit = pickle.loads(sys.stdin.buffer.read())
     _limit_memory(int(memory_limit))
     _limit_cpu(int(cpu_limit))
 
     answer: tuple[str, Any]
     try:
-        with holding(Path(path), *held) if held is not None else contextlib.nullcontext():
-            answer = ("rows", read_sheet_values(Path(path), sheet_name, check_grid=True))
+        answer = ("rows", read_sheet_values(Path(path), sheet_name, name, check_grid=True))
     except InputError as exc:
         answer = ("error", str(exc))
     out.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))

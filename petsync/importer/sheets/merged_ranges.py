@@ -19,12 +19,11 @@ from __future__ import annotations
 import logging
 import re
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
 from petsync.importer.sheets.inflating import InflationBudget
-from petsync.importer.sheets.sheet import open_input
+from petsync.importer.sheets.sheet import MergedRange
 from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, sheet_part
 
 logger = logging.getLogger(__name__)
@@ -38,49 +37,14 @@ _MERGE = re.compile(
 _ODS_TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
 
 
-@dataclass(frozen=True)
-class MergedRange:
-    """A merged cell: rows as the sheet numbers them (1-based), columns 0-based, inclusive."""
-
-    first_row: int
-    first_column: int
-    last_row: int
-    last_column: int
-
-    def __str__(self) -> str:
-        """As a spreadsheet names it.
-
-        >>> str(MergedRange(2, 1, 3, 1))
-        'B2:B3'
-        """
-        return (
-            f"{column_letters(self.first_column)}{self.first_row}:"
-            f"{column_letters(self.last_column)}{self.last_row}"
-        )
-
-
-def column_letters(index: int) -> str:
-    """A 0-based column index as a spreadsheet names it.
-
-    >>> column_letters(0), column_letters(27)
-    ('A', 'AB')
-    """
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("A") + rest) + letters
-    return letters
-
-
-def read_merged_ranges(path: Path, sheet_name: str) -> list[MergedRange]:
-    """The merged ranges of the sheet ``sheet_name`` of the workbook ``path`` (see above)."""
+def read_merged_ranges(path: Path, sheet_name: str, name: str) -> list[MergedRange]:
+    """The merged ranges of the sheet ``sheet_name`` of the workbook ``path`` (see above),
+    opened as ``name`` (a name leading to the descriptor its check opened, :mod:`.held`)."""
     suffix = path.suffix.lower()
     if suffix not in XLSX_SUFFIXES and suffix != ".ods":
         return []  # .xls is no zip at all: asking would warn on every import of one
     try:
-        # Checked as the import's input is (a FIFO swapped in since would block the open).
-        with open_input(path) as handle, zipfile.ZipFile(handle) as archive:
+        with zipfile.ZipFile(name) as archive:
             if suffix in XLSX_SUFFIXES:
                 part = sheet_part(archive, sheet_name, InflationBudget(path))
                 return [] if part is None else _xlsx_ranges(archive, part)

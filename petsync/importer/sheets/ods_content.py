@@ -35,7 +35,6 @@ from xml.sax.saxutils import unescape
 
 from petsync.core.errors import InputError
 from petsync.core.interface import SHEET_CELL_LIMIT, WORKBOOK_TEXT_LIMIT
-from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import (
     DAMAGED_ZIP,
     InflationBudget,
@@ -107,14 +106,15 @@ class OdsMeasure:
     exact: ExactCells = field(default_factory=ExactCells)
 
 
-def measure_ods(path: Path, sheet_name: str | None) -> OdsMeasure:
+def measure_ods(path: Path, sheet_name: str | None, name: str | None = None) -> OdsMeasure:
     """Refuse (:class:`InputError`) an .ods too big to expand; else what calamine loses.
 
     ``sheet_name`` None means the first sheet. :class:`UnmeasuredWorkbook` when ``path`` is
-    not a zip holding a ``content.xml`` this scan can read through.
+    not a zip holding a ``content.xml`` this scan can read through. ``name`` is what to
+    open (a name leading to the checked descriptor, :mod:`.held`); the path by default.
     """
     try:
-        archive = zipfile.ZipFile(source_name(path))
+        archive = zipfile.ZipFile(name or path)
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise UnmeasuredWorkbook(str(exc)) from exc
     with archive:

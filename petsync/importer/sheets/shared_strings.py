@@ -31,7 +31,6 @@ from pathlib import Path
 from petsync.core.errors import InputError
 from petsync.core.interface import SHARED_STRING_LIMIT, WORKBOOK_TEXT_LIMIT
 from petsync.importer.sheets import xlsb_records
-from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import (
     CHUNK,
     DAMAGED_ZIP,
@@ -68,19 +67,20 @@ class SharedStrings:
     sizes: array[int] | None = None  # known at once for an .xlsb
 
 
-def measure_shared_strings(path: Path) -> SharedStrings | None:
+def measure_shared_strings(path: Path, name: str | None = None) -> SharedStrings | None:
     """Refuse (:class:`InputError`) a workbook listing too many shared strings; their count
     and the largest's size.
 
     None for another format or a workbook without shared strings;
-    :class:`UnmeasuredWorkbook` for one this cannot read through.
+    :class:`UnmeasuredWorkbook` for one this cannot read through. ``name`` is what to open
+    (a name leading to the checked descriptor, :mod:`.held`); the path by default.
     """
     suffix = path.suffix.lower()
     if suffix not in MEASURED_SUFFIXES:
         return None
     member = _XLSB_STRINGS if suffix == ".xlsb" else _STRINGS
     try:
-        with zipfile.ZipFile(source_name(path)) as archive:
+        with zipfile.ZipFile(name or path) as archive:
             if member not in archive.NameToInfo:
                 return None
             with member_chunks(archive, member, InflationBudget(path)) as chunks:
@@ -145,15 +145,18 @@ def _check_count(path: Path, count: int, how: str) -> None:
         )
 
 
-def check_shared_string_uses(path: Path, sheet: str, strings: SharedStrings | None) -> None:
+def check_shared_string_uses(
+    path: Path, sheet: str, strings: SharedStrings | None, name: str | None = None
+) -> None:
     """Refuse (:class:`InputError`) a sheet whose cells would hold too many bytes of
-    shared strings, naming the bound and the fix."""
+    shared strings, naming the bound and the fix (``name``: as for
+    :func:`measure_shared_strings`)."""
     if strings is None or not strings.count:
         return
     binary = path.suffix.lower() == ".xlsb"
     find_part = xlsb_records.sheet_part if binary else sheet_part
     try:
-        with zipfile.ZipFile(source_name(path)) as archive:
+        with zipfile.ZipFile(name or path) as archive:
             part = find_part(archive, sheet, InflationBudget(path))
             if part is None:
                 return

@@ -15,20 +15,18 @@ workbook errors never leave those modules: they become
 
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, BinaryIO, Literal
+from typing import Literal
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
-from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT, SPREADSHEET_FILE_LIMIT
-from petsync.core.reading import open_regular
+from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.stop import StopRequest as StopRequest  # read here by the readers
-from petsync.importer.excel_safe import unescape_row
+from petsync.importer.sheets.excel_safe import unescape_row
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +44,7 @@ DELIMITER_NAMES: dict[str, str] = {
 }
 WORKBOOK_SUFFIXES = frozenset({".xlsx", ".xlsm", ".xls", ".xlsb", ".ods"})
 # A column that only petsync writes; its presence marks a file petsync wrote, whose cells
-# carry the Excel-safe prefix (see petsync.importer.excel_safe).
+# carry the Excel-safe prefix (see petsync.importer.sheets.excel_safe).
 PETSYNC_MARKER_COLUMN = "petsync_row"
 # Beside it in the files petsync writes: the sha256 of the first file each row came from.
 # With petsync_row it is the row's identity through every round of fixing.
@@ -87,6 +85,41 @@ class CutCell:
     column: int  # 0-based
     length: int  # characters (or cells) in the file; -1 when only known to be over the limit
     kind: CutKind = "cell"
+
+
+@dataclass(frozen=True)
+class MergedRange:
+    """A merged cell: rows as the sheet numbers them (1-based), columns 0-based, inclusive."""
+
+    first_row: int
+    first_column: int
+    last_row: int
+    last_column: int
+
+    def __str__(self) -> str:
+        """As a spreadsheet names it.
+
+        >>> str(MergedRange(2, 1, 3, 1))
+        'B2:B3'
+        """
+        return (
+            f"{column_letters(self.first_column)}{self.first_row}:"
+            f"{column_letters(self.last_column)}{self.last_row}"
+        )
+
+
+def column_letters(index: int) -> str:
+    """A 0-based column index as a spreadsheet names it.
+
+    >>> column_letters(0), column_letters(27)
+    ('A', 'AB')
+    """
+    letters = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
 
 
 # One row as a reader yields it: number (header = 1), cells, the cells it had to cut.
@@ -159,8 +192,10 @@ class Spreadsheet:
         self._records: Iterator[Record] = iter(())
         self._leading: list[Record] = []  # the rows read ahead for the header (see start)
         self.header_row = 1  # the header's row number: rows above it are skipped
-        # A workbook's rows, read once when it was opened (None for CSV, which streams).
+        # A workbook's rows, read once when it was opened (None for CSV, which streams),
+        # and the merged ranges of its sheet, read then too.
         self.cached_records: list[Record] | None = None
+        self.merged_ranges: list[MergedRange] = []
         self._closers: list[Callable[[], object]] = []
 
     def __enter__(self) -> Spreadsheet:
@@ -330,16 +365,3 @@ def _first_over(cells: Sequence[str]) -> int:
         if used > ROW_CHAR_LIMIT:
             return i
     return len(cells)
-
-
-def open_input(path: Path, stop: StopRequest | None = None) -> BinaryIO:
-    """A spreadsheet opened for reading, once proven a regular file within
-    :data:`~petsync.core.interface.SPREADSHEET_FILE_LIMIT` bytes (a FIFO or ``/dev/zero``
-    is exit 2, naming it); each read looks at ``stop`` first."""
-    return open_regular(path, "spreadsheet", limit=SPREADSHEET_FILE_LIMIT, stop=stop)
-
-
-def open_text_input(path: Path, encoding: str, stop: StopRequest | None = None) -> IO[str]:
-    """A spreadsheet opened as text, strictly decoded, newlines kept (see :func:`open_input`)."""
-    raw = open_input(path, stop)
-    return io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")

@@ -28,7 +28,6 @@ from xml.etree import ElementTree
 
 from petsync.core.errors import InputError
 from petsync.core.interface import SHEET_CELL_LIMIT, SHEET_COLUMN_LIMIT, WORKBOOK_XML_LIMIT
-from petsync.importer.sheets.held import source_name
 
 # What a damaged zip or XML raises while it is measured.
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, NotImplementedError)
@@ -78,17 +77,18 @@ def column_letters(number: int) -> str:
     return letters
 
 
-def check_sheet_range(path: Path, sheet: str) -> UsedRange | None:
+def check_sheet_range(path: Path, sheet: str, name: str | None = None) -> UsedRange | None:
     """Refuse (:class:`InputError`) a workbook too big to read; return the sheet's range.
 
     None when ``path`` is not a zip this function can measure (calamine's own error then
     says what is wrong with it). Every member is inflated once, so the whole check costs
-    about one pass over the workbook's XML.
+    about one pass over the workbook's XML. ``name`` is what to open (a name leading to
+    the checked descriptor, :mod:`.held`); the path by default.
     """
     if path.suffix.lower() not in MEASURED_SUFFIXES:
         return None
     try:
-        archive = zipfile.ZipFile(source_name(path))
+        archive = zipfile.ZipFile(name or path)
     except (OSError, zipfile.BadZipFile, ValueError):
         return None
     with archive:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from petsync.core.errors import InputError
-from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.shared_strings import (
     check_shared_string_uses,
@@ -31,9 +30,12 @@ _T = TypeVar("_T")
 
 
 def read_sheet_values(
-    path: Path, sheet_name: str | None, *, check_grid: bool = False
+    path: Path, sheet_name: str | None, name: str | None = None, *, check_grid: bool = False
 ) -> tuple[str, list[list[Any]]]:
     """The chosen sheet's name (the first worksheet by default) and its rows of values.
+
+    ``name`` is what to open (a name leading to the checked descriptor, :mod:`.held`); the
+    path by default. The measures below take it too.
 
     ``check_grid``: refuse a grid past the limits once calamine holds it (in the child
     process of :mod:`.isolated_read`, where a file the measures cannot read through is
@@ -46,8 +48,8 @@ def read_sheet_values(
         from python_calamine import CalamineWorkbook
 
         # calamine reads the shared strings when it opens the workbook: counted first.
-        strings = _measured(measure_shared_strings, path, within_limits=check_grid)
-        workbook = CalamineWorkbook.from_path(source_name(path))
+        strings = _measured(measure_shared_strings, path, name, within_limits=check_grid)
+        workbook = CalamineWorkbook.from_path(name or str(path))
         names = list(workbook.sheet_names)
         worksheets = [
             meta.name for meta in workbook.sheets_metadata if "WorkSheet" in str(meta.typ)
@@ -63,10 +65,10 @@ def read_sheet_values(
             raise InputError(f"{path}: no sheet named {sheet_name!r}; sheets found: {shown}")
         # calamine holds the sheet as a grid from A1 to its last value: measured first, so a
         # far cell is refused here instead of aborting the process (sheet_range).
-        used = check_sheet_range(path, chosen)
+        used = check_sheet_range(path, chosen, name)
         if used is None and path.suffix.lower() in MEASURED_SUFFIXES and not check_grid:
             raise UnmeasuredWorkbook("the used range was not measured")
-        _measured(check_shared_string_uses, path, chosen, strings, within_limits=check_grid)
+        _measured(check_shared_string_uses, path, chosen, strings, name, within_limits=check_grid)
         grid = workbook.get_sheet_by_name(chosen)
         if check_grid and grid.end is not None:
             check_used_range(path, chosen, UsedRange(grid.end[0] + 1, grid.end[1] + 1))

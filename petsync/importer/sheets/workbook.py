@@ -2,8 +2,8 @@
 
 python-calamine parses the whole sheet in Rust, about ten times faster than openpyxl, and
 reads the old ``.xls``, ``.xlsb`` and OpenDocument ``.ods`` too. It gives each cell's cached
-value, never its formula. The sheet is read once when the workbook is opened; the import's
-later passes reuse those rows (:meth:`Workbook.reopen`), so the file is parsed once per run.
+value, never its formula. The sheet is read once when the workbook is opened (its rows kept
+in ``cached_records`` for a look at its merged cells), so the file is parsed once per run.
 Every workbook is measured before calamine expands it (docs/limits.md, "Workbooks"): an
 .xlsx or .xlsm in :mod:`.sheet_values`, an .ods here (:mod:`.ods_content`: calamine expands
 every sheet of an .ods as it opens it); an ``.xls`` or ``.xlsb`` is read in a child process
@@ -40,71 +40,59 @@ import datetime as dt
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from petsync.importer.sheets.held import held_workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
+from petsync.importer.sheets.merged_ranges import read_merged_ranges
 from petsync.importer.sheets.ods_content import ODS_SUFFIXES, measure_ods
-from petsync.importer.sheets.sheet import Record, Spreadsheet, StopRequest, cut_cells
+from petsync.importer.sheets.sheet import Record, Spreadsheet, cut_cells
 from petsync.importer.sheets.sheet_values import read_sheet_values
 from petsync.importer.sheets.xlsx_cells import XLSX_SUFFIXES, ExactCells, read_exact_cells
 
 _MAX_EXACT_FLOAT = 2**53
 
 
-def open_workbook(
-    path: Path, sheet_name: str | None, stop: StopRequest | None = None
-) -> Spreadsheet:
-    """Open a workbook, choose the sheet (the first worksheet by default), read it whole.
+def open_workbook(source: BinaryIO, path: Path, sheet_name: str | None) -> Spreadsheet:
+    """Read the workbook ``path``, open and checked as ``source`` (which this closes): choose
+    the sheet (the first worksheet by default), read it whole.
 
-    Hashed and read from the one descriptor its check opened (:mod:`.held`); ``stop`` ends
-    the hash within one chunk.
+    Hashed and read from that one descriptor (:mod:`.held`); a stop request ends the hash
+    within one chunk. An .xlsx, .xlsm or .ods is measured, then read here; an .xls or
+    .xlsb (not measurable beforehand), or a zip the measures could not read through, is
+    read in the child process whose memory is limited (:mod:`.isolated_read`). The
+    sheet's merged ranges are read from that descriptor too (:mod:`.merged_ranges`).
     """
-    with held_workbook(path, stop) as sha256:
-        chosen, values, exact = _read(path, sheet_name)
-    sheet = Spreadsheet(path, "workbook", sha256, sheet=chosen)
-    records = list(_records(values, exact, sheet.cell_problems))
-    for number, column in sorted(exact.formulas):
-        sheet.cell_problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
-    for (number, column), shown in sorted(exact.rounded.items()):
-        why = NUMBER_ROUNDED.format(value=shown)
-        sheet.cell_problems.setdefault(number, []).append((column, why))
-    sheet.start(iter(records))
-    sheet.cached_records = records
-    return sheet
-
-
-def _read(path: Path, sheet_name: str | None) -> tuple[str, list[list[Any]], ExactCells]:
     suffix = path.suffix.lower()
     exact = ExactCells()
-    try:
-        if suffix in ISOLATED_SUFFIXES:
-            # Not measurable beforehand: read in a child process (isolated_read).
-            chosen, values = read_in_child(path, sheet_name)
-        elif suffix in ODS_SUFFIXES:
-            # calamine expands every sheet of an .ods when it opens it: measured first.
-            exact = measure_ods(path, sheet_name).exact
-            chosen, values = read_sheet_values(path, sheet_name)
-        else:
-            chosen, values = read_sheet_values(path, sheet_name)
-    except UnmeasuredWorkbook:
-        # A zip the measures could not read through: the reader may still read it, in
-        # the child process whose memory is limited.
-        chosen, values = read_in_child(path, sheet_name)
-    if suffix in XLSX_SUFFIXES:
-        exact = read_exact_cells(path, chosen)
-    return chosen, values, exact
-
-
-def reopen_workbook(
-    path: Path, sha256: str, sheet_name: str | None, records: list[Record]
-) -> Spreadsheet:
-    """The rows read by :func:`open_workbook` again, for a later pass, without the file."""
-    again = Spreadsheet(path, "workbook", sha256, sheet=sheet_name)
-    again.start(iter(records))
-    again.cached_records = records
-    return again
+    with source, held_workbook(source, path) as held:
+        in_child = suffix in ISOLATED_SUFFIXES
+        if not in_child:
+            try:
+                if suffix in ODS_SUFFIXES:  # calamine expands every sheet as it opens one
+                    exact = measure_ods(path, sheet_name, held.name).exact
+                chosen, values = read_sheet_values(path, sheet_name, held.name)
+            except UnmeasuredWorkbook:
+                in_child = True
+        if in_child:
+            chosen, values = read_in_child(path, sheet_name, held)
+        if suffix in XLSX_SUFFIXES:
+            exact = read_exact_cells(path, chosen, held.name)
+        merged = read_merged_ranges(path, chosen, held.name)
+    problems: dict[int, list[tuple[int, str]]] = {}
+    records = list(_records(values, exact, problems))
+    for number, column in sorted(exact.formulas):
+        problems.setdefault(number, []).append((column, FORMULA_WITHOUT_VALUE))
+    for (number, column), shown in sorted(exact.rounded.items()):
+        why = NUMBER_ROUNDED.format(value=shown)
+        problems.setdefault(number, []).append((column, why))
+    sheet = Spreadsheet(path, "workbook", held.sha256, sheet=chosen)
+    sheet.cell_problems = problems
+    sheet.start(iter(records))
+    sheet.cached_records = records
+    sheet.merged_ranges = merged
+    return sheet
 
 
 FORMULA_WITHOUT_VALUE = (

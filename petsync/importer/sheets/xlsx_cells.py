@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from petsync.importer.sheets.held import source_name
 from petsync.importer.sheets.inflating import (
     DAMAGED_ZIP,
     InflationBudget,
@@ -75,16 +74,17 @@ def exact_integer(text: str) -> str | None:
     return None
 
 
-def read_exact_cells(path: Path, sheet_name: str) -> ExactCells:
+def read_exact_cells(path: Path, sheet_name: str, name: str | None = None) -> ExactCells:
     """The cells of ``sheet_name`` in the workbook ``path`` that calamine cannot render.
 
     Empty for other formats than .xlsx/.xlsm, and for a workbook whose XML cannot be read
-    here (calamine's values then stand).
+    here (calamine's values then stand). ``name`` is what to open (a name leading to the
+    checked descriptor, :mod:`.held`); the path by default.
     """
     if path.suffix.lower() not in XLSX_SUFFIXES:
         return ExactCells()
     try:
-        with zipfile.ZipFile(source_name(path)) as archive:
+        with zipfile.ZipFile(name or path) as archive:
             part = sheet_part(archive, sheet_name, InflationBudget(path))
             if part is None:
                 return ExactCells()

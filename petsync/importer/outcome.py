@@ -8,13 +8,22 @@ turn anything short of a full import into an exception.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
 from petsync.importer.output_csv import write_text_atomic
+from petsync.importer.output_rows import Outcome
+
+if TYPE_CHECKING:
+    from petsync.importer.outputs import WrittenOutputs
+    from petsync.importer.precheck import CheckedInput
+    from petsync.importer.sender import SendResult
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -76,6 +85,84 @@ class ImportReport:
     first_rejects: list[dict[str, str]] = field(default_factory=list)
     stopped_reason: str | None = None
     stop: PetsyncError | None = None
+
+    @classmethod
+    def of_check(cls, checked: CheckedInput, dry_run: bool, duplicates_sent: bool) -> ImportReport:
+        """A report of what the check stage found (the file, how it was read, its rows)."""
+        repeats = checked.repeats
+        notices = [
+            f"--map {text!r} names no column of {checked.path.name}; its columns are read by "
+            "their headers"
+            for text in checked.columns.ignored_maps
+        ]
+        merged = checked.merged
+        if merged is not None:
+            notices.append(merged.notice())
+        return cls(
+            source=str(checked.path),
+            dry_run=dry_run,
+            rows_read=checked.rows_read,
+            skipped_blank=checked.blank_rows,
+            encoding=checked.encoding_label,
+            encoding_notice=checked.encoding_notice,
+            delimiter=checked.delimiter,
+            sheet=checked.sheet,
+            header_row=checked.header_row,
+            merged_cells=None
+            if merged is None
+            else {"mode": merged.mode, "cells": merged.cells, "ranges": list(merged.ranges)},
+            columns=checked.column_names,
+            columns_not_sent=checked.unsent_columns,
+            map_hints=checked.columns.map_hints(checked.header),
+            duplicates=0 if repeats is None else repeats.count,
+            duplicate_rows=[] if repeats is None else [list(pair) for pair in repeats.listed],
+            duplicates_sent=duplicates_sent,
+            notices=notices,
+        )
+
+    def count_sent(self, sent: SendResult) -> None:
+        """Take in what the send stage did."""
+        if sent.mismatched:
+            shown = ", ".join(map(str, sent.mismatched[:10]))
+            more = f" and {len(sent.mismatched) - 10} more" if len(sent.mismatched) > 10 else ""
+            self.notices.append(
+                f"{len(sent.mismatched)} rows were created, but the API answered other values "
+                f"than were sent (rows {shown}{more}; the journal says which): check those pets"
+            )
+        self.created = sent.created
+        self.normalisations = sent.normalisations
+        self.stop = sent.stop
+        self.stopped_reason = sent.stopped_reason
+        self.concurrency_final = sent.concurrency_final
+        self.concurrency_lowest = sent.concurrency_lowest
+
+    def count_written(self, written: WrittenOutputs) -> None:
+        """Take in what the write stage found: each outcome's count, the files, notices."""
+        counts = written.counts
+        self.rejected_local = counts[Outcome.REJECTED_LOCAL]
+        self.rejected_api = counts[Outcome.REJECTED_API]
+        self.uncertain = counts[Outcome.UNCERTAIN]
+        self.pending = counts[Outcome.PENDING]
+        self.would_send = counts[Outcome.WOULD_SEND]
+        if self.dry_run:  # no send stage counted them
+            self.normalisations = written.normalisations
+            self.already_created = counts[Outcome.CREATED]  # by a fix of a rejected row
+        else:  # the accepted file lists every row created so far; this run made `created`
+            self.already_created = max(0, counts[Outcome.CREATED] - self.created)
+        self.notices.extend(written.notices)
+        self.first_rejects = list(written.first_rejects)
+        self.files = dict(written.files)
+
+    def outputs_failed(self, exc: Exception, journal: Path) -> None:
+        """The write stage failed after pets were created: a stop that says what and why."""
+        logger.debug("import_outputs_failed", exc_info=exc)
+        why = str(exc) if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
+        self.stop = PetsyncError(
+            f"{self.created} pets were created (the journal {journal} records them), "
+            f"but the output files could not be written: {why}. Fix that, then re-run the same "
+            "command: it sends nothing twice and writes the files"
+        )
+        self.stopped_reason = "the output files could not be written"
 
     @property
     def rejected(self) -> int:
