@@ -9,7 +9,7 @@ side, the order reversed every other round, medians:
   csv module, one POST per row with one httpx client, one after another, 201 required.
 * ``import``, on the large catalogue: ``python -m petsync import ROWS.csv --out-dir DIR``
   at its defaults (row validation, the journal synced to disk, the output files,
-  concurrent POSTs). Each run gets a fresh output directory, so a fresh journal.
+  concurrent POSTs). Each run gets a fresh output directory and state home, so a fresh journal.
 * ``import, empty catalogue``: the same, on the empty stand-in: the catalogue's own cost
   is the difference between the two.
 * ``import --baseline`` (only with ``--with-baseline``): the opt-in listing of the

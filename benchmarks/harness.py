@@ -382,7 +382,10 @@ def run_rounds(
         for variant in order:
             run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=workdir))
             before = server.stats() if server is not None else None
-            run = run_process(variant.name, variant.args(run_dir), env, run_dir)
+            # A state home of its own: the import keeps its journals there (not beside its
+            # outputs), so a shared one would make every run after the first send nothing.
+            own_env = {**env, "XDG_STATE_HOME": str(run_dir / "state")}
+            run = run_process(variant.name, variant.args(run_dir), own_env, run_dir)
             if server is not None and before is not None:
                 after = server.stats()
                 cost = ServerCost(
