@@ -16,11 +16,11 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.report import ExportReport
+from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.export.snapshot import FlaggedSnapshotWarning, list_snapshots, load_snapshot
-from petsync.export.tables.common import MANIFEST_KEY
-from petsync.export.tables.delta import storage_options
+from petsync.formats.delta import storage_options
+from petsync.formats.reading import FlaggedSnapshotWarning, list_snapshots, load_snapshot
+from petsync.formats.table import MANIFEST_KEY
 from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient
