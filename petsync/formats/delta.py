@@ -39,6 +39,7 @@ from petsync.formats.table import (
     TableFormat,
     commit_manifest,
     dated_batches,
+    engine,
     holds_folder,
     table_uri,
 )
@@ -69,13 +70,7 @@ def storage_options(location: Location) -> dict[str, str]:
 
 
 def _deltalake() -> Any:
-    try:
-        import deltalake
-    except ImportError as exc:  # pragma: no cover - the delta extra is missing
-        raise ConfigError(
-            "--table-format delta needs the deltalake package: pip install 'petsync[delta]'"
-        ) from exc
-    return deltalake
+    return engine("deltalake", "the deltalake package", "delta")
 
 
 class Delta(TableFormat):

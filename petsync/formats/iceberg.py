@@ -45,6 +45,7 @@ from petsync.formats.table import (
     TableFormat,
     commit_manifest,
     dated_batches,
+    engine,
     holds_folder,
 )
 from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
@@ -65,12 +66,7 @@ def _files_uri(location: Location) -> str:
 
 
 def _pyiceberg() -> None:
-    try:
-        import pyiceberg  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - the iceberg extra is missing
-        raise ConfigError(
-            "--table-format iceberg needs pyiceberg: pip install 'petsync[iceberg]'"
-        ) from exc
+    engine("pyiceberg", "pyiceberg", "iceberg")
 
 
 def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -> Any:

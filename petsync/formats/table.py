@@ -13,6 +13,7 @@ its versions and its history of commits.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import json
 import shutil
 from abc import ABC, abstractmethod
@@ -22,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from petsync.core.errors import InputError, PetsyncError
+from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.formats.night import Committed, Night, StatusCounts
 from petsync.formats.schema import PET_SCHEMA, conform
 from petsync.formats.table_schema import (
@@ -188,6 +189,17 @@ class TableFormat(ABC):
     def night_at_version(self, location: Location, version: int) -> SnapshotInfo | None:
         """The night a table version committed (time travel), where the format has one."""
         return None
+
+
+def engine(package: str, needed: str, name: str) -> Any:
+    """A table format's library, imported when first used; a :class:`ConfigError` saying how
+    to install it when it is missing (``needed``: how the message names it)."""
+    try:
+        return importlib.import_module(package)
+    except ImportError as exc:  # pragma: no cover - the format's extra is missing
+        raise ConfigError(
+            f"--table-format {name} needs {needed}: pip install 'petsync[{name}]'"
+        ) from exc
 
 
 def table_uri(location: Location) -> str:
