@@ -49,7 +49,7 @@ from petsync.export.winning_rows import Deduplicated
 BATCH_ROWS = 16_384  # per listing: bounds the Python objects held between batches
 UNLIMITED = 2**62  # a memory budget that never spills
 
-# Listing sources are small integers: 0 (dedup.SWEEP_SOURCE) is the unfiltered sweep, 1.. the
+# Listing sources are small integers: 0 (id_keys.SWEEP_SOURCE) is the unfiltered sweep, 1.. the
 # statuses in interface order.
 _SOURCE_STATUS: tuple[str | None, ...] = (None, *STATUS_VALUES)
 

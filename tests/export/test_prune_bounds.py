@@ -17,7 +17,7 @@ from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
 from petsync.formats.reading import list_snapshots
 from tests.export.scripted import BASE, ScriptedClient
-from tests.export.test_delta import DAY1, DAY2, DAY3, NIGHT1, NIGHT2
+from tests.formats.table_nights import DAY1, DAY2, DAY3, NIGHT1, NIGHT2
 
 FUTURE = DAY3 + dt.timedelta(days=400)
 

@@ -221,3 +221,8 @@ def test_a_kept_column_never_changes_type(kind: SnapshotFormat, out: str) -> Non
     else:  # each night a file of its own schema: nothing to change
         commit(kind, out, DAY2, retyped, columns={"tag": "string"})
         assert read_rows(list_snapshots(out)[1]) == retyped
+
+
+def test_each_format_is_registered_under_its_own_name() -> None:
+    # The manifest records a night's format by the name the registry finds it under.
+    assert [format_named(name).name for name in FORMAT_NAMES] == list(FORMAT_NAMES)
