@@ -14,15 +14,17 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from petsync.core.models import STATUS_VALUES
-from petsync.formats.schema import ColumnType
-from petsync.storage.location import Location
-from petsync.storage.store import SnapshotStore, Staged
+
+if TYPE_CHECKING:
+    from petsync.formats.schema import ColumnType
+    from petsync.storage.location import Location
+    from petsync.storage.store import SnapshotStore, Staged
 
 
 class NightRows(Protocol):

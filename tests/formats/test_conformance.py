@@ -173,6 +173,8 @@ def test_nights_are_listed_and_read_back_exactly(kind: SnapshotFormat, out: str)
     assert str(frame["id"].dtype) == "Int64"
     assert frame["id"].tolist() == [INT64_MIN, 7, INT64_MAX]
     assert str(nights[0].path) == str(first.path)  # where the commit said it went
+    sizes = kind.night_sizes(parse_location(out), [DAY1, DAY2])
+    assert sorted(sizes) == [DAY1, DAY2] and min(sizes.values()) > 0
 
 
 def test_a_second_commit_of_the_same_night_replaces_it(kind: SnapshotFormat, out: str) -> None:

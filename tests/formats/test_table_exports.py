@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from petsync.export.location import parse_location
 
 from petsync.client.config import ClientConfig
 from petsync.client.listing import InvalidRecord
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
 from petsync.export.config import ExportConfig
-from petsync.export.location import parse_location
 from petsync.export.run import run_export
 from petsync.formats.iceberg import open_catalog
 from petsync.formats.reading import FlaggedSnapshotWarning, list_snapshots, load_snapshot
