@@ -143,7 +143,7 @@ def publish(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from petsync.export.winning_rows import ROW_GROUP_ROWS
+    from petsync.formats.folders import ROW_GROUP_ROWS
     from petsync.formats.schema import PET_SCHEMA
     from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
 
