@@ -143,8 +143,8 @@ def publish(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from petsync.export.deduplicated import ROW_GROUP_ROWS
-    from petsync.export.schema import PET_SCHEMA
+    from petsync.formats.folders import ROW_GROUP_ROWS
+    from petsync.formats.schema import PET_SCHEMA
     from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
 
     folder = partition_path(out, date)

@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from petsync.client.listing import InvalidRecord, Listing, Page
     from petsync.export.diff import SnapshotDiff, diff_snapshots
     from petsync.export.inventory import NightSummary, describe_snapshots
-    from petsync.export.report import ExportReport
+    from petsync.export.outcome import ExportReport
     from petsync.export.run import run_export
-    from petsync.export.snapshot import (
+    from petsync.formats.reading import (
         FlaggedSnapshotWarning,
         list_snapshots,
         load_snapshot,
@@ -72,13 +72,13 @@ _LAZY: dict[str, str] = {
     "Page": "petsync.client.listing",
     "run_import": "petsync.importer.run",
     "ImportReport": "petsync.importer.outcome",
-    "ExportReport": "petsync.export.report",
+    "ExportReport": "petsync.export.outcome",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.storage.layout",
-    "FlaggedSnapshotWarning": "petsync.export.snapshot",
-    "list_snapshots": "petsync.export.snapshot",
-    "load_snapshot": "petsync.export.snapshot",
-    "load_snapshots": "petsync.export.snapshot",
+    "FlaggedSnapshotWarning": "petsync.formats.reading",
+    "list_snapshots": "petsync.formats.reading",
+    "load_snapshot": "petsync.formats.reading",
+    "load_snapshots": "petsync.formats.reading",
     "SnapshotDiff": "petsync.export.diff",
     "NightSummary": "petsync.export.inventory",
     "describe_snapshots": "petsync.export.inventory",

@@ -28,7 +28,7 @@ from petsync.core.settings_table import DEMO_OUT
 from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import ExportProgress
-from petsync.export.report import ExportReport
+from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
 from petsync.server.seed import seed_row
 from petsync.server.store import PetStore, Row

@@ -30,8 +30,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "ops": frozenset({"core", "client", "_version"}),
     "export": frozenset({"core", "client", "storage", "formats", "_version"}),
     "importer": frozenset({"core", "client", "_version"}),
-    # export: only its snapshot readers and schema, until they move to formats.
-    "history": frozenset({"core", "storage", "formats", "export", "_version"}),
+    "history": frozenset({"core", "storage", "formats", "_version"}),
     "report": frozenset({"core", "history", "_version"}),
     "demo": frozenset({"core", "client", "export", "storage", "formats", "server", "_version"}),
     "cli": frozenset(

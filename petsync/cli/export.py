@@ -42,7 +42,6 @@ from petsync.export.config import (
     ExportConfig,
     ExportFormat,
     ExtraFieldsMode,
-    TableFormat,
 )
 from petsync.ops.metrics import record_run
 
@@ -152,7 +151,7 @@ def export_command(
     statuses: tuple[str, ...],
     sweep: bool,
     file_format: ExportFormat | None,
-    table_format: TableFormat,
+    table_format: str,
     strict: bool,
     keep: int | None,
     max_drop: str,

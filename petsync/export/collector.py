@@ -3,7 +3,7 @@
 Pages arrive from several listings at once (one per status plus the unfiltered sweep). Each
 listing appends its pets' columns to plain Python lists, turned into an Arrow record batch
 every :data:`BATCH_ROWS` rows and appended to a scratch Arrow IPC file. What stays per
-fetched row are five keys (29 bytes, see :mod:`petsync.export.dedup`), kept within the
+fetched row are five keys (29 bytes, see :mod:`petsync.export.id_keys`), kept within the
 memory budget and spilled to the scratch directory beyond it, never a list of a million
 ``Pet`` objects or a DataFrame of dicts.
 
@@ -18,8 +18,8 @@ rebuilt from its page. :meth:`Deduplicated.write` then streams the winners into 
 CSV. Rows are written in the order they were stored, then the rebuilt ones; not sorted.
 
 Only the pages' bookkeeping lives here: the scratch files are :mod:`petsync.export.scratch`,
-the keys' deduplication :mod:`petsync.export.dedup`, and the winners and their writing
-:mod:`petsync.export.deduplicated`.
+the keys' deduplication :mod:`petsync.export.id_keys`, and the winners and their writing
+:mod:`petsync.export.winning_rows`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ import pyarrow as pa
 
 from petsync.client.records import PetColumns, typed_records
 from petsync.core.models import STATUS_VALUES, Pet, PetStatus
-from petsync.export.dedup import SWEEP_SOURCE, Keys, KeyStore, make_keys
-from petsync.export.deduplicated import Deduplicated
+from petsync.export.id_keys import SWEEP_SOURCE, Keys, KeyStore, make_keys
 from petsync.export.scratch import (
     KEYS_DIR,
     REBUILT_NAME,
@@ -45,11 +44,12 @@ from petsync.export.scratch import (
     SweepPages,
     scratch_batch,
 )
+from petsync.export.winning_rows import Deduplicated
 
 BATCH_ROWS = 16_384  # per listing: bounds the Python objects held between batches
 UNLIMITED = 2**62  # a memory budget that never spills
 
-# Listing sources are small integers: 0 (dedup.SWEEP_SOURCE) is the unfiltered sweep, 1.. the
+# Listing sources are small integers: 0 (id_keys.SWEEP_SOURCE) is the unfiltered sweep, 1.. the
 # statuses in interface order.
 _SOURCE_STATUS: tuple[str | None, ...] = (None, *STATUS_VALUES)
 

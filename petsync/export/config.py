@@ -14,14 +14,13 @@ from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.core.errors import ConfigError
 from petsync.core.interface import CLOCK_TOLERANCE, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import PetStatus
+from petsync.formats.registry import DEFAULT_NAME, FORMAT_NAMES, FORMATS
 from petsync.storage.location import Location, parse_location
 
 ExportFormat = Literal["parquet", "both"]
 EXPORT_FORMATS: tuple[str, ...] = ("parquet", "both")
-# hive: one Parquet file (and CSV) per dated partition; delta: one Delta Lake table;
-# iceberg: one Apache Iceberg table.
-TableFormat = Literal["hive", "delta", "iceberg"]
-TABLE_FORMATS: tuple[str, ...] = ("hive", "delta", "iceberg")
+# The formats a night can be kept in: petsync.formats.registry names them.
+TABLE_FORMATS: tuple[str, ...] = FORMAT_NAMES
 # What becomes of fields the API sends beyond the interface's (see export.extra_fields):
 # dropped (said in the output), kept as columns, or refused (nothing published, exit 1).
 ExtraFieldsMode = Literal["drop", "keep", "fail"]
@@ -31,8 +30,8 @@ EXTRA_FIELDS_OPTION = "--extra-fields"
 
 DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
 DEFAULT_SWEEP = True
-DEFAULT_FORMAT: ExportFormat = "both"  # for hive; a Delta table holds Parquet only
-DEFAULT_TABLE_FORMAT: TableFormat = "hive"
+DEFAULT_FORMAT: ExportFormat = "both"  # where the format holds CSV; a table holds Parquet only
+DEFAULT_TABLE_FORMAT = DEFAULT_NAME
 DEFAULT_MAX_DROP = 0.20  # a fifth of the catalogue gone overnight is an outage, not a trend
 # Requests in flight at once: the three statuses and the sweep side by side, and as many
 # pages again read ahead where the style allows it (as the import, 8 POSTs in flight).
@@ -59,7 +58,7 @@ class ExportConfig:
     out_dir: Path | str  # a local directory, or an object-store URI (see petsync.storage.location)
     statuses: tuple[PetStatus, ...] = DEFAULT_STATUSES
     sweep: bool = DEFAULT_SWEEP
-    format: ExportFormat | None = None  # None: DEFAULT_FORMAT, or "parquet" for delta
+    format: ExportFormat | None = None  # None: DEFAULT_FORMAT, or "parquet" for a table
     strict: bool = False
     keep: int | None = None
     max_drop: float = DEFAULT_MAX_DROP
@@ -67,7 +66,7 @@ class ExportConfig:
     page_limit: int = DEFAULT_PAGE_LIMIT
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     scratch_dir: Path | None = None
-    table_format: TableFormat = DEFAULT_TABLE_FORMAT
+    table_format: str = DEFAULT_TABLE_FORMAT  # a name of petsync.formats.registry
     extra_fields: ExtraFieldsMode = DEFAULT_EXTRA_FIELDS
     clock_tolerance: float = CLOCK_TOLERANCE  # seconds between our clock and the API's Date
 
@@ -87,15 +86,14 @@ class ExportConfig:
         object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
         if not self.statuses and not self.sweep:
             raise ConfigError("nothing to export: no status given and the sweep is off")
+        holds_csv = FORMATS[self.table_format].holds_csv
         if self.format is None:
-            object.__setattr__(
-                self, "format", "parquet" if self.table_format != "hive" else DEFAULT_FORMAT
-            )
+            object.__setattr__(self, "format", DEFAULT_FORMAT if holds_csv else "parquet")
         if self.format not in EXPORT_FORMATS:
             raise ConfigError(
                 f"unknown export format {self.format!r}; use one of: {', '.join(EXPORT_FORMATS)}"
             )
-        if self.format == "both" and self.table_format != "hive":
+        if self.format == "both" and not holds_csv:
             raise ConfigError(
                 "--format both writes a CSV beside each Parquet file, and a "
                 f"{self.table_format.capitalize()} table (--table-format {self.table_format}) "
@@ -138,9 +136,9 @@ class ExportConfig:
     def writes_csv(self) -> bool:
         """True when the snapshot holds the CSV copy beside the Parquet file.
 
-        A Delta table holds the Parquet data only: its readers go through the table.
+        A table holds the Parquet data only: its readers go through the table.
         """
-        return self.format == "both" and self.table_format == "hive"
+        return self.format == "both" and FORMATS[self.table_format].holds_csv
 
 
 def _statuses(values: tuple[PetStatus | str, ...]) -> list[PetStatus]:

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from petsync.export.extra_fields import previous_fields
-from petsync.export.schema import extra_columns
-from petsync.export.snapshot import find_snapshot, read_table
+from petsync.formats.reading import find_snapshot, read_table
+from petsync.formats.schema import extra_columns, recorded_fields
 from petsync.storage.layout import SnapshotInfo
 
 if TYPE_CHECKING:
@@ -166,7 +165,7 @@ def diff_snapshots(
     >>> diff_snapshots("2026-11-21", "2026-11-22", directory="s3://bkt/p")  # doctest: +SKIP
     """
 
-    from petsync.export.schema import to_dataframe
+    from petsync.formats.schema import to_dataframe
 
     old_info = find_snapshot(old, directory=directory)
     new_info = find_snapshot(new, directory=directory)
@@ -214,7 +213,7 @@ def diff_snapshots(
 
 def _extra_field_names(info: SnapshotInfo, table: pa.Table) -> set[str]:
     """The extra fields a snapshot saw: its manifest's (kept or not), and its extra columns."""
-    return set(previous_fields(info.manifest)) | set(extra_columns(table.schema))
+    return set(recorded_fields(info.manifest)) | set(extra_columns(table.schema))
 
 
 def _field_changes(in_both: pd.DataFrame, fields: list[str]) -> pd.DataFrame:

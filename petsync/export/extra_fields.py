@@ -25,26 +25,17 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 
 from petsync.client.records import InvalidRecord, PetColumns
 from petsync.core.models import INT64_MAX, INT64_MIN
 from petsync.export.config import EXTRA_FIELDS_OPTION, ExtraFieldsMode
+from petsync.formats.schema import ARROW_TYPES, COLUMN_TYPES, ColumnType, recorded_fields
 
-ColumnType = Literal["string", "int64", "float64", "bool", "json"]
-COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "int64", "float64", "bool", "json")
-ARROW_TYPES: dict[ColumnType, pa.DataType] = {
-    "string": pa.string(),
-    "int64": pa.int64(),
-    "float64": pa.float64(),
-    "bool": pa.bool_(),
-    "json": pa.string(),
-}
 EXAMPLE_MAX_CHARS = 200  # an example value longer than this (as JSON) is cut in the manifest
 _FLOAT_EXACT = 2**53  # the largest integer range a double holds exactly
-MANIFEST_KEY = "extra_fields"
 
 
 def json_type(value: object) -> str:
@@ -219,23 +210,12 @@ def fixed_columns(previous: Mapping[str, Any] | None) -> dict[str, ColumnType]:
     because a column needs a type): the next night chooses.
     """
     columns: dict[str, ColumnType] = {}
-    for entry in previous_fields(previous).values():
+    for entry in recorded_fields(previous).values():
         column = entry.get("column")
         seen = entry.get("json_types")
         if column in COLUMN_TYPES and isinstance(seen, list) and set(seen) - {"null"}:
             columns[str(entry["name"])] = column
     return columns
-
-
-def previous_fields(previous: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """The previous manifest's extra fields by name (none for a manifest without them)."""
-    section = (previous or {}).get(MANIFEST_KEY)
-    entries = section.get("fields") if isinstance(section, dict) else None
-    if not isinstance(entries, list):
-        return {}
-    return {
-        str(e["name"]): e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
-    }
 
 
 @dataclass(frozen=True)
@@ -366,7 +346,7 @@ def summarise(
     previous_date: dt.date | None,
 ) -> ExtraFieldsReport:
     """The night's report: each field's facts, its first night, and the change from before."""
-    before = previous_fields(previous)
+    before = recorded_fields(previous)
     fields = []
     for name in sorted(tally.fields):
         stats = tally.fields[name]

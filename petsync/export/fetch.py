@@ -27,8 +27,9 @@ from petsync.core.models import PetStatus
 from petsync.core.stop import StopRequest
 from petsync.export.collector import PetCollector, source_of
 from petsync.export.config import SWEEP_LABEL, ExportConfig
-from petsync.export.extra_fields import ColumnType, screen
+from petsync.export.extra_fields import screen
 from petsync.export.quarantine import Quarantine
+from petsync.formats.schema import ColumnType
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The nights a store holds, one line each: date, trust, pets, size, extra fields, why flagged.
 
 :func:`describe_snapshots` is what ``petsync snapshots`` prints, built on
-:func:`~petsync.export.snapshot.list_snapshots` (so it reads every store and table format
+:func:`~petsync.formats.reading.list_snapshots` (so it reads every store and table format
 that does) plus each night's size: the bytes of its partition's files (Parquet, CSV,
 manifest, quarantine) for folders, of its current data files for a Delta or Iceberg table.
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from petsync.export.extra_fields import MANIFEST_KEY as EXTRA_FIELDS_KEY
-from petsync.storage.layout import SnapshotInfo, partition_name
+from petsync.formats.schema import EXTRA_FIELDS_KEY
+from petsync.storage.layout import SnapshotInfo
 from petsync.storage.location import Location, parse_location
 
 Trust = Literal["complete", "incomplete", "drop flagged", "dated ahead"]
@@ -58,12 +58,12 @@ def describe_snapshots(
     """One :class:`NightSummary` per snapshot under ``directory`` (a path or URI), oldest first.
 
     ``horizon`` is the first date that counts as dated ahead (default:
-    :func:`~petsync.export.snapshot.future_horizon`, tomorrow with the clock tolerance).
+    :func:`~petsync.formats.reading.future_horizon`, tomorrow with the clock tolerance).
 
     >>> [(n.date.isoformat(), n.trust, n.pets) for n in describe_snapshots("out")]  # doctest: +SKIP
     [('2026-11-21', 'complete', 10000), ('2026-11-22', 'incomplete', 9120)]
     """
-    from petsync.export.snapshot import future_horizon, list_snapshots
+    from petsync.formats.reading import future_horizon, list_snapshots
 
     horizon = future_horizon() if horizon is None else horizon
     snapshots = list_snapshots(directory)
@@ -107,36 +107,10 @@ def _summary(info: SnapshotInfo, size: int | None, horizon: dt.date) -> NightSum
 
 
 def _sizes(location: Location, snapshots: list[SnapshotInfo]) -> dict[dt.date, int]:
-    """Each night's bytes on the store, by the table format that holds it."""
+    """Each night's bytes on the store, by the format that holds them."""
     if not snapshots:
         return {}
-    table_format = snapshots[0].manifest.get("table_format")
-    if table_format == "delta":
-        from petsync.export.tables.delta import data_sizes
+    from petsync.formats.registry import format_of_manifest
 
-        return data_sizes(location)
-    if table_format == "iceberg":
-        from petsync.export.tables.iceberg import data_sizes as iceberg_sizes
-
-        return iceberg_sizes(location)
-    return _partition_sizes(location, [info.date for info in snapshots])
-
-
-def _partition_sizes(location: Location, dates: list[dt.date]) -> dict[dt.date, int]:
-    import pyarrow.fs as pafs
-
-    from petsync.storage.filesystem import open_filesystem
-    from petsync.storage.partitions import read_error
-
-    sizes: dict[dt.date, int] = {}
-    try:
-        filesystem = open_filesystem(location)
-        for date in dates:
-            selector = pafs.FileSelector(
-                location.store_child(*partition_name(date)), allow_not_found=True, recursive=True
-            )
-            entries = filesystem.get_file_info(selector)
-            sizes[date] = sum(e.size or 0 for e in entries if e.type == pafs.FileType.File)
-    except OSError as exc:
-        raise read_error(location, exc) from exc
-    return sizes
+    held = format_of_manifest(snapshots[0].manifest)
+    return held.night_sizes(location, [info.date for info in snapshots])

@@ -5,12 +5,12 @@
 takes its lock before the first API request, then runs the listings
 (:mod:`petsync.export.fetch`) into the collector (:mod:`petsync.export.collector`) and
 the quarantine (:mod:`petsync.export.quarantine`), judges the result
-(:mod:`petsync.export.report`), writes the snapshot files into a staged snapshot and
-publishes it (:mod:`petsync.storage.local_publication`: one rename; on object stores
-:mod:`petsync.storage.object_publication`: copies, the data before the manifest), or commits
-it to a Delta table (:mod:`petsync.export.tables.delta`). A run that fails anywhere before
-publication publishes nothing; with ``strict`` a result that is not to be trusted is not
-published either.
+(:mod:`petsync.export.outcome`), and hands the night to the format the registry chose
+(:mod:`petsync.formats.registry`): dated folders staged and published whole
+(:mod:`petsync.storage.local_publication`: one rename; on object stores
+:mod:`petsync.storage.object_publication`: copies, the data before the manifest), or a commit
+to a Delta or Iceberg table. A run that fails anywhere before publication publishes
+nothing; with ``strict`` a result that is not to be trusted is not published either.
 """
 
 from __future__ import annotations
@@ -29,41 +29,35 @@ from pathlib import Path
 
 from petsync.client.api import PetLister
 from petsync.client.client import PetstoreClient
-from petsync.core.errors import ExitCode, PetsyncError
+from petsync.core.errors import PetsyncError
 from petsync.core.files import check_writable_dir
 from petsync.core.stop import StopRequest
 from petsync.export.clock import ClockWatch, check_clock
 from petsync.export.collector import PetCollector
 from petsync.export.config import EXTRA_FIELDS_OPTION, ExportConfig
-from petsync.export.deduplicated import Deduplicated
 from petsync.export.extra_fields import (
-    ColumnType,
     ExtraFieldsReport,
     choose_column,
     fixed_columns,
     summarise,
 )
 from petsync.export.fetch import ExportProgress, FetchResult, fetch_listings
-from petsync.export.quarantine import Quarantine
-from petsync.export.report import (
+from petsync.export.outcome import (
     DropCheck,
     ExportReport,
     RunTiming,
     check_drop,
     outcome_warnings,
 )
-from petsync.export.schema import COLUMNS
-from petsync.export.snapshot import latest_snapshot, list_snapshots
+from petsync.export.quarantine import Quarantine
 from petsync.export.tallies import CollectedPets
-from petsync.storage.layout import (
-    MANIFEST_NAME,
-    PARTITION_KEY,
-    QUARANTINE_NAME,
-    RUN_ID_KEY,
-    SnapshotInfo,
-    csv_name,
-    data_name,
-)
+from petsync.export.winning_rows import Deduplicated
+from petsync.formats.night import Committed, Night
+from petsync.formats.protocol import SnapshotFormat
+from petsync.formats.reading import latest_snapshot, list_snapshots
+from petsync.formats.registry import format_named
+from petsync.formats.schema import COLUMNS, ColumnType
+from petsync.storage.layout import PARTITION_KEY, QUARANTINE_NAME, SnapshotInfo
 from petsync.storage.lock import Lock
 from petsync.storage.store import SnapshotStore, Staged, before_fetch, open_store
 
@@ -106,20 +100,15 @@ def run_export(
     lock = store.prepare()
     try:
         with before_fetch(location):
-            if config.table_format == "delta":
-                from petsync.export.tables.delta import check_table
-
-                check_table(location)  # an existing table of another schema: exit 2 now
-            elif config.table_format == "iceberg":
-                from petsync.export.tables.iceberg import check_table as check_iceberg
-
-                check_iceberg(location)
+            kind = format_named(config.table_format)
+            kind.check(location)  # an existing table of another schema: exit 2 now
             stale = store.clean_staging()
             if stale:
                 logger.info("export.staging_cleaned", extra={"fields": {"removed": len(stale)}})
             run_id = uuid.uuid4().hex
             run = _Run(
                 config=config,
+                kind=kind,
                 date=date,
                 previous=store.read(
                     lambda where: latest_snapshot(where, before=date), doing="listing snapshots"
@@ -185,6 +174,7 @@ class _Run:
     """One run's fixed facts, decided under the lock and handed from step to step."""
 
     config: ExportConfig
+    kind: SnapshotFormat  # where the night goes: dated folders, a Delta or an Iceberg table
     date: dt.date
     previous: SnapshotInfo | None  # the latest complete snapshot before tonight: drop check
     later: tuple[dt.date, ...]  # snapshots dated after tonight (a clock that ran ahead)
@@ -308,7 +298,7 @@ def _lister(
 
 
 def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> ExportReport:
-    """Judge the collected pets, write the snapshot files and publish them (or commit)."""
+    """Judge the collected pets, then stage the night in its format and commit it."""
     config = run.config
     clock = check_clock(
         (listing.server_date for listing in fetched.listings),
@@ -328,20 +318,22 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
                 + " The previous snapshot stays the latest."
             )
 
-    if config.table_format == "delta":
-        from petsync.export.tables.delta import commit_snapshot
-
-        return commit_snapshot(run, collected, fetched, drop, extra_fields, columns)
-    if config.table_format == "iceberg":
-        from petsync.export.tables.iceberg import commit_snapshot as commit_iceberg
-
-        return commit_iceberg(run, collected, fetched, drop, extra_fields)
-    trusted = fetched.complete and not drop.flagged  # the report's exit code 0
-    report = run.report(fetched, _write_files(run, collected, trusted, columns), drop, extra_fields)
-    run.staged.write_text(MANIFEST_NAME, report.manifest_text())
-    run.lock.confirm()  # on an object store: still ours (a lost lock publishes nothing)
-    path = run.staged.publish(run.date)
-    return _published(run, report, path)
+    night = Night(
+        date=run.date,
+        location=config.location,
+        run_id=run.run_id,
+        rows=collected,
+        columns=columns,
+        trusted=fetched.complete and not drop.flagged,  # the report's exit code 0
+        csv=config.writes_csv,
+        keep=config.keep,
+        store=run.store,
+        staged=run.staged,
+        lock=run.lock,
+    )
+    statuses = run.kind.stage(night)
+    report = run.report(fetched, collected.counted(statuses), drop, extra_fields)
+    return _published(run, report, run.kind.commit(night, report.manifest_text()))
 
 
 def _extra_fields(
@@ -382,36 +374,17 @@ def _extra_fields(
     return report, columns
 
 
-def _write_files(
-    run: _Run, collected: Deduplicated, trusted: bool, columns: dict[str, ColumnType]
-) -> CollectedPets:
-    """Stream the winning rows into the staged Parquet file (and CSV), named as trusted or
-    flagged (:func:`~petsync.storage.layout.data_name`), with the kept extra columns."""
-    staged = run.staged
-    with contextlib.ExitStack() as streams:
-        parquet = streams.enter_context(staged.output(data_name(trusted)))
-        csv = (
-            streams.enter_context(staged.output(csv_name(trusted)))
-            if run.config.writes_csv
-            else None
-        )
-        return collected.write(
-            parquet, csv, metadata={RUN_ID_KEY: run.run_id.encode()}, extra_columns=columns
-        )
-
-
-def _published(run: _Run, report: ExportReport, path: Path | str) -> ExportReport:
-    """Prune after a trusted run, log what was published, return the final report."""
-    config, drop = run.config, report.drop
-    pruned: list[Path | str] = []
-    if config.keep is not None and report.exit_code is ExitCode.OK:  # only after a trusted run
-        pruned = run.store.prune(config.keep, run.date)
-    report = dataclasses.replace(report, snapshot_path=path, pruned=pruned)
+def _published(run: _Run, report: ExportReport, committed: Committed) -> ExportReport:
+    """Log what was published (and pruned), return the final report."""
+    drop, pruned = report.drop, committed.pruned
+    report = dataclasses.replace(
+        report, snapshot_path=committed.path, pruned=pruned, table_version=committed.version
+    )
     logger.info(
         "export.published",
         extra={
             "fields": {
-                "snapshot": str(path),
+                "snapshot": str(committed.path),
                 "pets": report.pets,
                 "complete": report.complete,
                 "drop_flagged": drop.flagged,

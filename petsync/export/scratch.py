@@ -5,7 +5,7 @@ Rows are appended to an Arrow IPC file (:data:`ROWS_NAME`) as record batches of
 interface's as JSON text (null for a row without any: every row of the usual catalogue).
 The sweep's pages that hold ghosts are kept as received (:class:`SweepPages`), so a ghost
 can be rebuilt from its page (into :data:`REBUILT_NAME`); the keys spill under
-:data:`KEYS_DIR` (:mod:`petsync.export.dedup`).
+:data:`KEYS_DIR` (:mod:`petsync.export.id_keys`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from petsync.client.records import PetColumns
 from petsync.core.arrow_arrays import int64_array, string_array
-from petsync.export.schema import PET_SCHEMA
+from petsync.formats.schema import PET_SCHEMA
 
 ROWS_NAME = "rows.arrow"
 REBUILT_NAME = "rebuilt.arrow"

@@ -36,7 +36,7 @@ from petsync.core.arrow_arrays import (
     true_mask,
 )
 from petsync.core.errors import InputError
-from petsync.export.schema import PET_SCHEMA
+from petsync.formats.schema import PET_SCHEMA
 from petsync.history.content_hash import content_hash
 from petsync.history.table import (
     CONTENT_COLUMNS,

@@ -45,7 +45,7 @@ def load_history(directory: Path | str, as_of: str | dt.date | None = None) -> p
     import pandas as pd
     import pyarrow.compute as pc
 
-    from petsync.export.schema import status_categories
+    from petsync.formats.schema import status_categories
 
     files = HistoryFiles.open(directory)
     state = _read_state(files)

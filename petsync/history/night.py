@@ -13,12 +13,12 @@ its listings' pages as they came, so the file is made of runs each in id order. 
   to a scratch folder, merged).
 
 Either way memory stays flat in the catalogue's size. The footer must name the manifest's
-run, as for :func:`petsync.export.snapshot.read_table`; on an object store the object must
+run, as for :func:`petsync.formats.reading.read_table`; on an object store the object must
 also be the one the read began with (same size and time): a night exported again while it
 was read is an error, never a mix.
 
 A night of a Delta or Iceberg table is read whole through its library, as
-:func:`~petsync.export.snapshot.read_table` reads it (in id order), and handed on in pieces.
+:func:`~petsync.formats.reading.read_table` reads it (in id order), and handed on in pieces.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import pyarrow as pa
 
 from petsync.core.arrow_arrays import to_numpy
 from petsync.core.errors import InputError
-from petsync.export.schema import COLUMNS, PET_SCHEMA, conform
+from petsync.formats.registry import format_of_manifest
+from petsync.formats.schema import COLUMNS, PET_SCHEMA, conform
 from petsync.history.id_order import OUT_ROWS, in_id_order, merge_sorted
 from petsync.storage.layout import RUN_ID_KEY, SnapshotInfo
 from petsync.storage.location import parse_location
@@ -62,10 +63,9 @@ def night_pieces(info: SnapshotInfo) -> Iterator[Iterator[pa.Table]]:
     >>> with night_pieces(info) as pieces:                       # doctest: +SKIP
     ...     pets = sum(piece.num_rows for piece in pieces)
     """
-    if info.manifest.get("table_format") in ("delta", "iceberg"):
-        from petsync.export.snapshot import read_table
-
-        table = read_table(info, known_only=True)  # whole, through the table's library
+    kind = format_of_manifest(info.manifest)
+    if kind.reads_whole:
+        table = kind.read_night(info, known_only=True)  # whole, through the table's library
         yield (pa.Table.from_batches([b]) for b in table.to_batches(OUT_ROWS))
         return
     night = _Night.open(info)

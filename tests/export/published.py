@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from petsync.export.schema import PET_SCHEMA
+from petsync.formats.schema import PET_SCHEMA
 from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME
 from petsync.storage.local_publication import StagedSnapshot
 

@@ -9,7 +9,7 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.report import ExportReport
+from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
 from tests.export.scripted import BASE, ScriptedClient
 

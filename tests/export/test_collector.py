@@ -11,6 +11,7 @@ import pytest
 from petsync.client.records import PetColumns
 from petsync.core.models import INT64_MAX, INT64_MIN, Pet, PetStatus
 from petsync.export.collector import PetCollector, source_of
+from petsync.formats.folders import write_files
 
 
 def test_collected_rows_keep_exact_int64_and_null_status(tmp_path: Path) -> None:
@@ -22,7 +23,7 @@ def test_collected_rows_keep_exact_int64_and_null_status(tmp_path: Path) -> None
     ]
     collector.add(source_of(PetStatus.SOLD), pets)
     done = collector.finish()
-    done.write(tmp_path / "pets.parquet", None)
+    write_files(done, tmp_path / "pets.parquet", None)
     import pyarrow.parquet as pq
 
     rows = pq.read_table(tmp_path / "pets.parquet").to_pylist()
@@ -40,12 +41,13 @@ def test_collecting_and_writing_do_not_import_pandas(tmp_path: Path) -> None:
         from pathlib import Path
         from petsync.export.collector import PetCollector, source_of
         from petsync.core.models import Pet
+        from petsync.formats.folders import write_files
         out = Path({str(tmp_path)!r})
         collector = PetCollector(out / "scratch", batch_rows=2)
         pets = [Pet(i, "n", 1, None if i % 2 else "sold") for i in range(5)]
         collector.add(source_of(None), pets)
         done = collector.finish()
-        done.write(out / "pets.parquet", out / "pets.csv")
+        write_files(done, out / "pets.parquet", out / "pets.csv")
         print(done.pets, "pandas" in sys.modules)
         """
     )
@@ -61,7 +63,7 @@ def _rows_and_counts(
     import pyarrow.parquet as pq
 
     done = collector.finish()
-    done.write(out / "pets.parquet", None)
+    write_files(done, out / "pets.parquet", None)
     rows = sorted(pq.read_table(out / "pets.parquet").to_pylist(), key=lambda r: str(r["id"]))
     counts = (
         done.pets,
@@ -132,7 +134,7 @@ def test_sweep_ghosts_give_the_answer_of_full_rows(tmp_path: Path, budget: int) 
 
 
 def test_a_partition_over_the_budget_is_split_and_gives_the_same_answer(tmp_path: Path) -> None:
-    from petsync.export.dedup import KeyStore, make_keys
+    from petsync.export.id_keys import KeyStore, make_keys
 
     ids = [i % 50 for i in range(400)]  # every id fetched 8 times
     hashes = [i % 50 + (i >= 350) for i in range(400)]  # the last fetch of each id differs

@@ -1,4 +1,8 @@
-"""--table-format delta: one Delta Lake table, one atomic commit per night, locally and on S3."""
+"""--table-format delta: one Delta Lake table, one atomic commit per night, locally and on S3.
+
+What an export does the same way into Delta and Iceberg is tests/formats/test_table_exports.py;
+here, what only Delta has: its version numbers, time travel, its readers and partitioning.
+"""
 
 from __future__ import annotations
 
@@ -13,40 +17,22 @@ from deltalake import DeltaTable, write_deltalake
 
 from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import ConfigError, ExitCode, PetsyncError
+from petsync.core.errors import ConfigError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.report import ExportReport
+from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.export.snapshot import FlaggedSnapshotWarning, list_snapshots, load_snapshot
-from petsync.export.tables.common import MANIFEST_KEY
-from petsync.export.tables.delta import storage_options
+from petsync.formats.delta import storage_options
+from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.table import MANIFEST_KEY
 from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient
-
-DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
-NIGHT1 = [
-    Pet(1, "Rex", 10, "available"),
-    Pet(2**63 - 1, "Max", -(2**63), "sold"),
-    Pet(-(2**63), "Min", 2**63 - 1, None),
-]
-NIGHT2 = [Pet(1, "Rex", 10, "sold"), Pet(7, "Neo", 3, "pending")]
+from tests.formats.table_nights import DAY1, DAY2, NIGHT1, NIGHT2, export_to, ids
 
 
 def export(out: str, pets: list[Pet], today: dt.date, **options: Any) -> ExportReport:
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")),
-        out_dir=out,
-        table_format="delta",
-        max_drop=1.0,
-        **options,
-    )
-    return run_export(config, client=ScriptedClient(pets), today=today)
-
-
-def ids(pets: list[Pet]) -> list[int]:
-    return sorted(p.id for p in pets)
+    return export_to("delta", out, pets, today, **options)
 
 
 def round_trip(out: str) -> None:
@@ -96,58 +82,10 @@ def test_delta_round_trip_on_s3_read_by_pandas_and_polars(s3: S3Bucket) -> None:
     assert sorted(polars.filter(pl.col("snapshot_date") == DAY1)["id"].to_list()) == ids(NIGHT1)
 
 
-def test_incomplete_night_is_committed_flagged_and_load_snapshot_keeps_the_last_complete(
-    tmp_path: Path,
-) -> None:
-    out = str(tmp_path / "out")
-    export(out, NIGHT1, DAY1)
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")), out_dir=out, table_format="delta", max_drop=1.0
-    )
-    incomplete = ScriptedClient(NIGHT2, incomplete={"sold": "the end was not proven"})
-
-    report = run_export(config, client=incomplete, today=DAY2)
-
-    assert report.exit_code is ExitCode.INCOMPLETE
-    assert load_snapshot(out).attrs["snapshot_date"] == "2026-11-20"
-    with pytest.warns(FlaggedSnapshotWarning, match="2026-11-21 is flagged"):
-        flagged = load_snapshot(out, "2026-11-21")
-    assert flagged.attrs["manifest"]["complete"] is False
-
-
-def test_strict_commits_nothing_when_incomplete(tmp_path: Path) -> None:
-    out = str(tmp_path / "out")
-    export(out, NIGHT1, DAY1)
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")),
-        out_dir=out,
-        table_format="delta",
-        strict=True,
-        max_drop=1.0,
-    )
-
-    with pytest.raises(PetsyncError, match="refused to publish"):
-        run_export(config, client=ScriptedClient(NIGHT2, incomplete={None: "no end"}), today=DAY2)
-
-    assert DeltaTable(f"{out}/pets").version() == 0
-
-
-def test_keep_deletes_older_dates_in_one_commit(tmp_path: Path) -> None:
-    out = str(tmp_path / "out")
-    for day in (DAY1, DAY2):
-        export(out, NIGHT1, day)
-
-    report = export(out, NIGHT2, DAY3, keep=1)
-
-    assert [s.date for s in list_snapshots(out)] == [DAY3]
-    assert len(report.pruned) == 2
-    assert load_snapshot(out, version=0)["id"].tolist() == ids(NIGHT1)  # still time-travels
-
-
-def another_table(out: Path, *, id_type: pa.DataType, partition_by: list[str] | None) -> None:
+def another_table(out: Path, *, partition_by: list[str] | None) -> None:
     other = pa.table(
         {
-            "id": pa.array([1], id_type),
+            "id": pa.array([1], pa.int64()),
             "name": ["x"],
             "categoryId": pa.array([1], pa.int64()),
             "status": ["sold"],
@@ -157,34 +95,11 @@ def another_table(out: Path, *, id_type: pa.DataType, partition_by: list[str] | 
     write_deltalake(str(out / "pets"), other, partition_by=partition_by)
 
 
-def test_a_table_of_another_schema_is_refused_before_any_request_not_cast(
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "out"
-    another_table(out, id_type=pa.int32(), partition_by=["snapshot_date"])
-    client = ScriptedClient(NIGHT1)
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")), out_dir=str(out), table_format="delta"
-    )
-
-    with pytest.raises(ConfigError) as caught:
-        run_export(config, client=client, today=DAY2)
-
-    assert caught.value.exit_code is ExitCode.USAGE
-    assert str(caught.value) == (
-        f"the Delta table at {out / 'pets'} is not a petsync snapshot table: column id is "
-        "int32, petsync writes int64. petsync never changes or casts a table's schema: export "
-        "to another --out, or move the table away. Nothing was fetched."
-    )
-    assert client.requests == 0 and client.listed == []
-    assert DeltaTable(str(out / "pets")).version() == 0
-
-
 def test_a_table_not_partitioned_by_the_date_is_refused_before_any_request(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "out"
-    another_table(out, id_type=pa.int64(), partition_by=None)
+    another_table(out, partition_by=None)
     client = ScriptedClient(NIGHT1)
     config = ExportConfig(
         client=ClientConfig(BASE, ApiKey("k")), out_dir=str(out), table_format="delta"
@@ -201,13 +116,3 @@ def test_a_table_not_partitioned_by_the_date_is_refused_before_any_request(
     )
     assert client.requests == 0
     assert DeltaTable(str(out / "pets")).version() == 0
-
-
-def test_the_delta_manifest_counts_the_scratch_area_like_a_hive_one(tmp_path: Path) -> None:
-    delta = export(str(tmp_path / "delta"), NIGHT1, DAY1).manifest
-    hive_config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")), out_dir=tmp_path / "hive", max_drop=1.0
-    )
-    hive = run_export(hive_config, client=ScriptedClient(NIGHT1), today=DAY1).manifest
-    assert delta["scratch_bytes"] > 0  # the fetched rows waited in the scratch file
-    assert delta["scratch_bytes"] == hive["scratch_bytes"]

@@ -1,9 +1,10 @@
 """``--table-format iceberg``: one Iceberg table at OUT/pets in an embedded SQLite catalog.
 
 Run with the real pyiceberg (SQL catalog on SQLite, files on the local disk): nights, a
-re-run replacing its date, the manifest in the snapshot summary, ``--keep``, the schema
-guard, exact int64 ids, quarantine beside the table, ``load_snapshot`` and ``diff``; the
-table read back by pyiceberg, Polars and DuckDB as docs/notebooks.md shows.
+re-run replacing its date, the manifest in the snapshot summary, exact int64 ids,
+``load_snapshot`` and ``diff``; the table read back by pyiceberg, Polars and DuckDB as
+docs/notebooks.md shows; the catalog. What an export does the same way into Delta and
+Iceberg is tests/formats/test_table_exports.py.
 """
 
 from __future__ import annotations
@@ -18,43 +19,20 @@ import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
-from petsync.client.config import ClientConfig
-from petsync.core.apikey import ApiKey
-from petsync.core.errors import ConfigError, ExitCode, PetsyncError
+from petsync.core.errors import ConfigError
 from petsync.core.models import Pet
-from petsync.export.config import ExportConfig
 from petsync.export.diff import diff_snapshots
-from petsync.export.report import ExportReport
-from petsync.export.run import run_export
-from petsync.export.snapshot import FlaggedSnapshotWarning, list_snapshots, load_snapshot
-from petsync.export.tables.common import MANIFEST_KEY
-from petsync.export.tables.iceberg import CATALOG_FILE, open_catalog
+from petsync.export.outcome import ExportReport
+from petsync.formats.iceberg import CATALOG_FILE, open_catalog
+from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.table import MANIFEST_KEY
 from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
-from tests.export.scripted import BASE, ScriptedClient
-
-DAY1, DAY2, DAY3 = dt.date(2026, 11, 20), dt.date(2026, 11, 21), dt.date(2026, 11, 22)
-NIGHT1 = [
-    Pet(1, "Rex", 10, "available"),
-    Pet(2**63 - 1, "Max", -(2**63), "sold"),
-    Pet(-(2**63), "Min", 2**63 - 1, None),
-]
-NIGHT2 = [Pet(1, "Rex", 10, "sold"), Pet(7, "Neo", 3, "pending")]
+from tests.formats.table_nights import DAY1, DAY2, NIGHT1, NIGHT2, export_to, ids
 
 
 def export(out: str, pets: list[Pet], today: dt.date, **options: Any) -> ExportReport:
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")),
-        out_dir=out,
-        table_format="iceberg",
-        max_drop=1.0,
-        **options,
-    )
-    return run_export(config, client=ScriptedClient(pets), today=today)
-
-
-def ids(pets: list[Pet]) -> list[int]:
-    return sorted(p.id for p in pets)
+    return export_to("iceberg", out, pets, today, **options)
 
 
 def table_of(out: str) -> Any:
@@ -123,93 +101,6 @@ def test_diff_and_the_diff_command_read_the_table(tmp_path: Path) -> None:
 
     assert (result.added, result.removed) == (1, 2)
     assert shown.exit_code == 0, shown.output
-
-
-def test_an_incomplete_night_is_committed_flagged_and_strict_commits_nothing(
-    tmp_path: Path,
-) -> None:
-    out = str(tmp_path / "out")
-    export(out, NIGHT1, DAY1)
-    incomplete = {"sold": "the end was not proven"}
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")), out_dir=out, table_format="iceberg", max_drop=1.0
-    )
-
-    report = run_export(config, client=ScriptedClient(NIGHT2, incomplete=incomplete), today=DAY2)
-
-    assert report.exit_code is ExitCode.INCOMPLETE
-    assert load_snapshot(out).attrs["snapshot_date"] == "2026-11-20"
-    with pytest.warns(FlaggedSnapshotWarning, match="2026-11-21 is flagged"):
-        flagged = load_snapshot(out, "2026-11-21")
-    assert flagged.attrs["manifest"]["complete"] is False
-    snapshots = len(table_of(out).snapshots())
-    strict = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")),
-        out_dir=out,
-        table_format="iceberg",
-        strict=True,
-        max_drop=1.0,
-    )
-    with pytest.raises(PetsyncError, match="refused to publish"):
-        run_export(strict, client=ScriptedClient(NIGHT2, incomplete=incomplete), today=DAY3)
-    assert len(table_of(out).snapshots()) == snapshots
-
-
-def test_keep_deletes_older_dates_in_one_commit(tmp_path: Path) -> None:
-    out = str(tmp_path / "out")
-    for day in (DAY1, DAY2):
-        export(out, NIGHT1, day)
-
-    report = export(out, NIGHT2, DAY3, keep=1)
-
-    assert [s.date for s in list_snapshots(out)] == [DAY3]
-    assert len(report.pruned) == 2
-    assert table_of(out).current_snapshot().summary.operation.value == "delete"
-
-
-def test_a_table_of_another_schema_is_refused_before_any_request_not_cast(
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "out"
-    catalog = open_catalog(parse_location(str(out)))
-    catalog.create_namespace("petsync")
-    catalog.create_table(
-        ("petsync", "pets"),
-        schema=pa.schema(
-            [pa.field("id", pa.int32(), nullable=False), pa.field("name", pa.string())]
-        ),
-    )
-    client = ScriptedClient(NIGHT1)
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")), out_dir=str(out), table_format="iceberg"
-    )
-
-    with pytest.raises(ConfigError) as caught:
-        run_export(config, client=client, today=DAY1)
-
-    message = str(caught.value)
-    assert message.startswith(
-        f"the Iceberg table at {out / 'pets'} is not a petsync snapshot table: column id is "
-        "int32, petsync writes int64;"
-    )
-    assert "it is partitioned by nothing, petsync's by snapshot_date" in message
-    assert message.endswith("Nothing was fetched.")
-    assert client.requests == 0
-
-
-def test_quarantined_records_go_beside_the_table(tmp_path: Path) -> None:
-    from petsync.client.listing import InvalidRecord
-
-    out = tmp_path / "out"
-    bad = InvalidRecord({"id": "x"}, "id is not an integer", f"{BASE}/pets")
-    config = ExportConfig(
-        client=ClientConfig(BASE, ApiKey("k")), out_dir=str(out), table_format="iceberg"
-    )
-
-    run_export(config, client=ScriptedClient(NIGHT1, extra={None: [bad]}), today=DAY1)
-
-    quarantine = out / "_quarantine" / "snapshot_date=2026-11-20" / "_quarantine.jsonl"
-    assert "id is not an integer" in quarantine.read_text()
 
 
 def test_an_object_store_out_needs_a_named_catalog() -> None:

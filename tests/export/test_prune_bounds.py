@@ -13,11 +13,11 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
-from petsync.export.report import ExportReport
+from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.export.snapshot import list_snapshots
+from petsync.formats.reading import list_snapshots
 from tests.export.scripted import BASE, ScriptedClient
-from tests.export.test_delta import DAY1, DAY2, DAY3, NIGHT1, NIGHT2
+from tests.formats.table_nights import DAY1, DAY2, DAY3, NIGHT1, NIGHT2
 
 FUTURE = DAY3 + dt.timedelta(days=400)
 

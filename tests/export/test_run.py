@@ -17,9 +17,9 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, LockedError, PetsyncError, RetriesExhaustedError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
-from petsync.export.report import ExportReport
+from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.export.snapshot import latest_snapshot, list_snapshots, load_snapshot
+from petsync.formats.reading import latest_snapshot, list_snapshots, load_snapshot
 from petsync.storage.layout import (
     CSV_NAME,
     FLAGGED_CSV_NAME,
@@ -555,7 +555,7 @@ def test_a_write_failing_after_the_fetch_names_the_directory_and_publishes_nothi
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(out / "pets.parquet"))
 
-    monkeypatch.setattr("petsync.export.deduplicated.Deduplicated.write", disk_full)
+    monkeypatch.setattr("petsync.formats.folders.write_files", disk_full)
 
     with pytest.raises(PetsyncError) as caught:
         export(out, ScriptedClient(CATALOGUE))

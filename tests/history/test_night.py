@@ -15,8 +15,8 @@ import pytest
 import petsync.history.id_order as id_order
 import petsync.history.night as night
 from petsync.core.errors import InputError
-from petsync.export.schema import PET_SCHEMA
-from petsync.export.snapshot import list_snapshots
+from petsync.formats.reading import list_snapshots
+from petsync.formats.schema import PET_SCHEMA
 from petsync.history.id_order import SPILL_NAME, in_id_order
 from petsync.history.night import night_pieces
 from petsync.history.update import update_history

@@ -1,57 +1,34 @@
-"""What every table format does the same way: the quarantine beside the table, which nights
-``--keep`` prunes, and the plain name of a column's type."""
+"""A table's schema as petsync writes it, and the guard that refuses any other.
+
+A night in a table has the snapshot's columns (:mod:`petsync.formats.schema`), then its date
+(the partition column), then the kept extra fields in the order they were first kept. A table
+whose columns, types or partitioning differ is refused, never cast; a kept field whose values
+no longer fit its column is refused too: a table's schema evolves by new columns only.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError
-from petsync.export.deduplicated import Deduplicated, output_schema
-from petsync.export.extra_fields import ARROW_TYPES, ColumnType, previous_fields
-from petsync.export.schema import PET_SCHEMA, extra_columns
-from petsync.export.tables.night import Night
-from petsync.storage.layout import PARTITION_KEY, PETS_DIR, QUARANTINE_NAME
-from petsync.storage.location import Location
-
-QUARANTINE_DIR = "_quarantine"
-# The key of a commit's (or snapshot's) properties that holds the night's manifest.
-MANIFEST_KEY = "petsync.manifest"
-
-
-def table_uri(location: Location) -> str:
-    """Where the table lives: ``OUT/pets`` (an absolute path for a local directory)."""
-    if location.local is not None:
-        return str(location.local.absolute() / PETS_DIR)
-    return location.child(PETS_DIR)
-
-
-def write_quarantine(run: Night, location: Location) -> None:
-    """Copy the run's quarantine file beside the table (it has no place in the table)."""
-    from petsync.storage.filesystem import open_filesystem
-
-    source = run.staged.file(QUARANTINE_NAME)
-    if not source.exists():
-        return
-    target = location.store_child(
-        QUARANTINE_DIR, f"{PARTITION_KEY}={run.date.isoformat()}", QUARANTINE_NAME
-    )
-    filesystem = open_filesystem(location)
-    filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(target) as out, source.open("rb") as handle:
-        shutil.copyfileobj(handle, out, 8 * 1024 * 1024)
-
+from petsync.formats.schema import (
+    ARROW_TYPES,
+    PET_SCHEMA,
+    ColumnType,
+    extra_columns,
+    output_schema,
+    recorded_fields,
+)
+from petsync.storage.layout import PARTITION_KEY
 
 # A night in a table: the snapshot's columns, then its date (the partition column).
 DATED_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(PARTITION_KEY, pa.date32(), nullable=False))
 
 
-def dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
+def dated_schema(columns: Mapping[str, ColumnType]) -> pa.Schema:
     """A night's schema: the snapshot's columns, the date, then the kept extra fields."""
     schema = DATED_SCHEMA
     extra = output_schema(columns)
@@ -60,48 +37,11 @@ def dated_schema(columns: dict[str, ColumnType]) -> pa.Schema:
     return schema
 
 
-def dated_batches(
-    collected: Deduplicated, date: dt.date, columns: dict[str, ColumnType]
-) -> Iterator[pa.RecordBatch]:
-    """The night's rows with its date after the snapshot's columns, in :func:`dated_schema`."""
-    schema = dated_schema(columns)
-    known = len(PET_SCHEMA)
-    for batch in collected.batches(columns):
-        dates = pa.array([date] * batch.num_rows, pa.date32())
-        arrays = batch.columns
-        yield pa.RecordBatch.from_arrays([*arrays[:known], dates, *arrays[known:]], schema=schema)
-
-
-def prune_table(
-    table: Any, dates: set[dt.date], keep: int, today: dt.date, uri: str
-) -> list[Path | str]:
-    """Delete the nights :func:`nights_to_prune` names from a table (Delta's and pyiceberg's
-    ``delete`` both take the predicate as text); return what went, for the report."""
-    old = nights_to_prune(dates, keep, today)
-    if old:
-        table.delete(f"{PARTITION_KEY} <= '{max(old).isoformat()}'")
-    return [f"{uri} {PARTITION_KEY}={d.isoformat()}" for d in old]
-
-
-def nights_to_prune(dates: set[dt.date], keep: int, today: dt.date) -> list[dt.date]:
-    """The nights ``--keep`` removes: all but the newest ``keep`` dated up to tonight.
-
-    One dated after tonight (a clock that ran ahead) is never newer than tonight's, so
-    tonight's is never pruned, nor is the later one.
-
-    >>> day = dt.date(2026, 11, 25)
-    >>> nights_to_prune({day, day.replace(day=24), day.replace(year=2027)}, 1, day)
-    [datetime.date(2026, 11, 24)]
-    """
-    counted = sorted(d for d in dates if d <= today)
-    return counted[: max(0, len(counted) - keep)]
-
-
 def night_columns(data: pa.Table, manifest: dict[str, Any]) -> pa.Table:
     """A night read from a table, without the partition column and with only the extra-field
     columns that night kept (as its Parquet snapshot would hold them): the table's schema
     holds every column kept so far, so a field gone tonight would still look present."""
-    kept = {n for n, e in previous_fields(manifest).items() if e.get("column") is not None}
+    kept = {n for n, e in recorded_fields(manifest).items() if e.get("column") is not None}
     gone = [n for n in extra_columns(data.schema) if n != PARTITION_KEY and n not in kept]
     return data.drop_columns([PARTITION_KEY, *gone])
 
@@ -146,7 +86,7 @@ def refuse_schema(kind: str, where: str, differences: list[str], *, before_fetch
 
 
 def type_clashes(
-    found: dict[str, str], columns: dict[str, ColumnType], *, by_case: bool
+    found: dict[str, str], columns: Mapping[str, ColumnType], *, by_case: bool
 ) -> list[str]:
     """Tonight's kept columns that exist with another type (or, ``by_case``, under a name that
     differs only in case: readers that ignore case could not tell them apart)."""

@@ -3,8 +3,8 @@
 Every snapshot has these columns first, named as the API names them (interface, Pet):
 ``id`` int64, ``name`` string, ``categoryId`` int64 and ``status`` string. A snapshot
 exported with ``--extra-fields keep`` has one more nullable column per field the API sent
-beyond the interface's (string, int64, float64 or bool; see
-:mod:`petsync.export.extra_fields`), after these; readers keep them. ``id``, ``name``
+beyond the interface's (:data:`ARROW_TYPES`: string, int64, float64 or bool; which field
+gets which is :mod:`petsync.export.extra_fields`), after these; readers keep them. ``id``, ``name``
 and ``categoryId`` are required by the interface, so they are never null (a record without
 them is quarantined, not written); ``status`` is null when the API sent no status. The
 schema is written down, never inferred, so an all-null column keeps its type and a snapshot
@@ -17,8 +17,8 @@ values occurred.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,9 +39,41 @@ PET_SCHEMA: pa.Schema = pa.schema(
     ]
 )
 
+# A kept extra field's column type (``json``: its values as JSON text), and its Arrow type.
+ColumnType = Literal["string", "int64", "float64", "bool", "json"]
+COLUMN_TYPES: tuple[ColumnType, ...] = ("string", "int64", "float64", "bool", "json")
+ARROW_TYPES: dict[ColumnType, pa.DataType] = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "json": pa.string(),
+}
+# The manifest's section on extra fields (its ``fields`` entries name each field's column).
+EXTRA_FIELDS_KEY = "extra_fields"
+
 # The pandas dtypes a notebook gets from :func:`to_dataframe` (status is a categorical whose
 # categories depend on the snapshot, see :func:`status_categories`).
 PANDAS_DTYPES: dict[str, str] = {"id": "Int64", "name": "string", "categoryId": "Int64"}
+
+
+def output_schema(extra_columns: Mapping[str, ColumnType]) -> pa.Schema:
+    """The snapshot schema, then one nullable column per kept extra field, in the given order."""
+    schema = PET_SCHEMA
+    for name, column in extra_columns.items():
+        schema = schema.append(pa.field(name, ARROW_TYPES[column], nullable=True))
+    return schema
+
+
+def recorded_fields(manifest: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """A manifest's extra fields by name (none for a manifest without them)."""
+    section = (manifest or {}).get(EXTRA_FIELDS_KEY)
+    entries = section.get("fields") if isinstance(section, dict) else None
+    if not isinstance(entries, list):
+        return {}
+    return {
+        str(e["name"]): e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
+    }
 
 
 def empty_table() -> pa.Table:

@@ -1,10 +1,11 @@
-"""The outcome of deduplication: the winning rows, streamed into the snapshot's files.
+"""The outcome of deduplication: the winning rows, streamed to the night's format.
 
 :class:`Deduplicated` holds which rows of the scratch file win (and the winning sweep rows
-rebuilt from their pages); :meth:`Deduplicated.write` streams them into Parquet and CSV, in
-the order they were stored, then the rebuilt ones; not sorted. Only when some row has fields
-beyond the interface's does :meth:`Deduplicated.tally_extra_fields` read them back, and
-:meth:`Deduplicated.write` turn the kept fields into typed columns after the interface's
+rebuilt from their pages); :meth:`Deduplicated.batches` streams them as record batches, in
+the order they were stored, then the rebuilt ones; not sorted: the rows a format commits
+(:class:`~petsync.formats.night.NightRows`). Only when some row has fields beyond the
+interface's does :meth:`Deduplicated.tally_extra_fields` read them back, and
+:meth:`Deduplicated.batches` turn the kept fields into typed columns after the interface's
 (:mod:`petsync.export.extra_fields`).
 """
 
@@ -14,32 +15,17 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from petsync.export.extra_fields import ARROW_TYPES, ColumnType, FieldTally, arrow_column
-from petsync.export.schema import PET_SCHEMA
-from petsync.export.tallies import CollectedPets, StatusCounts
-
-ROW_GROUP_ROWS = 131_072  # Parquet row groups of this size: big enough to scan fast
+from petsync.export.extra_fields import FieldTally, arrow_column
+from petsync.export.tallies import CollectedPets
+from petsync.formats.night import StatusCounts
+from petsync.formats.schema import ColumnType, output_schema
 
 BoolArray = npt.NDArray[np.bool_]
-Sink: TypeAlias = "Path | str | pa.NativeFile"  # where Deduplicated.write streams a file
-
-
-def _sink(target: Sink) -> str | pa.NativeFile:
-    return str(target) if isinstance(target, Path) else target
-
-
-def output_schema(extra_columns: Mapping[str, ColumnType]) -> pa.Schema:
-    """The snapshot schema, then one nullable column per kept extra field, in the given order."""
-    schema = PET_SCHEMA
-    for name, column in extra_columns.items():
-        schema = schema.append(pa.field(name, ARROW_TYPES[column], nullable=True))
-    return schema
 
 
 def _output_batch(
@@ -75,67 +61,6 @@ class Deduplicated:
     @property
     def pets(self) -> int:
         return int(np.count_nonzero(self.keep)) + self.rebuilt
-
-    def write(
-        self,
-        parquet_path: Sink,
-        csv_path: Sink | None,
-        *,
-        metadata: Mapping[bytes, bytes] | None = None,
-        extra_columns: Mapping[str, ColumnType] | None = None,
-    ) -> CollectedPets:
-        """Stream the winning rows into Parquet (zstd) and, if given, CSV; count statuses.
-
-        Each target is a local path or an open pyarrow output stream (an object store's
-        multipart upload: the caller closes it). ``metadata`` goes into the Parquet
-        footer's key-value metadata (the run id readers match with the manifest).
-
-        pyarrow's CSV writer quotes every string and writes null as an empty unquoted
-        field, so a null status (``,``) and an empty string (``,""``) stay distinct; ints
-        are plain digits. ``extra_columns`` names the extra fields kept as columns, with
-        their types, in the order they follow the interface's columns.
-        """
-        import pyarrow.csv as pa_csv
-        import pyarrow.parquet as pq
-
-        counts = StatusCounts()
-        columns = extra_columns or {}
-        plain = output_schema(columns)
-        schema = plain.with_metadata(dict(metadata)) if metadata else plain
-        parquet = pq.ParquetWriter(_sink(parquet_path), schema, compression="zstd")
-        csv = (
-            pa_csv.CSVWriter(
-                _sink(csv_path),
-                plain,
-                write_options=pa_csv.WriteOptions(include_header=True, quoting_style="needed"),
-            )
-            if csv_path is not None
-            else None
-        )
-        pending: list[pa.RecordBatch] = []
-        pending_rows = 0
-
-        def flush() -> None:
-            nonlocal pending, pending_rows
-            if pending:
-                parquet.write_table(pa.Table.from_batches(pending, schema=plain))
-                pending, pending_rows = [], 0
-
-        try:
-            for batch in self.batches(columns):
-                counts.add(batch.column(3))
-                if csv is not None:
-                    csv.write_batch(batch)
-                pending.append(batch)
-                pending_rows += batch.num_rows
-                if pending_rows >= ROW_GROUP_ROWS:
-                    flush()
-            flush()
-        finally:
-            parquet.close()
-            if csv is not None:
-                csv.close()
-        return self.counted(counts)
 
     def counted(self, statuses: StatusCounts) -> CollectedPets:
         """The run's counts, with ``statuses`` counted over the rows as written."""

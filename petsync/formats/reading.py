@@ -1,12 +1,11 @@
-"""Reading snapshots: listing, resolving and loading them, whatever wrote them.
+"""Reading snapshots: listing, resolving and loading them, whatever format wrote them.
 
-The files and names are :mod:`petsync.storage.layout`. Every function here takes a local
-directory or an object-store URI (:mod:`petsync.storage.location`) and reads through
-``pyarrow.fs``; a Delta or Iceberg table (:mod:`petsync.export.tables`) is read through its
-own library. A flagged snapshot loads only when asked, with a :class:`FlaggedSnapshotWarning`.
-
-Which dated partitions count as published is :mod:`petsync.storage.partitions`: a reader
-never pairs one run's data with another run's manifest.
+Every function here takes a local directory or an object-store URI
+(:mod:`petsync.storage.location`) and asks the registry (:mod:`petsync.formats.registry`)
+which format the place holds, or which wrote a night: dated folders
+(:mod:`petsync.formats.folders`, whose partitions are :mod:`petsync.storage.partitions`),
+a Delta or an Iceberg table. A flagged snapshot loads only when asked, with a
+:class:`FlaggedSnapshotWarning`.
 """
 
 from __future__ import annotations
@@ -18,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CLOCK_TOLERANCE
+from petsync.formats.registry import format_of, format_of_manifest
 from petsync.storage.layout import (
     DATA_NAMES,
     MANIFEST_NAME,
     PARQUET_NAME,
     PARTITION_KEY,
     PETS_DIR,
-    RUN_ID_KEY,
     SnapshotInfo,
     partition_date,
     partition_name,
@@ -41,21 +40,9 @@ class FlaggedSnapshotWarning(UserWarning):
     """A snapshot not to be trusted blindly was loaded: incomplete, or a suspicious drop."""
 
 
-def _is_delta(location: Location) -> bool:
-    from petsync.export.tables.detect import is_delta
-
-    return is_delta(location)
-
-
-def _iceberg_snapshots(location: Location) -> list[SnapshotInfo] | None:
-    """The snapshots of an Iceberg table at ``location``, or None when it holds none."""
-    from petsync.export.tables.detect import is_iceberg
-
-    if not is_iceberg(location):
-        return None
-    from petsync.export.tables.iceberg import list_iceberg_snapshots
-
-    return list_iceberg_snapshots(location)
+def _location(directory: Path | str) -> Location:
+    """The place ``directory`` names (a local path or a URI)."""
+    return parse_location(directory, what="directory")
 
 
 def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
@@ -69,15 +56,8 @@ def list_snapshots(directory: Path | str) -> list[SnapshotInfo]:
     >>> list_snapshots("s3://archive/petsync")[-1].path                    # doctest: +SKIP
     's3://archive/petsync/pets/snapshot_date=2026-11-22'
     """
-    store = Partitions.open(directory)
-    if _is_delta(store.location):
-        from petsync.export.tables.delta import list_delta_snapshots
-
-        return list_delta_snapshots(store.location)
-    iceberg = _iceberg_snapshots(store.location)
-    if iceberg is not None:
-        return iceberg
-    return store.published()
+    location = _location(directory)
+    return format_of(location).list_nights(location)
 
 
 def latest_snapshot(
@@ -122,16 +102,9 @@ def find_snapshot(
             date = None
     if date is not None:
         store = Partitions.open(directory if directory is not None else Path("."), "--dir")
-        if _is_delta(store.location):
-            from petsync.export.tables.delta import list_delta_snapshots
-
-            match = [s for s in list_delta_snapshots(store.location) if s.date == date]
-            if not match:
-                raise _not_a_snapshot(f"{store.shown(PETS_DIR)} ({PARTITION_KEY}={date})")
-            return match[0]
-        iceberg = _iceberg_snapshots(store.location)
-        if iceberg is not None:
-            match = [s for s in iceberg if s.date == date]
+        kind = format_of(store.location)
+        if kind.reads_whole:  # a table: its nights are rows of one table
+            match = [s for s in kind.list_nights(store.location) if s.date == date]
             if not match:
                 raise _not_a_snapshot(f"{store.shown(PETS_DIR)} ({PARTITION_KEY}={date})")
             return match[0]
@@ -158,23 +131,6 @@ def find_snapshot(
     return found
 
 
-def _by_id(table: pa.Table) -> pa.Table:
-    """``table`` ordered by id.
-
-    An export writes its listings one after the other, each in the server's order: a few
-    runs already in id order, which a stable sort merges in one pass (0.02 s for a million
-    ids, where ``Table.sort_by`` takes 0.13 s).
-    """
-    import numpy as np
-
-    from petsync.core.arrow_arrays import int64_array, to_numpy
-
-    ids = to_numpy(table.column("id"))
-    if len(ids) < 2 or bool(np.all(ids[1:] >= ids[:-1])):
-        return table
-    return table.take(int64_array(np.argsort(ids, kind="stable")))
-
-
 def _not_a_snapshot(path: str) -> InputError:
     return InputError(
         f"no petsync snapshot at {path} (expected a {PARTITION_KEY}=YYYY-MM-DD directory "
@@ -191,46 +147,10 @@ def read_table(info: SnapshotInfo, *, known_only: bool = False) -> pa.Table:
 
     The file holds rows in the order they were fetched; sorting here gives notebooks and
     diffs a stable order. The file is read whole in one request, and its footer must name
-    the manifest's run: a snapshot replaced while it was read is an error, never a mix.
+    the manifest's run: a snapshot replaced while it was read is an error, never a mix. A
+    night of a table is read through its library, as of the version that committed it.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from petsync.export.schema import COLUMNS, conform
-
-    columns = list(COLUMNS) if known_only else None
-    if info.manifest.get("table_format") == "delta":
-        from petsync.export.tables.delta import read_delta
-
-        return read_delta(info)
-    if info.manifest.get("table_format") == "iceberg":
-        from petsync.export.tables.iceberg import read_iceberg
-
-        return read_iceberg(info)
-    if isinstance(info.parquet_path, Path):
-        store = Partitions.open(info.path)
-        path = str(info.parquet_path.absolute())
-    else:
-        location = parse_location(info.parquet_path, what="snapshot")
-        store = Partitions.open(location)
-        path = location.store_path
-    try:
-        # ParquetFile, not pq.read_table: the same bytes without pyarrow.dataset (and the
-        # pandas it imports), a third of a second a reader of one file need not pay.
-        table = pq.ParquetFile(pa.BufferReader(store.read_bytes(path))).read(columns=columns)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {info.parquet_path}: {exc}") from exc
-    metadata = table.schema.metadata or {}
-    footer = metadata.get(RUN_ID_KEY)
-    if info.run_id is not None and (footer or b"").decode("utf-8", "replace") != info.run_id:
-        raise InputError(
-            f"the snapshot of {info.date} at {info.path} was replaced while it was read; "
-            "load it again"
-        )
-    try:
-        return _by_id(conform(table.replace_schema_metadata(None)))
-    except ValueError as exc:
-        raise InputError(f"cannot read {info.parquet_path}: {exc}") from exc
+    return format_of_manifest(info.manifest).read_night(info, known_only=known_only)
 
 
 def load_snapshot(
@@ -261,19 +181,17 @@ def load_snapshot(
     >>> frame = load_snapshot("petsync-demo", flagged=True)          # doctest: +SKIP
     >>> frame.status.value_counts()                                  # doctest: +SKIP
     """
-    from petsync.export.schema import to_dataframe
+    from petsync.formats.schema import to_dataframe
 
     info: SnapshotInfo | None
     if version is not None:
-        from petsync.export.tables.delta import snapshot_at_version
-
         store = Partitions.open(directory)
-        if not _is_delta(store.location):
+        info = format_of(store.location).night_at_version(store.location, version)
+        if info is None:
             raise InputError(
                 f"version= reads a Delta table; {store.shown(PETS_DIR)} holds none "
                 "(export with --table-format delta)"
             )
-        info = snapshot_at_version(store.location, version)
     elif date is None:
         horizon = future_horizon()  # never "the latest": a night dated ahead by a wrong clock
         found = [
@@ -327,7 +245,7 @@ def load_snapshots(
     """
     import pyarrow as pa
 
-    from petsync.export.schema import to_dataframe
+    from petsync.formats.schema import to_dataframe
 
     if dates is None:
         # Trusted, as load_snapshot() and the other readers take them: a complete night

@@ -13,8 +13,9 @@ from petsync.core.apikey import ApiKey
 from petsync.core.errors import ExitCode, IncompleteError
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import FetchResult, ListingResult
-from petsync.export.report import ExportReport, RunTiming, check_drop
-from petsync.export.tallies import CollectedPets, StatusCounts
+from petsync.export.outcome import ExportReport, RunTiming, check_drop
+from petsync.export.tallies import CollectedPets
+from petsync.formats.night import StatusCounts
 from petsync.storage.layout import SnapshotInfo
 from tests.export.scripted import BASE
 

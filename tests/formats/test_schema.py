@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from petsync.export.schema import (
+from petsync.formats.schema import (
     COLUMNS,
     PET_SCHEMA,
     conform,

@@ -1,5 +1,5 @@
 """One id listed twice with different contents: the winner does not depend on which
-listing's thread finished last (the order of listings decides, see petsync.export.dedup)."""
+listing's thread finished last (the order of listings decides, see petsync.export.id_keys)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from petsync.core.models import PetStatus
 from petsync.export.collector import source_of
-from petsync.export.dedup import make_keys, resolve
+from petsync.export.id_keys import make_keys, resolve
 
 AVAILABLE, PENDING, SOLD = (source_of(s) for s in PetStatus)
 SWEEP = source_of(None)

@@ -23,11 +23,12 @@ from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError
 from petsync.core.interface import API_VERSION
 from petsync.export.config import CSV_NULL, ExportConfig
-from petsync.export.extra_fields import MANIFEST_KEY as EXTRA_FIELDS_KEY
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult, ListingResult
 from petsync.export.tallies import CollectedPets
-from petsync.storage.layout import QUARANTINE_NAME, SnapshotInfo, csv_name, data_name
+from petsync.formats.registry import format_named
+from petsync.formats.schema import EXTRA_FIELDS_KEY
+from petsync.storage.layout import SnapshotInfo
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class ExportReport:
     timing: RunTiming
     pruned: list[Path | str] = field(default_factory=list)
     run_id: str = ""  # also in the Parquet footer (or the Delta commit): readers match them
-    table_version: int | None = None  # the Delta table version committed (--table-format delta)
+    table_version: int | None = None  # the table version committed (a Delta or Iceberg table)
     extra_fields: ExtraFieldsReport = field(default_factory=lambda: ExtraFieldsReport("drop"))
     later_snapshots: tuple[dt.date, ...] = ()  # dated after this one: a clock that ran ahead
 
@@ -251,10 +252,9 @@ class ExportReport:
         Users and tools read these keys; their names and order are a file format.
         """
         # A flagged snapshot's data goes under names the readers of pets/ skip.
-        trusted = self.exit_code is ExitCode.OK or self.config.table_format != "hive"
-        files: dict[str, str] = {"parquet": data_name(trusted), "quarantine": QUARANTINE_NAME}
-        if self.config.writes_csv:
-            files["csv"] = csv_name(trusted)
+        files = format_named(self.config.table_format).manifest_files(
+            trusted=self.exit_code is ExitCode.OK, csv=self.config.writes_csv
+        )
         collected, fetched, timing = self.collected, self.fetched, self.timing
         duration = timing.duration_seconds
         return {

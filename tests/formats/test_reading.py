@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.export.snapshot import (
+from petsync.formats.reading import (
     FlaggedSnapshotWarning,
     find_snapshot,
     latest_snapshot,

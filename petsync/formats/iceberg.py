@@ -1,0 +1,222 @@
+"""The catalogue as one Apache Iceberg table (``--table-format iceberg``), one commit a night.
+
+The Iceberg twin of :mod:`petsync.formats.delta`, through pyiceberg (the ``petsync[iceberg]``
+extra). The table ``petsync.pets`` lives at ``OUT/pets``, partitioned by ``snapshot_date``
+(identity), with the snapshot schema plus that column (``date``); ids are Iceberg ``long``,
+exact to 2**63-1. Each run is one transaction that replaces that date's partition (a delete
+of the date and an append, committed as one new table metadata: readers see the old night or
+the new one). The run's manifest goes into the snapshot summary under ``petsync.manifest``.
+Completeness works as for the other formats; ``--keep N`` deletes older dates in one more
+commit (their files stay for time travel until snapshots are expired). Quarantined records go
+to ``OUT/_quarantine/snapshot_date=.../_quarantine.jsonl``.
+
+The catalog: with ``PETSYNC_ICEBERG_CATALOG`` unset and a local ``OUT``, an embedded SQL
+catalog in ``OUT/_iceberg_catalog.db`` (SQLite), so it runs on a fresh machine with nothing
+else. ``PETSYNC_ICEBERG_CATALOG=NAME`` names a catalog of pyiceberg's own configuration
+(``~/.pyiceberg.yaml`` or ``PYICEBERG_CATALOG__NAME__URI`` and friends: REST, Glue, Hive, SQL
+on PostgreSQL); that is required for an object-store ``OUT``, where a SQLite file cannot be
+shared.
+
+The schema is enforced before the first API request and again before the commit
+(:mod:`petsync.formats.table`): a table whose columns, types or partitioning differ is
+refused, never cast.
+
+With ``--extra-fields keep`` the schema evolves by adding columns only: a field the API
+starts sending becomes a new optional column after the others (``union_by_name`` in the
+transaction that replaces the night, so both land in one commit; null in the dates before
+it), while a kept field whose values no longer fit its column's type, like any change of a
+known column's type, is refused before the commit (exit 2).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from petsync.core.errors import ConfigError
+from petsync.formats.night import Night
+from petsync.formats.table import (
+    MANIFEST_KEY,
+    TableFormat,
+    commit_manifest,
+    dated_batches,
+    engine,
+    holds_folder,
+)
+from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
+from petsync.storage.layout import PARTITION_KEY, PETS_DIR
+from petsync.storage.location import Location
+
+NAMESPACE = "petsync"
+TABLE = (NAMESPACE, PETS_DIR)
+CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
+CATALOG_FILE = "_iceberg_catalog.db"  # the local Iceberg catalog, in OUT
+
+
+def _files_uri(location: Location) -> str:
+    """The table's location as Iceberg writes it (``file://`` for a local directory)."""
+    if location.local is not None:
+        return (location.local.absolute() / PETS_DIR).as_uri()
+    return location.child(PETS_DIR)
+
+
+def _pyiceberg() -> None:
+    engine("pyiceberg", "pyiceberg", "iceberg")
+
+
+def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -> Any:
+    """The catalog of ``location``'s table: pyiceberg's named one, or OUT's own SQLite file."""
+    _pyiceberg()
+    env = os.environ if environ is None else environ
+    name = env.get(CATALOG_VARIABLE, "").strip()
+    if name:
+        from pyiceberg.catalog import load_catalog
+        from pyiceberg.utils.config import Config
+
+        try:
+            # pyiceberg reads its configuration once, at import; read it as it is now.
+            properties: dict[str, Any] = dict(Config().get_catalog_config(name) or {})
+            return load_catalog(name, **properties)
+        except Exception as exc:  # pyiceberg's own errors for a catalog it cannot load
+            raise ConfigError(
+                f"{CATALOG_VARIABLE}={name}: pyiceberg cannot load that catalog ({exc}); "
+                "define it in ~/.pyiceberg.yaml or PYICEBERG_CATALOG__"
+                f"{name.upper()}__URI"
+            ) from exc
+    if location.local is None:
+        raise ConfigError(
+            f"--table-format iceberg on {location} needs a shared catalog: set "
+            f"{CATALOG_VARIABLE} to the name of a catalog in pyiceberg's configuration "
+            "(REST, Glue, SQL on PostgreSQL); the embedded SQLite catalog serves a local --out"
+        )
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    folder = location.local.absolute()
+    folder.mkdir(parents=True, exist_ok=True)
+    return SqlCatalog(
+        NAMESPACE, uri=f"sqlite:///{folder / CATALOG_FILE}", warehouse=folder.as_uri()
+    )
+
+
+class Iceberg(TableFormat):
+    """An Apache Iceberg table, through pyiceberg and a catalog."""
+
+    name = "iceberg"
+    title = "Iceberg"
+    by_case = True  # readers that ignore case could not tell the two columns apart
+
+    def open(self, location: Location) -> Any | None:
+        """The table ``petsync.pets`` of the location's catalog, or None when there is none."""
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        catalog = open_catalog(location)
+        try:
+            return catalog.load_table(TABLE)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+
+    def partitioning(self, table: Any) -> str | None:
+        by_date = [
+            table.schema().find_field(field.source_id).name
+            for field in table.spec().fields
+            if str(field.transform) == "identity"
+        ]
+        if by_date == [PARTITION_KEY] and len(table.spec().fields) == 1:
+            return None
+        return ", ".join(str(f) for f in table.spec().fields) or "nothing"
+
+    def arrow_schema(self, table: Any) -> pa.Schema:
+        schema: pa.Schema = table.schema().as_arrow()
+        return schema
+
+    def write(self, night: Night, table: Any | None, manifest: str) -> tuple[Any, int | None]:
+        table = table or self._create(night.location)
+        schema = dated_schema(night.columns)
+        rows = pa.Table.from_batches(list(dated_batches(night)), schema=schema)
+        with warnings.catch_warnings():
+            # A first night deletes nothing; pyiceberg says so as a warning.
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            with table.transaction() as transaction:
+                if night.columns:
+                    # New kept fields become optional columns after the others; a kept
+                    # column the night lacks stays, null for its pets.
+                    with transaction.update_schema() as update:
+                        update.union_by_name(schema)
+                transaction.overwrite(
+                    rows,
+                    overwrite_filter=_on(night.date),
+                    snapshot_properties={MANIFEST_KEY: manifest},
+                )
+        snapshot = table.current_snapshot()  # the night's append, before any prune
+        return table, int(snapshot.snapshot_id) if snapshot is not None else None
+
+    def _create(self, location: Location) -> Any:
+        catalog = open_catalog(location)
+        catalog.create_namespace_if_not_exists(NAMESPACE)
+        table = catalog.create_table_if_not_exists(
+            TABLE, schema=DATED_SCHEMA, location=_files_uri(location)
+        )
+        if not table.spec().fields:
+            with table.update_spec() as spec:
+                spec.add_identity(PARTITION_KEY)
+        return catalog.load_table(TABLE)
+
+    def nights(self, table: Any) -> set[dt.date]:
+        scan = table.scan(selected_fields=(PARTITION_KEY,))
+        column = scan.to_arrow().column(PARTITION_KEY)
+        return {value for value in column.unique().to_pylist() if value is not None}
+
+    def commit_errors(self) -> tuple[type[BaseException], ...]:
+        from pyiceberg.exceptions import CommitFailedException
+
+        return (OSError, CommitFailedException, ValueError)
+
+    def manifests(self, table: Any) -> Iterator[dict[str, Any]]:
+        for snapshot in sorted(table.snapshots(), key=lambda s: s.sequence_number, reverse=True):
+            summary = snapshot.summary
+            properties = summary.additional_properties if summary is not None else {}
+            if summary is None or summary.operation.value == "delete":
+                continue
+            manifest = commit_manifest(
+                properties.get(MANIFEST_KEY), self.name, snapshot.snapshot_id
+            )
+            if manifest is not None:
+                yield manifest
+
+    def scan(self, location: Location, date: dt.date, version: int | None) -> pa.Table | None:
+        table = self.open(location)
+        if table is None:
+            return None
+        data: pa.Table = table.scan(row_filter=_on(date), snapshot_id=version).to_arrow()
+        return data
+
+    def holds(self, location: Location) -> bool:
+        """True when OUT holds petsync's Iceberg table (its catalog file, or ``pets/metadata``)."""
+        if location.local is not None:
+            return (location.local / CATALOG_FILE).is_file()
+        return holds_folder(location, "metadata")
+
+    def night_sizes(self, location: Location, dates: list[dt.date]) -> dict[dt.date, int]:
+        table = self.open(location)
+        if table is None:
+            return {}
+        files = table.inspect.files().select(["partition", "file_size_in_bytes"]).to_pylist()
+        sizes: dict[dt.date, int] = {}
+        for entry in files:
+            day = entry["partition"][PARTITION_KEY]
+            if isinstance(day, dt.date):
+                sizes[day] = sizes.get(day, 0) + int(entry["file_size_in_bytes"])
+        return sizes
+
+
+def _on(date: dt.date) -> str:
+    """The row filter of one night (pyiceberg parses it)."""
+    return f"{PARTITION_KEY} = '{date.isoformat()}'"
+
+
+FORMAT = Iceberg()

@@ -1,0 +1,146 @@
+"""What an export does the same way into either table (Delta, Iceberg): one body for each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from petsync.client.config import ClientConfig
+from petsync.client.listing import InvalidRecord
+from petsync.core.apikey import ApiKey
+from petsync.core.errors import ConfigError, ExitCode, PetsyncError
+from petsync.export.config import ExportConfig
+from petsync.export.run import run_export
+from petsync.formats.iceberg import open_catalog
+from petsync.formats.reading import FlaggedSnapshotWarning, list_snapshots, load_snapshot
+from petsync.storage.location import parse_location
+from tests.export.scripted import BASE, ScriptedClient
+from tests.formats.table_nights import DAY1, DAY2, DAY3, NIGHT1, NIGHT2, config, export_to
+
+TABLES = ("delta", "iceberg")
+INCOMPLETE = {"sold": "the end was not proven"}
+
+
+def versions(out: str) -> list[tuple[object, object]]:
+    return [(s.date, s.manifest["table_version"]) for s in list_snapshots(out)]
+
+
+@pytest.mark.parametrize("table_format", TABLES)
+def test_an_incomplete_night_is_committed_flagged_and_strict_commits_nothing(
+    tmp_path: Path, table_format: str
+) -> None:
+    out = str(tmp_path / "out")
+    export_to(table_format, out, NIGHT1, DAY1)
+    incomplete = ScriptedClient(NIGHT2, incomplete=INCOMPLETE)
+
+    report = run_export(config(out, table_format), client=incomplete, today=DAY2)
+
+    assert report.exit_code is ExitCode.INCOMPLETE
+    assert load_snapshot(out).attrs["snapshot_date"] == "2026-11-20"
+    with pytest.warns(FlaggedSnapshotWarning, match="2026-11-21 is flagged"):
+        flagged = load_snapshot(out, "2026-11-21")
+    assert flagged.attrs["manifest"]["complete"] is False
+    before = versions(out)
+    strict = config(out, table_format, strict=True)
+    with pytest.raises(PetsyncError, match="refused to publish"):
+        run_export(strict, client=ScriptedClient(NIGHT2, incomplete=INCOMPLETE), today=DAY3)
+    assert versions(out) == before
+
+
+@pytest.mark.parametrize("table_format", TABLES)
+def test_keep_deletes_older_dates_in_one_commit(tmp_path: Path, table_format: str) -> None:
+    out = str(tmp_path / "out")
+    for day in (DAY1, DAY2):
+        export_to(table_format, out, NIGHT1, day)
+
+    report = export_to(table_format, out, NIGHT2, DAY3, keep=1)
+
+    assert [s.date for s in list_snapshots(out)] == [DAY3]
+    assert len(report.pruned) == 2
+    assert report.table_version == list_snapshots(out)[0].manifest["table_version"]
+
+
+def _delta_of_another_schema(out: Path) -> None:
+    from deltalake import write_deltalake
+
+    other = pa.table(
+        {
+            "id": pa.array([1], pa.int32()),
+            "name": ["x"],
+            "categoryId": pa.array([1], pa.int64()),
+            "status": ["sold"],
+            "snapshot_date": pa.array([DAY1], pa.date32()),
+        }
+    )
+    write_deltalake(str(out / "pets"), other, partition_by=["snapshot_date"])
+
+
+def _iceberg_of_another_schema(out: Path) -> None:
+    catalog = open_catalog(parse_location(str(out)))
+    catalog.create_namespace("petsync")
+    catalog.create_table(
+        ("petsync", "pets"),
+        schema=pa.schema(
+            [pa.field("id", pa.int32(), nullable=False), pa.field("name", pa.string())]
+        ),
+    )
+
+
+ANOTHER_SCHEMA: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "delta": ("Delta", _delta_of_another_schema),
+    "iceberg": ("Iceberg", _iceberg_of_another_schema),
+}
+
+
+@pytest.mark.parametrize("table_format", TABLES)
+def test_a_table_of_another_schema_is_refused_before_any_request_not_cast(
+    tmp_path: Path, table_format: str
+) -> None:
+    out = tmp_path / "out"
+    title, make = ANOTHER_SCHEMA[table_format]
+    make(out)
+    client = ScriptedClient(NIGHT1)
+
+    with pytest.raises(ConfigError) as caught:
+        run_export(config(str(out), table_format), client=client, today=DAY2)
+
+    message = str(caught.value)
+    assert caught.value.exit_code is ExitCode.USAGE
+    assert message.startswith(
+        f"the {title} table at {out / 'pets'} is not a petsync snapshot table: column id is "
+        "int32, petsync writes int64"
+    )
+    assert message.endswith(
+        "petsync never changes or casts a table's schema: export to another --out, or move "
+        "the table away. Nothing was fetched."
+    )
+    assert client.requests == 0 and client.listed == []
+
+
+@pytest.mark.parametrize("table_format", TABLES)
+def test_quarantined_records_go_beside_the_table(tmp_path: Path, table_format: str) -> None:
+    out = tmp_path / "out"
+    bad = InvalidRecord({"id": "x"}, "id is not an integer", f"{BASE}/pets")
+    client = ScriptedClient(NIGHT1, extra={None: [bad]})
+
+    run_export(config(str(out), table_format), client=client, today=DAY1)
+
+    quarantine = out / "_quarantine" / "snapshot_date=2026-11-20" / "_quarantine.jsonl"
+    assert "id is not an integer" in quarantine.read_text()
+
+
+@pytest.mark.parametrize("table_format", TABLES)
+def test_the_manifest_counts_the_scratch_area_like_a_hive_one(
+    tmp_path: Path, table_format: str
+) -> None:
+    table = export_to(table_format, str(tmp_path / "table"), NIGHT1, DAY1).manifest
+    hive_config = ExportConfig(
+        client=ClientConfig(BASE, ApiKey("k")), out_dir=tmp_path / "hive", max_drop=1.0
+    )
+    hive = run_export(hive_config, client=ScriptedClient(NIGHT1), today=DAY1).manifest
+    assert table["scratch_bytes"] > 0  # the fetched rows waited in the scratch file
+    assert table["scratch_bytes"] == hive["scratch_bytes"]
+    assert table["files"] == {"parquet": "pets.parquet", "quarantine": "_quarantine.jsonl"}
