@@ -16,6 +16,7 @@ contract the translator (:mod:`petsync.client.failures`) reads.
 from __future__ import annotations
 
 import codecs
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from email.message import Message
 from typing import Protocol, TypeVar, overload
@@ -46,11 +47,7 @@ class AnswerHeaders(Mapping[str, str]):
     @property
     def encoding(self) -> str:
         """The text encoding of every field of this answer."""
-        try:
-            b"".join(name + value for name, value in self.raw).decode("ascii")
-        except UnicodeDecodeError:
-            pass
-        else:
+        if all(map(bytes.isascii, itertools.chain.from_iterable(self.raw))):
             return "ascii"
         try:
             for name, value in self.raw:

@@ -30,7 +30,7 @@ from typing import Protocol
 import httpx
 
 from petsync.client.exchange import AnswerHeaders
-from petsync.client.origins import origin, origin_text, plain_join, same_origin_target
+from petsync.client.origins import origin, origin_text, same_origin_target
 from petsync.core.errors import PaginationError, ProtocolError
 from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM, LINK_LENGTH_LIMIT
 from petsync.core.text import shown_text
@@ -45,10 +45,8 @@ class PageRequest:
     """A page to fetch: its absolute URL and how paging got there (for messages).
 
     ``text`` is the URL as httpx writes it: what is sent, and what the paging loop compares
-    to find a repeat. The parsed ``url`` is built only when asked for (parsing costs more
-    than fetching a page's worth of records). A next link on the listing's own origin comes
-    with its ``url`` already built, without parsing
-    (:func:`~petsync.client.origins.plain_join`).
+    to find a repeat. The parsed ``url`` is built only when asked for (a message, a link to
+    resolve against it): parsing costs more than fetching a page's worth of records.
     """
 
     __slots__ = ("__dict__", "text", "via")
@@ -229,8 +227,7 @@ class LinkPaging(_TokenPaging):
         if same_origin_target(target):
             self._seen = True
             via = f"the next link '{shown_text(target)}'"
-            url = plain_join(self._list_url, target)
-            return Step(keep=True, next=PageRequest(url, via, text=self._origin + target))
+            return Step(keep=True, next=PageRequest(self._origin + target, via))
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error
