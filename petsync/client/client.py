@@ -330,7 +330,7 @@ class PetstoreClient:
     def page_reader(self) -> PageReader:
         """What one listing fetches its pages with (for :class:`Listing`): this client.
 
-        The transport gives each sending thread a kept-alive connection of its own, so a
+        The exchange gives each sending thread a kept-alive connection of its own, so a
         listing running in its own thread pages over its own connection.
         """
         return _Pages(self)
