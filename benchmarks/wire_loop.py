@@ -4,13 +4,12 @@ Follows the ``rel="next"`` links for the three statuses, one after another, deco
 page with msgspec and drops it; prints the number of pets. Only the route differs:
 
 * ``httpx``: ``httpx.Client.get`` (httpx's own transport, h11 and httpcore);
-* ``httpx-curl``: ``httpx.Client.get`` over petsync's :class:`CurlTransport` (libcurl);
-* ``curl-transport``: an ``httpx.Request`` handed to :class:`CurlTransport` directly, as
-  petsync's client sends every request (no ``httpx.Client`` in between);
+* ``curl-exchange``: petsync's :class:`CurlExchange` (libcurl), as the client sends every
+  request: a method, a URL and header pairs prepared once in; status, headers, body out;
 * ``pycurl``: a bare pycurl handle, headers split by hand: the floor of the libcurl route.
 
 And the three listings at once, as the export runs them: on three threads (petsync's
-transport, or bare pycurl), or from one thread through libcurl's multi interface.
+exchange, or bare pycurl), or from one thread through libcurl's multi interface.
 
     PETSYNC_BASE_URL=http://127.0.0.1:8080/v1 PETSYNC_API_KEY=key python wire_loop.py pycurl
 """
@@ -27,7 +26,7 @@ import httpx
 import msgspec
 import pycurl
 
-from petsync.client.wire import CurlTransport, WireLimits
+from petsync.client.wire import CurlExchange, WireLimits
 
 BASE = os.environ.get("PETSYNC_BASE_URL", "")
 HEADERS = {"Authorization": f"Bearer {os.environ.get('PETSYNC_API_KEY', '')}"}
@@ -37,8 +36,8 @@ NEXT = re.compile(r"<([^<>]*)>")
 Fetch = Callable[[str], tuple[str | None, bytes]]
 
 
-def httpx_route(transport: httpx.BaseTransport | None = None) -> Fetch:
-    client = httpx.Client(headers=HEADERS, transport=transport)
+def httpx_route() -> Fetch:
+    client = httpx.Client(headers=HEADERS)
 
     def fetch(url: str) -> tuple[str | None, bytes]:
         response = client.get(url)
@@ -47,14 +46,13 @@ def httpx_route(transport: httpx.BaseTransport | None = None) -> Fetch:
     return fetch
 
 
-def transport_route() -> Fetch:
-    transport = CurlTransport(LIMITS)
-    headers = httpx.Headers(HEADERS)
+def exchange_route() -> Fetch:
+    exchange = CurlExchange(LIMITS)
+    headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
 
     def fetch(url: str) -> tuple[str | None, bytes]:
-        response = transport.handle_request(httpx.Request("GET", url, headers=headers))
-        body = b"".join(response.iter_raw())
-        return response.headers.get("link"), body
+        answer = exchange.send("GET", url, headers, None)
+        return answer.headers.get("link"), b"".join(answer.pieces)
 
     return fetch
 
@@ -78,8 +76,7 @@ def pycurl_route() -> Fetch:
 
 ROUTES: dict[str, Callable[[], Fetch]] = {
     "httpx": httpx_route,
-    "httpx-curl": lambda: httpx_route(CurlTransport(LIMITS)),
-    "curl-transport": transport_route,
+    "curl-exchange": exchange_route,
     "pycurl": pycurl_route,
 }
 STATUSES = ("available", "pending", "sold")
@@ -165,7 +162,7 @@ def in_one_multi() -> int:
 
 
 CONCURRENT: dict[str, Callable[[], int]] = {
-    "curl-transport, 3 threads": lambda: in_threads(transport_route),
+    "curl-exchange, 3 threads": lambda: in_threads(exchange_route),
     "pycurl, 3 threads": lambda: in_threads(pycurl_route),
     "pycurl multi, 1 thread": in_one_multi,
 }

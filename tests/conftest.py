@@ -41,15 +41,16 @@ os.environ.setdefault(
 def route_clients_to(router: respx.MockRouter, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every PetstoreClient built without a transport sends through ``router`` (respx routes).
 
-    The mock takes the place of the client's libcurl transport: the one seam every request
+    The mock takes the place of the client's libcurl exchange: the one seam every request
     goes through, so the code above it is the code production runs.
     """
     from petsync.client import client
+    from petsync.client.exchange import HttpxExchange
 
-    def transport(*args: object, **kwargs: object) -> httpx.BaseTransport:
-        return httpx.MockTransport(router.handler)
+    def exchange(*args: object, **kwargs: object) -> HttpxExchange:
+        return HttpxExchange(httpx.MockTransport(router.handler))
 
-    monkeypatch.setattr(client, "CurlTransport", transport)
+    monkeypatch.setattr(client, "CurlExchange", exchange)
 
 
 class FakeClock:

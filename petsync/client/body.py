@@ -19,8 +19,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import httpx
-
+from petsync.client.exchange import Answer
 from petsync.core.errors import ProtocolError
 from petsync.core.settings_table import MAX_RESPONSE_SIZE
 from petsync.core.text import shown_text
@@ -40,62 +39,22 @@ def shown_of(shown: Shown) -> str:
     return shown if isinstance(shown, str) else shown()
 
 
-def read_body(response: httpx.Response, limit: int, method: str, shown: Shown) -> bytes | bytearray:
-    """The decoded body of a streamed response, at most ``limit`` bytes.
+def read_body(answer: Answer, limit: int, method: str, shown: Shown) -> bytes | bytearray:
+    """The decoded body of an answer, at most ``limit`` bytes.
 
     Raises :class:`ProtocolError` naming the URL and the limit as soon as the body (or its
-    announced ``Content-Length``) passes it; httpx errors while reading pass through for the
-    client to translate. The response is left for the caller to close.
+    announced ``Content-Length``) passes it; httpx errors while reading a streamed answer
+    pass through for the client to translate. The answer is left for the caller to close.
 
-    A response built in memory with its content (``httpx.Response(200, json=...)`` from a
-    mock transport) was read and decoded by httpx already; its content is only measured.
-    A body the wire received whole (:class:`HeldBody`) is taken as its pieces, without
-    httpx's streaming steps (the same bytes: httpx's raw stream decodes nothing).
+    An answer whose body was decoded already (``coded`` False: a response a mock transport
+    built in memory) is only measured.
     """
-    if response.is_stream_consumed:
-        content = response.content
-        if len(content) > limit:
-            raise too_large(f"{method} {shown_of(shown)} answered a body larger than", limit)
-        return content
-    stream = response.stream
-    raw: Iterable[bytes]
-    if isinstance(stream, HeldBody):
-        response.is_stream_consumed = True
-        raw = stream.pieces
-    else:
-        raw = response.iter_raw()
-    coding, length = _framing(response.headers)
-    return read_stream(raw, coding, length, limit, method, shown)
-
-
-class HeldBody(httpx.SyncByteStream):
-    """A response body received whole, in the pieces it came in, undecoded."""
-
-    __slots__ = ("pieces",)
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.pieces = pieces
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.pieces
-
-
-def _framing(headers: httpx.Headers) -> tuple[str | None, str | None]:
-    """``Content-Encoding`` and ``Content-Length`` as ``headers.get`` gives them (repeated
-    fields joined by ", "), in one pass over the headers."""
-    coding: list[bytes] = []
-    length: list[bytes] = []
-    for name, value in headers.raw:
-        lowered = name.lower()
-        if lowered == b"content-encoding":
-            coding.append(value)
-        elif lowered == b"content-length":
-            length.append(value)
-    encoding = headers.encoding
-    return (
-        b", ".join(coding).decode(encoding) if coding else None,
-        b", ".join(length).decode(encoding) if length else None,
-    )
+    if not answer.coded:
+        return _collected(answer.pieces, limit, method, shown)
+    headers = answer.headers
+    coding = headers.get("content-encoding")
+    length = headers.get("content-length")
+    return read_stream(answer.pieces, coding, length, limit, method, shown)
 
 
 def read_stream(
@@ -108,8 +67,8 @@ def read_stream(
 ) -> bytes | bytearray:
     """The decoded body from its raw pieces and headers, at most ``limit`` bytes.
 
-    What :func:`read_body` does for an httpx response, for any stream of raw body pieces:
-    the same limit, refusals and decoding.
+    What :func:`read_body` does for an answer, for any stream of raw body pieces: the same
+    limit, refusals and decoding.
     """
     codings = _codings(content_encoding, method, shown)
     if not codings:

@@ -1,14 +1,17 @@
-"""The Petstore client: typed models and petsync errors over one httpx transport.
+"""The Petstore client: typed models and petsync errors over one exchange.
 
-Every request takes one path: :meth:`PetstoreClient._send` builds an :class:`httpx.Request`
-(the key put on by :class:`~petsync.client.auth.BearerAuth`), hands it to the client's
-transport, reads the body within ``ClientConfig.max_response_bytes``
-(:mod:`petsync.client.body`) and applies the retry rules of :mod:`petsync.client.retry`.
-The transport is :class:`~petsync.client.wire.CurlTransport` (libcurl: the wire, the total
-deadline, proxies, TLS), or, in a test, a mock passed in at the same seam. Failures are
-translated once, by :mod:`petsync.client.failures`; httpx exceptions never leave this
-module. listPets pages through :class:`Listing`, the one paging loop driving the strategies
-of :mod:`petsync.client.pagination`. Text the server sent reaches a message only through
+Every request takes one path: :meth:`PetstoreClient._send` hands a method, a URL, the
+client's header fields prepared once (the key put on by
+:class:`~petsync.client.auth.BearerAuth`) and a body to the client's exchange
+(:mod:`petsync.client.exchange`), reads the answer's body within
+``ClientConfig.max_response_bytes`` (:mod:`petsync.client.body`) and applies the retry
+rules of :mod:`petsync.client.retry`. The exchange is
+:class:`~petsync.client.wire.CurlExchange` (libcurl: the wire, the total deadline, proxies,
+TLS), or, in a test, an httpx transport carried by
+:class:`~petsync.client.exchange.HttpxExchange` at the same seam. Failures are translated
+once, by :mod:`petsync.client.failures`; httpx exceptions never leave this module.
+listPets pages through :class:`Listing`, the one paging loop driving the strategies of
+:mod:`petsync.client.pagination`. Text the server sent reaches a message only through
 :func:`~petsync.core.text.shown_text`.
 """
 
@@ -21,7 +24,7 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,7 @@ from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
 from petsync.client.body import ACCEPTED_ENCODINGS, Shown, parse_json, read_body, shown_of
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig, check_trust_settings
+from petsync.client.exchange import AnswerHeaders, Exchange, HttpxExchange
 from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, PageReader, Tally
 from petsync.client.pagination import PageRequest
@@ -39,7 +43,7 @@ from petsync.client.read_ahead import PageAbandoned, RequestSlots
 from petsync.client.records import Records, decode_page, reason_of
 from petsync.client.retry import RetrySchedule
 from petsync.client.seen_ids import SeenBudget
-from petsync.client.wire import CurlTransport, DeadlinePassed, WireLimits
+from petsync.client.wire import CurlExchange, DeadlinePassed, WireLimits
 from petsync.core.apikey import redact
 from petsync.core.errors import ProtocolError, UsageError
 from petsync.core.interface import GET_PET_SUNSET_TEXT, LIMIT_MAX, LIMIT_MIN, limit_in_range
@@ -103,8 +107,9 @@ class PetstoreClient:
     :class:`~petsync.core.errors.ConfigError` here, before any connection.
 
     Without ``transport`` the client sends through its own
-    :class:`~petsync.client.wire.CurlTransport`, which keeps ``request_timeout`` and the
-    proxy route; a transport passed in (a test's mock) takes its place on the same path.
+    :class:`~petsync.client.wire.CurlExchange`, which keeps ``request_timeout`` and the
+    proxy route; an httpx transport passed in (a test's mock) takes its place on the same
+    path, carried by :class:`~petsync.client.exchange.HttpxExchange`.
     ``on_response`` is called with the headers of every answer, error answers too (the export
     checks its clock on the first ``Date``); what it raises ends the request.
     """
@@ -119,7 +124,7 @@ class PetstoreClient:
         rng: random.Random | None = None,
         wall_clock: Callable[[], float] = time.time,
         environ: Mapping[str, str] | None = None,
-        on_response: Callable[[httpx.Headers], None] | None = None,
+        on_response: Callable[[AnswerHeaders], None] | None = None,
     ) -> None:
         self._config = config
         self._on_response = on_response  # sees every answer's headers; may raise to stop
@@ -128,13 +133,15 @@ class PetstoreClient:
         self._rng = rng if rng is not None else random.Random()
         self._pets_url = f"{config.base_url}/pets"
         self._keys = [config.api_key]
-        # createPet's URL, parsed and redacted once: an import sends thousands of POSTs to it.
-        self._pets_target = httpx.URL(self._pets_url)
+        # createPet's URL, written as httpx writes it and redacted once: an import sends
+        # thousands of POSTs to it.
+        self._pets_target = str(httpx.URL(self._pets_url))
         self._pets_shown = self.shown(self._pets_url)
         self._lock = threading.Lock()
         self._requests = 0
         self._retries = 0
         proxy = None
+        exchange: Exchange
         if transport is None:
             env = os.environ if environ is None else environ
             check_trust_settings(env)  # a missing CA file: exit 2 now, not retried as "down"
@@ -145,19 +152,18 @@ class PetstoreClient:
                 read=config.read_timeout,
                 max_body_bytes=config.max_response_bytes,
             )
-            transport = CurlTransport(limits, proxy, env)
-        self._transport = transport
+            exchange = CurlExchange(limits, proxy, env)
+        else:
+            exchange = HttpxExchange(transport, {"timeout": config.timeout.as_dict()})
+        self._exchange = exchange
         self._failures = FailureTranslator(config, proxy=proxy, wall_clock=wall_clock)
         self._auth = BearerAuth(config.api_key) if config.api_key is not None else None
-        self._headers = self._request_headers()
-        self._raw_headers = self._headers.raw
-        # A GET's headers as httpx would put them on (Host first), for the API's own host:
-        # every page of a listing is a GET there.
-        self._netloc = self._pets_target.netloc
-        self._get_headers = httpx.Headers([(b"Host", self._netloc), *self._raw_headers])
-        self._extensions = {"timeout": config.timeout.as_dict()}
+        # Every request's header fields, one object each for a GET and for a POST of JSON:
+        # the wire tells them unchanged at a glance (Host and Content-Length are its own).
+        self._get_headers = self._request_headers()
+        self._post_headers = [*self._get_headers, (b"Content-Type", b"application/json")]
 
-    def _request_headers(self) -> httpx.Headers:
+    def _request_headers(self) -> list[tuple[bytes, bytes]]:
         """The headers of every request, the key put on by :class:`BearerAuth` (once)."""
         template = httpx.Request(
             "GET",
@@ -170,8 +176,8 @@ class PetstoreClient:
         )
         if self._auth is not None:
             template = next(self._auth.sync_auth_flow(template))
-        # Host comes from each request's URL (httpx adds it).
-        return httpx.Headers([(k, v) for k, v in template.headers.raw if k.lower() != b"host"])
+        # Host comes from each request's URL (the wire writes it).
+        return [(k, v) for k, v in template.headers.raw if k.lower() != b"host"]
 
     def __enter__(self) -> PetstoreClient:
         return self
@@ -183,7 +189,7 @@ class PetstoreClient:
         return f"PetstoreClient(base_url={self._config.base_url!r})"
 
     def close(self) -> None:
-        self._transport.close()
+        self._exchange.close()
 
     @property
     def base_url(self) -> str:
@@ -229,8 +235,7 @@ class PetstoreClient:
         """
         shown = self._pets_shown
         content = _encode_json(pet.to_json()).encode("utf-8")
-        response, body = self._send("POST", self._pets_target, content=content, shown=shown)
-        status = response.status_code
+        status, _, body = self._send("POST", self._pets_target, content=content, shown=shown)
         try:
             return _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
@@ -245,8 +250,8 @@ class PetstoreClient:
         warnings.warn(GET_PET_DEPRECATION, DeprecationWarning, stacklevel=2)
         if not is_int64(pet_id):
             raise UsageError(f"pet id {pet_id!r} is not an int64 integer")
-        url = httpx.URL(f"{self._pets_url}/{pet_id}")
-        response, body = self._send("GET", url)
+        url = str(httpx.URL(f"{self._pets_url}/{pet_id}"))
+        _, headers, body = self._send("GET", url)
         try:
             pet = _pet(parse_json(body))
         except (ProtocolError, ValueError) as exc:
@@ -255,8 +260,8 @@ class PetstoreClient:
             ) from exc
         return FetchedPet(
             pet=pet,
-            deprecation=response.headers.get("Deprecation"),
-            sunset=response.headers.get("Sunset"),
+            deprecation=headers.get("Deprecation"),
+            sunset=headers.get("Sunset"),
         )
 
     def check(self) -> CheckReport:
@@ -325,21 +330,24 @@ class PetstoreClient:
     def page_reader(self) -> PageReader:
         """What one listing fetches its pages with (for :class:`Listing`): this client.
 
-        The transport gives each sending thread a kept-alive connection of its own, so a
+        The exchange gives each sending thread a kept-alive connection of its own, so a
         listing running in its own thread pages over its own connection.
         """
         return _Pages(self)
 
     def fetch_page(
-        self, url: httpx.URL | str, tally: Tally, abandoned: Callable[[], bool] | None = None
-    ) -> tuple[httpx.Headers, Records]:
-        """GET one listPets page; a page read ahead stops retrying once ``abandoned()``."""
+        self, url: str, tally: Tally, abandoned: Callable[[], bool] | None = None
+    ) -> tuple[AnswerHeaders, Records]:
+        """GET one listPets page (``url`` as httpx writes it); a page read ahead stops
+        retrying once ``abandoned()``."""
 
         def shown() -> str:  # redacted only if a message needs it
             return self.shown(url)
 
-        response, body = self._send("GET", url, tally=tally, shown=shown, abandoned=abandoned)
-        return response.headers, decode_page(body, response.status_code, shown)
+        status, headers, body = self._send(
+            "GET", url, tally=tally, shown=shown, abandoned=abandoned
+        )
+        return headers, decode_page(body, status, shown)
 
     # -- sending, retrying, translating httpx --------------------------------------------------
 
@@ -359,66 +367,30 @@ class PetstoreClient:
             else:
                 tally.requests += 1
 
-    def _request(self, method: str, url: httpx.URL | str, content: bytes | None) -> httpx.Request:
-        """One attempt's request, with the client's headers (and the key).
-
-        With a JSON body, the headers httpx's ``json=`` would add (``Host``, ``Content-Length``,
-        ``Content-Type``, in its order) are put on here, and the body is handed over as it
-        is: the same request, without re-encoding and re-normalising every header of every
-        POST of an import.
-        """
-        target = httpx.URL(url)  # no parsing when ``url`` is a URL already
-        if content is None:
-            # The request httpx builds for a GET without a body: Host first, then the
-            # client's headers, an empty body. Built as such, not re-normalised per page.
-            netloc = target.netloc
-            if netloc == self._netloc:
-                headers = self._get_headers
-            else:
-                headers = httpx.Headers([(b"Host", netloc), *self._raw_headers])
-            request = httpx.Request(
-                method, target, headers=headers, stream=_EMPTY, extensions=self._extensions
-            )
-            request.read()
-            return request
-        headers = httpx.Headers(
-            [
-                (b"Host", target.netloc),
-                *self._raw_headers,
-                (b"Content-Length", b"%d" % len(content)),
-                (b"Content-Type", b"application/json"),
-            ]
-        )
-        request = httpx.Request(
-            method,
-            target,
-            headers=headers,
-            stream=httpx.ByteStream(content),
-            extensions=self._extensions,
-        )
-        request.read()  # ``content`` readable at once, as httpx's own json= request has it
-        return request
-
     def _send(
         self,
         method: str,
-        url: httpx.URL | str,
+        url: str,
         *,
         content: bytes | None = None,
         tally: Tally | None = None,
         shown: Shown | None = None,
         abandoned: Callable[[], bool] | None = None,
-    ) -> tuple[httpx.Response, bytes | bytearray]:
-        """Send with retries; return a 2xx response and its body, or raise the translated error.
+    ) -> tuple[int, AnswerHeaders, bytes | bytearray]:
+        """Send with retries; return a 2xx answer's status, headers and decoded body, or
+        raise the translated error.
 
+        ``url`` is written as httpx writes it (the wire parses nothing of its own);
         ``content`` is a JSON body, encoded as httpx encodes ``json=`` (:func:`_encode_json`).
 
-        Each attempt runs under the transport's request deadline and has its body read
+        Each attempt runs under the wire's request deadline and has its body read
         within the size limit; a body over the limit raises :class:`ProtocolError` at once
         (the server would send it again). ``shown`` (the URL redacted, or how to make it) and
         the retry schedule are made only when a message or a retry needs them.
         """
         label: Shown = shown if shown is not None else (lambda: self.shown(url))
+        headers: Sequence[tuple[bytes, bytes]]
+        headers = self._get_headers if content is None else self._post_headers
         started = self._clock()
         schedule: RetrySchedule | None = None
         while True:
@@ -428,19 +400,18 @@ class PetstoreClient:
                 schedule.attempt()
             self._count(tally, retry=False)
             try:
-                request = self._request(method, url, content)
-                response = self._transport.handle_request(request)
-                response.request = request  # as httpx.Client sets it (a mock may not)
+                answer = self._exchange.send(method, url, headers, content)
                 try:
-                    body = read_body(response, self._config.max_response_bytes, method, label)
+                    body = read_body(answer, self._config.max_response_bytes, method, label)
                 finally:
-                    response.close()
+                    answer.close()
+                status = answer.status
                 if self._on_response is not None:
-                    self._on_response(response.headers)
-                if response.is_success:
-                    return response, body
+                    self._on_response(answer.headers)
+                if 200 <= status < 300:
+                    return status, answer.headers, body
                 text = shown_of(label)
-                failure = self._failures.status_failure(method, text, response, body)
+                failure = self._failures.status_failure(method, text, url, answer, body)
             except httpx.RequestError as exc:
                 late = isinstance(exc, DeadlinePassed)
                 text = shown_of(label)
@@ -473,14 +444,12 @@ class _Pages:
 
     def fetch(
         self, request: PageRequest, tally: Tally, abandoned: Callable[[], bool] | None = None
-    ) -> tuple[httpx.Headers, Records]:
-        return self._client.fetch_page(request.target, tally, abandoned)
+    ) -> tuple[AnswerHeaders, Records]:
+        return self._client.fetch_page(request.text, tally, abandoned)
 
     def close(self) -> None:
         pass
 
-
-_EMPTY = httpx.ByteStream(b"")  # a GET's body (immutable: shared by every request)
 
 # A JSON body as httpx encodes ``json=``: compact, UTF-8, no NaN.
 _encode_json = json_text.JSONEncoder(

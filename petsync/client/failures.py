@@ -16,6 +16,7 @@ import httpx
 
 from petsync.client.body import parse_json, too_large
 from petsync.client.config import ClientConfig
+from petsync.client.exchange import Answer
 from petsync.client.proxy import ProxyRoute
 from petsync.client.retry import Failure, parse_retry_after
 from petsync.client.wire import (
@@ -189,28 +190,30 @@ class FailureTranslator:
         )
 
     def status_failure(
-        self, method: str, shown: str, response: httpx.Response, body: bytes | bytearray
+        self, method: str, shown: str, url: str, answer: Answer, body: bytes | bytearray
     ) -> Failure:
+        """An answer with an error status (``url`` the request's, ``body`` decoded)."""
+        status = answer.status
         retry_after = parse_retry_after(
-            response.headers.get("Retry-After"),
-            date_header=response.headers.get("Date"),
+            answer.headers.get("Retry-After"),
+            date_header=answer.headers.get("Date"),
             wall_clock=self._wall_clock,
         )
-        error: PetsyncError = self._api_error(method, shown, response, body)
-        if method == "POST" and response.status_code >= 500:
+        error: PetsyncError = self._api_error(method, shown, url, answer, body)
+        if method == "POST" and status >= 500:
             error = OutcomeUnknownError(
                 error.words + ", after the request was sent; the pet may or may not have been "
                 "created. petsync does not re-send it (that could create it twice): list the "
                 "pets to check before sending it again",
                 url=shown,
-                http_status=response.status_code,
+                http_status=status,
             )
-        return Failure(error, sent=True, http_status=response.status_code, retry_after=retry_after)
+        return Failure(error, sent=True, http_status=status, retry_after=retry_after)
 
     def _api_error(
-        self, method: str, shown: str, response: httpx.Response, content: bytes | bytearray
+        self, method: str, shown: str, url: str, answer: Answer, content: bytes | bytearray
     ) -> ApiError:
-        status = response.status_code
+        status = answer.status
         try:
             body = parse_error_body(parse_json(content))
         except ValueError:
@@ -226,9 +229,9 @@ class FailureTranslator:
             if body.status != status:
                 said += f" (its Error body says status {body.status})"
         else:
-            excerpt = self._excerpt(response, content)
+            excerpt = self._excerpt(answer, content)
             fields["excerpt"] = excerpt
-            kind = shown_text(response.headers.get("Content-Type", "no Content-Type"), 100)
+            kind = shown_text(answer.headers.get("Content-Type", "no Content-Type"), 100)
             said = (
                 f"not the interface's Error body ({kind}): {excerpt!r}"
                 if excerpt
@@ -241,20 +244,20 @@ class FailureTranslator:
                 **fields,
             )
         if 300 <= status < 400:
-            where = shown_text(self._shown(response.headers.get("Location", "nowhere")))
+            where = shown_text(self._shown(answer.headers.get("Location", "nowhere")))
             return ApiError(
                 f"{method} {shown} answered HTTP {status}, a redirect to {where}; petsync does "
                 "not follow redirects (the key must stay on the API's host): fix the base URL",
                 **fields,
             )
         cls = NotFoundError if status == 404 else ApiError
-        fix = _refusal_fix(status, response.request.url.path.endswith("/pets"))
+        fix = _refusal_fix(status, httpx.URL(url).path.endswith("/pets"))
         return cls(f"{method} {shown} answered HTTP {status}, {said}{fix}", **fields)
 
-    def _excerpt(self, response: httpx.Response, content: bytes | bytearray) -> str:
+    def _excerpt(self, answer: Answer, content: bytes | bytearray) -> str:
         """The start of a body, whitespace runs made one space, redacted, escaped and cut."""
         try:
-            text = content.decode(response.encoding or "utf-8", errors="replace")
+            text = content.decode(answer.headers.charset() or "utf-8", errors="replace")
         except LookupError:
             text = content.decode("latin-1")
         # Whitespace is collapsed in a head long enough for the excerpt, not in the whole.

@@ -17,6 +17,7 @@ from typing import Protocol
 
 import httpx
 
+from petsync.client.exchange import AnswerHeaders
 from petsync.client.pagination import FetchedPage, PageRequest, Strategy, make_strategy
 from petsync.client.read_ahead import ReadAhead, RequestSlots
 from petsync.client.records import InvalidRecord, PetColumns, Records
@@ -86,7 +87,7 @@ class PageReader(Protocol):
 
     def fetch(
         self, request: PageRequest, tally: Tally, abandoned: Callable[[], bool] | None = None
-    ) -> tuple[httpx.Headers, Records]: ...
+    ) -> tuple[AnswerHeaders, Records]: ...
 
     def close(self) -> None: ...
 

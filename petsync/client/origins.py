@@ -1,5 +1,6 @@
 """Which URLs are on the API's own origin: a next link may only lead there (the key goes
-with every request), and the usual one, a plain path, is resolved without parsing a URL."""
+with every request), and the usual one, a plain path, is resolved without parsing a URL:
+the origin's text and the path, which is the URL as httpx would write it."""
 
 from __future__ import annotations
 
@@ -36,18 +37,3 @@ def same_origin_target(target: str) -> bool:
 def origin_text(url: httpx.URL) -> str:
     """``scheme://host[:port]`` as httpx writes a URL joined against ``url``."""
     return str(url.join("/"))[:-1]
-
-
-def plain_join(base: httpx.URL, target: str) -> httpx.URL:
-    """``target`` (one :func:`same_origin_target` accepts) on ``base``'s origin, as
-    ``httpx.URL(origin_text(base) + target)`` gives it, without parsing it again.
-
-    Such a target holds only characters httpx keeps as written, so its path and query are
-    put in place as they are (a page's next link saves parsing a URL: ~10 us a page).
-    """
-    path, mark, query = target.partition("?")
-    url = httpx.URL.__new__(httpx.URL)
-    url._uri_reference = base._uri_reference._replace(  # noqa: SLF001 - see above
-        path=path, query=query if mark else None, fragment=None
-    )
-    return url

@@ -29,7 +29,8 @@ from typing import Protocol
 
 import httpx
 
-from petsync.client.origins import origin, origin_text, plain_join, same_origin_target
+from petsync.client.exchange import AnswerHeaders
+from petsync.client.origins import origin, origin_text, same_origin_target
 from petsync.core.errors import PaginationError, ProtocolError
 from petsync.core.interface import CURSOR_HEADER, CURSOR_PARAM, LINK_LENGTH_LIMIT
 from petsync.core.text import shown_text
@@ -43,10 +44,9 @@ FIRST_REQUEST = "the first request"
 class PageRequest:
     """A page to fetch: its absolute URL and how paging got there (for messages).
 
-    ``text`` is the URL as a string, what the paging loop compares to find a repeat; the
-    parsed ``url`` is built only when asked for (parsing costs more than fetching a page's
-    worth of records). A next link on the listing's own origin comes with its ``url``
-    already built, without parsing (:func:`~petsync.client.origins.plain_join`).
+    ``text`` is the URL as httpx writes it: what is sent, and what the paging loop compares
+    to find a repeat. The parsed ``url`` is built only when asked for (a message, a link to
+    resolve against it): parsing costs more than fetching a page's worth of records.
     """
 
     __slots__ = ("__dict__", "text", "via")
@@ -61,13 +61,6 @@ class PageRequest:
     @cached_property
     def url(self) -> httpx.URL:
         return httpx.URL(self.text)
-
-    @property
-    def target(self) -> httpx.URL | str:
-        """What to send: the parsed ``url`` if it was built, else ``text`` (the client parses
-        it inside its request, where a URL httpx refuses is reported as such)."""
-        url: httpx.URL | str = self.__dict__.get("url", self.text)
-        return url
 
     def __repr__(self) -> str:
         return f"PageRequest({self.text!r}, {self.via!r})"
@@ -88,7 +81,7 @@ class FetchedPage:
     """
 
     request: PageRequest
-    headers: httpx.Headers
+    headers: AnswerHeaders
     keys: Sequence[Hashable]
 
     @property
@@ -148,7 +141,7 @@ _LINK = re.compile(r"<([^<>]*)>((?:[ \t]*;[ \t]*[^;,]+)*)")
 _REL = re.compile(r"""(?i)(?:^|;)\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""")
 
 
-def next_link(headers: httpx.Headers) -> str | None:
+def next_link(headers: AnswerHeaders) -> str | None:
     """The target of the first RFC 8288 link with relation type ``next``, as written."""
     for value in headers.get_list("link"):
         for match in _LINK.finditer(value):
@@ -158,7 +151,7 @@ def next_link(headers: httpx.Headers) -> str | None:
     return None
 
 
-def next_cursor(headers: httpx.Headers) -> str | None:
+def next_cursor(headers: AnswerHeaders) -> str | None:
     value = headers.get(CURSOR_HEADER, "").strip()
     return value or None
 
@@ -234,8 +227,7 @@ class LinkPaging(_TokenPaging):
         if same_origin_target(target):
             self._seen = True
             via = f"the next link '{shown_text(target)}'"
-            url = plain_join(self._list_url, target)
-            return Step(keep=True, next=PageRequest(url, via, text=self._origin + target))
+            return Step(keep=True, next=PageRequest(self._origin + target, via))
         try:
             url = page.url.join(target)
         except httpx.InvalidURL as exc:  # a URL parse error, not a transport error

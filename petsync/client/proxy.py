@@ -16,7 +16,7 @@ decides the route itself, once per client (it talks to one origin):
 The environment is read as curl and Python's ``urllib`` read it: ``<scheme>_proxy`` then
 ``all_proxy``, lower case before upper case, ``HTTP_PROXY`` ignored when ``REQUEST_METHOD``
 is set (a CGI request can set it: "httpoxy"); ``NO_PROXY`` as curl reads it. The route is
-handed to :class:`~petsync.client.wire.CurlTransport`, which reads no proxy variable itself.
+handed to :class:`~petsync.client.wire.CurlExchange`, which reads no proxy variable itself.
 """
 
 from __future__ import annotations

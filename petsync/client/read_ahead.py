@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Protocol
 
-import httpx
-
+from petsync.client.exchange import AnswerHeaders
 from petsync.client.pagination import PageRequest
 from petsync.client.records import Records
 
-Fetched = tuple[httpx.Headers, Records]
+Fetched = tuple[AnswerHeaders, Records]
 MAX_WINDOW = 16  # pages one listing reads ahead at most, whatever --concurrency says
 MAX_THREADS = 32  # threads sending pages read ahead (more slots only queue)
 # The bytes of pages one listing may hold read ahead: its window shrinks as pages grow (a
@@ -109,14 +107,10 @@ class RequestSlots:
         """Read nothing more ahead in this run (a request needed a retry)."""
         self._throttled.set()
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """One slot, waited for, held while the block runs (a listing's own request)."""
-        self._free.acquire()
-        try:
-            yield
-        finally:
-            self._free.release()
+    def held(self) -> threading.BoundedSemaphore:
+        """One slot, waited for, held while the ``with`` block runs (a listing's own request):
+        the semaphore itself, no generator per page."""
+        return self._free
 
     def try_submit(self, work: Callable[[], Fetched]) -> Future[Fetched] | None:
         """Run ``work`` in a free slot, or None when none is free or the run is throttled."""

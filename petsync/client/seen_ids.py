@@ -4,7 +4,12 @@ A listing must drop records it already sent and detect a page holding only such 
 loop), so it remembers every key. A Python ``set`` of a million ints costs about 64 bytes
 per id (the int object plus its slot); :class:`SeenIds` keeps the same answer in about 8:
 recent ids live in a small Python set, which is flushed, once it holds
-:data:`FLUSH_IDS` ids, into a sorted numpy ``int64`` array. The sorted arrays are merged
+:data:`FLUSH_IDS` ids, into a sorted numpy ``int64`` array.
+
+The usual page of a listing ordered by id needs no look-up at all: its ids increase and the
+first is past the largest id seen, so none can be a repeat. Such a page is proven so by one
+comparison per id in C, and its ids are appended to a list that is sorted as it grows,
+which becomes the next sorted array as it is (no hashing, no sorting). The sorted arrays are merged
 like a log-structured merge tree (two neighbours of similar size become one), so there are
 only a logarithmic number of them, and a page's ids are looked up in each with one
 vectorised ``np.searchsorted``.
@@ -22,6 +27,8 @@ ids lie beyond every run), and then by reading the one block of the run that can
 
 from __future__ import annotations
 
+import bisect
+import operator
 import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -75,6 +82,8 @@ class SeenIds:
         self._run_names = f"seen-{uuid.uuid4().hex[:12]}-"
         self.spilled_bytes = 0
         self._recent: set[int] = set()
+        self._ordered: list[int] = []  # ids past every one before them, increasing
+        self._top: int | None = None  # the largest int id seen
         self._other: set[Hashable] = set()
         # Sorted, pairwise disjoint arrays, larger ones first.
         self._levels: list[npt.NDArray[np.int64]] = []
@@ -86,20 +95,43 @@ class SeenIds:
 
     def __contains__(self, key: Hashable) -> bool:
         in_levels = self._in_levels([key], type(key) is int)[0]
-        return in_levels or key in self._recent or key in self._other
+        return in_levels or key in self._recent or key in self._other or self._in_ordered(key)
+
+    def _in_ordered(self, key: Hashable) -> bool:
+        ordered = self._ordered
+        if type(key) is not int or not ordered:
+            return False
+        at = bisect.bisect_left(ordered, key)
+        return at < len(ordered) and ordered[at] == key
 
     def add_page(self, keys: Sequence[Hashable], *, ints: bool = False) -> list[bool]:
         """Add ``keys`` in order; True for each key not seen before (in earlier pages or
         earlier in ``keys``), False for a repeat. ``ints`` says every key is an ``int``
         (a page the typed decoder read), which then goes unchecked."""
-        recent, other = self._recent, self._other
         all_ints = ints or set(map(type, keys)) <= _INT_ONLY
+        if all_ints and keys:
+            ids = cast("Sequence[int]", keys)  # all ints: checked above
+            top = self._top
+            # A page past every id seen, increasing: all new, no repeat inside (operator.lt
+            # over the pairs runs in C, one comparison per id).
+            if (top is None or ids[0] > top) and all(map(operator.lt, ids, ids[1:])):
+                self._ordered.extend(ids)
+                self._top = ids[-1]
+                self._size += len(ids)
+                if len(self._recent) + len(self._ordered) >= self._flush_ids:
+                    self._flush()
+                return [True] * len(ids)
+        if self._ordered:  # the look-ups below read the arrays and the set, not this list
+            self._flush_ordered()
+        recent, other = self._recent, self._other
         in_levels = self._in_levels(keys, all_ints)
         if all_ints and not any(in_levels):
             distinct = cast("set[int]", set(keys))  # all ints: checked above
             # The usual page: all new, no repeat inside.
             if len(distinct) == len(keys) and recent.isdisjoint(distinct):
                 recent |= distinct
+                if distinct:
+                    self._raise_top(max(distinct))
                 self._size += len(keys)
                 if len(recent) >= self._flush_ids:
                     self._flush()
@@ -114,6 +146,7 @@ class SeenIds:
                     append(False)
                 else:
                     recent.add(key)
+                    self._raise_top(key)
                     append(True)
             elif key in other:
                 append(False)
@@ -121,6 +154,10 @@ class SeenIds:
                 other.add(key)
                 append(True)
         return self._added(result)
+
+    def _raise_top(self, key: int) -> None:
+        if self._top is None or key > self._top:
+            self._top = key
 
     def _added(self, result: list[bool]) -> list[bool]:
         self._size += result.count(True)
@@ -161,9 +198,27 @@ class SeenIds:
     def _flush(self) -> None:
         import numpy as np
 
+        if self._ordered:
+            self._flush_ordered()
+        if not self._recent:
+            return
         level = np.fromiter(self._recent, dtype=np.int64, count=len(self._recent))
         level.sort()
         self._recent = set()
+        self._add_level(level)
+
+    def _flush_ordered(self) -> None:
+        """The ids of ordered pages become a sorted array as they are."""
+        import numpy as np
+
+        level = np.array(self._ordered, dtype=np.int64)
+        self._ordered = []
+        self._add_level(level)
+
+    def _add_level(self, level: npt.NDArray[np.int64]) -> None:
+        """Put a sorted array among the others (disjoint from them), merging and spilling."""
+        import numpy as np
+
         self._levels.append(level)
         if len(self._levels) == 1 and not self._runs:  # the first array: its bounds
             self._low, self._high = int(level[0]), int(level[-1])

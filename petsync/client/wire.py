@@ -1,12 +1,14 @@
-"""The client's one way onto the network: libcurl (through pycurl) as an httpx transport.
+"""The client's one way onto the network: libcurl (through pycurl), the production exchange.
 
 libcurl frames HTTP/1.0, 1.1 and 2, keeps connections alive, verifies TLS, speaks to HTTP
 and SOCKS proxies (``CONNECT`` included) and bounds a transfer in time and size; petsync
-writes none of that. :class:`CurlTransport` is an :class:`httpx.BaseTransport`, the one seam
-of the client: production passes every request through it, and a test that needs a fake
-server passes an ``httpx.MockTransport`` (or respx) in its place, below the same code.
+writes none of that. :class:`CurlExchange` is the production side of the client's seam
+(:mod:`petsync.client.exchange`): a method, a URL, header pairs and a body in; a status, the
+header fields and the body's pieces as received out. No httpx request or response is built;
+a test that needs a fake server gives the client an httpx transport, carried by
+:class:`~petsync.client.exchange.HttpxExchange` below the same client code.
 
-What the transport keeps, per request:
+What the exchange keeps, per request:
 
 * the total deadline (``CURLOPT_TIMEOUT_MS``: connect, send, headers and body), the connect
   timeout, and the read timeout as "no byte for that long" (``CURLOPT_LOW_SPEED_*``);
@@ -19,7 +21,7 @@ What the transport keeps, per request:
 
 Each thread that sends gets a libcurl handle of its own (a handle serves one thread), and so
 a kept-alive connection of its own: a listing or an import's sending thread reuses it.
-libcurl's failures become httpx's exceptions here, the transport contract; the few that
+libcurl's failures become httpx's exceptions here, the seam's contract; the few that
 decide what petsync tells the user (a name that does not resolve, a certificate refused, the
 deadline passed, an answer too large) are subclasses the translator
 (:mod:`petsync.client.failures`) recognises.
@@ -38,7 +40,7 @@ import certifi
 import httpx
 import pycurl
 
-from petsync.client.body import HeldBody
+from petsync.client.exchange import Answer, AnswerHeaders, RequestHeaders
 from petsync.client.proxy import ProxyRoute
 
 
@@ -92,7 +94,7 @@ class WireLimits:
 _SKIPPED = frozenset({b"host", b"content-length", b"transfer-encoding", b"connection"})
 
 
-class CurlTransport(httpx.BaseTransport):
+class CurlExchange:
     """Sends each request with libcurl, within ``limits``, directly or through ``proxy``.
 
     ``environ`` is read for ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` (the certificates to
@@ -122,18 +124,16 @@ class CurlTransport(httpx.BaseTransport):
         for handle in handles:
             handle.close()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def send(self, method: str, url: str, headers: RequestHeaders, body: bytes | None) -> Answer:
         handle = self._handle()
         curl, answer = handle.curl, handle.answer
         answer.clear()  # anything a failed transfer left
-        url = str(request.url)
         if url != handle.url:  # an import's POSTs all go to one URL
             curl.setopt(pycurl.URL, url)
             handle.url = url
-        raw = request.headers.raw
-        method = request.method
-        if method != "GET":
-            content = request.read()
+        get = method == "GET"
+        if not get:
+            content = body or b""
             if method != "POST":  # POST is what pycurl.POST sends
                 curl.setopt(pycurl.CUSTOMREQUEST, method)
             curl.setopt(pycurl.POST, 1)
@@ -143,26 +143,26 @@ class CurlTransport(httpx.BaseTransport):
             # connection if it can rewind the body. For a POST that could create the pet
             # twice; unable to rewind, it fails instead (outcome unknown, never re-sent).
             curl.setopt(pycurl.READFUNCTION, io.BytesIO(content).read)
-        elif handle.sent_headers is None:  # the last request was not a GET
+        elif not handle.got:  # the last request was not a GET
             curl.setopt(pycurl.HTTPGET, 1)
-        if method != "GET" or raw != handle.sent_headers:  # a listing's are all the same
-            sent = [name + b": " + value for name, value in raw if name.lower() not in _SKIPPED]
-            if method != "GET":
+        if headers is not handle.headers or get != handle.got:  # a listing's are all the same
+            sent = [name + b": " + value for name, value in headers if name.lower() not in _SKIPPED]
+            if not get:
                 sent.append(b"Expect:")  # no 100-continue round trip for a small body
             if sent != handle.header_lines:  # nor do an import's POSTs differ
                 curl.setopt(pycurl.HTTPHEADER, sent)
                 handle.header_lines = sent
-        handle.sent_headers = raw if method == "GET" else None
+            handle.headers = headers
+        handle.got = get
         try:
             curl.perform()
         except pycurl.error as exc:
-            raise self._translated(curl, exc, request, answer) from None
+            raise self._translated(curl, exc, method, url, answer) from None
         finally:
             if method not in ("GET", "POST"):
                 curl.setopt(pycurl.CUSTOMREQUEST, None)
-        headers, body = answer.take()
-        status = curl.getinfo(pycurl.RESPONSE_CODE)
-        return httpx.Response(status, headers=headers, stream=HeldBody(body), request=request)
+        fields, pieces = answer.take()
+        return Answer(curl.getinfo(pycurl.RESPONSE_CODE), AnswerHeaders(fields), pieces)
 
     def _handle(self) -> _Handle:
         """This thread's libcurl handle (its connection kept alive between requests)."""
@@ -198,9 +198,10 @@ class CurlTransport(httpx.BaseTransport):
         return handle
 
     def _translated(
-        self, curl: pycurl.Curl, exc: pycurl.error, request: httpx.Request, answer: _Answer
+        self, curl: pycurl.Curl, exc: pycurl.error, method: str, url: str, answer: _Answer
     ) -> httpx.RequestError:
         code, text = exc.args[0], str(exc.args[1]) if len(exc.args) > 1 else ""
+        request = httpx.Request(method, url)  # what httpx's exceptions carry (a failure only)
         message = f"{text} (libcurl error {code})"
         if code == pycurl.E_FILESIZE_EXCEEDED:
             return AnswerTooLarge(message, announced=answer.announced())
@@ -294,12 +295,13 @@ class _Answer:
 class _Handle:
     """One thread's libcurl handle, its answer collector, and the headers it was last given."""
 
-    __slots__ = ("answer", "curl", "header_lines", "sent_headers", "url")
+    __slots__ = ("answer", "curl", "got", "header_lines", "headers", "url")
 
     def __init__(self, curl: pycurl.Curl) -> None:
         self.curl = curl
         self.answer = _Answer()
-        self.sent_headers: list[tuple[bytes, bytes]] | None = None  # None: not after a GET
+        self.headers: RequestHeaders | None = None  # the pairs last given, as given
+        self.got = True  # the last request was a GET (libcurl's default)
         self.header_lines: list[bytes] | None = None  # as last given to libcurl
         self.url: str | None = None  # as last given to libcurl
         curl.setopt(pycurl.HEADERFUNCTION, self.answer.lines.append)

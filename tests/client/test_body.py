@@ -17,9 +17,10 @@ from collections.abc import Iterable, Iterator
 import httpx
 import pytest
 
-from petsync.client.body import PIECE, HeldBody, inflate, nested_deeper_than, read_body
+from petsync.client.body import PIECE, inflate, nested_deeper_than, read_body
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
+from petsync.client.exchange import Answer, AnswerHeaders, HttpxExchange
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import ApiError, ProtocolError
 from petsync.core.models import NewPet
@@ -227,12 +228,11 @@ def test_a_body_at_the_limit_passes_and_one_byte_more_fails(fake_clock: FakeCloc
 def test_a_body_near_the_limit_is_held_once_not_twice(encoding: str | None) -> None:
     size = 8 * MiB
     chunks: Iterable[bytes] = zeros(size) if encoding is None else gzip_bomb(size)
-    response = httpx.Response(
-        200, headers={"Content-Encoding": encoding or "identity"}, stream=Streamed(chunks)
-    )
+    headers = {"Content-Encoding": encoding or "identity"}
+    answer = _streamed(httpx.Response(200, headers=headers, stream=Streamed(chunks)))
     tracemalloc.start()
     try:
-        body = read_body(response, size, "GET", "u")
+        body = read_body(answer, size, "GET", "u")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -242,21 +242,25 @@ def test_a_body_near_the_limit_is_held_once_not_twice(encoding: str | None) -> N
 
 @pytest.mark.parametrize("held", [True, False], ids=["held-by-the-wire", "streamed"])
 def test_a_body_is_read_the_same_held_whole_or_streamed(held: bool) -> None:
-    # The wire's bodies are taken as their pieces; any other stream through httpx's: the
+    # The wire's answers hold their pieces; any other stream comes through httpx's: the
     # same bytes, the same framing headers (repeated fields joined, names in any case).
+    def answer(pieces: list[bytes], headers: list[tuple[bytes, bytes]]) -> Answer:
+        if held:
+            return Answer(200, AnswerHeaders(headers), pieces)
+        return _streamed(httpx.Response(200, headers=headers, stream=Streamed(pieces)))
+
     pieces = [gzip.compress(PAGE)[:10], gzip.compress(PAGE)[10:]]
-    headers = [("content-encoding", "identity"), ("Content-Encoding", "gzip")]
-    stream = HeldBody(pieces) if held else Streamed(pieces)
-    response = httpx.Response(200, headers=headers, stream=stream)
-    assert read_body(response, 1000, "GET", "u") == PAGE
-    assert response.is_stream_consumed
-    repeated = httpx.Response(
-        200,
-        headers=[("Content-Length", "5"), ("content-length", "5")],
-        stream=HeldBody([b"x" * 5000]) if held else Streamed([b"x" * 5000]),
-    )
+    coded = answer(pieces, [(b"content-encoding", b"identity"), (b"Content-Encoding", b"gzip")])
+    assert read_body(coded, 1000, "GET", "u") == PAGE
+    repeated = answer([b"x" * 5000], [(b"Content-Length", b"5"), (b"content-length", b"5")])
     with pytest.raises(ProtocolError, match="answered a body larger than"):
         read_body(repeated, 1000, "GET", "u")  # "5, 5" is no number: read, then refused
+
+
+def _streamed(response: httpx.Response) -> Answer:
+    """``response`` as the client receives it from an httpx transport."""
+    exchange = HttpxExchange(httpx.MockTransport(lambda request: response))
+    return exchange.send("GET", "http://t/v1/pets", [], None)
 
 
 def test_one_network_chunk_inflates_a_piece_at_a_time() -> None:

@@ -40,9 +40,22 @@ def test_keys_are_remembered_across_flushes_and_merges() -> None:
 def test_flushed_and_recent_keys_both_count_in_one_page() -> None:
     seen = SeenIds(flush_ids=2)
     seen.add_page([10, 20])  # flushed into a sorted array
-    seen.add_page([30])  # still in the recent set
-    assert seen._levels and 30 in seen._recent
-    assert seen.add_page([40, 10, 30, 40, 50]) == [True, False, False, False, True]
+    seen.add_page([5])  # not past the largest id: still in the recent set
+    assert seen._levels and 5 in seen._recent
+    assert seen.add_page([40, 10, 5, 40, 50]) == [True, False, False, False, True]
+
+
+def test_pages_in_id_order_are_kept_as_they_come_and_still_count() -> None:
+    seen = SeenIds(flush_ids=1000)
+    assert seen.add_page([1, 2, 3]) == [True, True, True]
+    assert seen.add_page([4, 9]) == [True, True]  # past every id seen: no look-up
+    assert seen._ordered == [1, 2, 3, 4, 9] and not seen._recent
+    assert 9 in seen and 2 in seen and 5 not in seen
+    assert seen.add_page([10, 10, 11]) == [True, False, True]  # a repeat inside: checked
+    assert seen.add_page([12, 3, 13]) == [True, False, True]  # an earlier id: found
+    assert seen.add_page([14, 15]) == [True, True]
+    assert len(seen) == 11
+    assert seen.add_page([2, 14, 16]) == [False, False, True]
 
 
 @pytest.mark.parametrize(

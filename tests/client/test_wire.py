@@ -1,4 +1,4 @@
-"""The wire: :class:`~petsync.client.wire.CurlTransport` against raw loopback servers.
+"""The wire: :class:`~petsync.client.wire.CurlExchange` against raw loopback servers.
 
 The mock-transport tests of ``test_client.py`` replace the transport; these run the one that
 a real export takes (libcurl) against sockets on 127.0.0.1 that answer correctly, oddly or
