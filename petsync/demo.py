@@ -24,12 +24,14 @@ from petsync.client.config import ClientConfig
 from petsync.core.apikey import ApiKey
 from petsync.core.errors import InputError
 from petsync.core.files import atomic_write_text
+from petsync.core.models import NewPet, PetStatus
 from petsync.core.settings_table import DEMO_OUT
 from petsync.core.stop import StopRequest
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import ExportProgress
 from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
+from petsync.server.faults import Faults
 from petsync.server.seed import seed_row
 from petsync.server.store import PetStore, Row
 
@@ -120,7 +122,6 @@ def run_demo(
     interface's (:mod:`petsync.server.extra_fields`) and the export keeps them as columns.
     """
     from petsync.server.app import ServerConfig
-    from petsync.server.faults import Faults
     from petsync.server.runner import start_server
 
     if nights < 1:
@@ -175,7 +176,6 @@ def shelter_night(store: PetStore, rng: random.Random, night: int) -> None:
     """One day of a shelter between two exports: arrivals, adoptions, reservations and
     their returns, renames, adopted pets leaving; on the second night the oldest pet leaves,
     and it comes back on the fourth (the same id, as after a mistaken removal)."""
-    from petsync.core.models import NewPet, PetStatus
 
     pets = store.all()
     by_status: dict[str | None, list[Row]] = {}

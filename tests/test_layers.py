@@ -214,3 +214,132 @@ def test_an_import_inside_a_function_counts() -> None:
     lazy = "\n\ndef later() -> None:\n    from petsync.client import wire\n"
     assert "petsync.client.wire" not in module_imports(source)
     assert "petsync.client.wire" in module_imports(source, text + lazy)
+
+
+# -- a sub-package never imports its parent ----------------------------------------------------
+
+
+def test_no_sub_package_imports_its_parent() -> None:
+    """``petsync/importer/sheets/x.py`` may not import ``petsync.importer.y``: a sub-package is
+    a floor below its parent's modules, which use it (they would otherwise run both ways)."""
+    upward: list[str] = []
+    for path in MODULES:
+        own = module_name(path)
+        package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+        parent = package.rpartition(".")[0]
+        if parent in ("", "petsync"):
+            continue  # a top-level part: the layer table rules it
+        for name in sorted(module_imports(path)):
+            if name.startswith(parent + ".") and not name.startswith(package + "."):
+                upward.append(f"{own} imports {name}")
+            elif name == parent:
+                upward.append(f"{own} imports its parent {name}")
+    assert upward == []
+
+
+# -- imports inside a function: only to defer a heavy dependency -------------------------------
+
+# An import inside a function hides what a module needs and can hide a cycle, so it is there
+# for one reason only: to defer a dependency that is slow to load or optional, so that
+# `petsync --help`, and every command that never needs it, does not pay for it. Each such
+# dependency, and why; an import of a petsync module inside a function must load one of them.
+DEFERRED: dict[str, str] = {
+    "pyarrow": "about 0.1 s and 30 MiB; only where tables and files are made",
+    "numpy": "about 0.05 s; only where columns are computed",
+    "pandas": "about 0.3 s and 40 MiB; only the readers that return DataFrames",
+    "pyiceberg": "optional extra [iceberg]; only Iceberg tables",
+    "botocore": "optional extra [s3], about 0.2 s; only s3:// locations",
+    "google": "optional extra [gcs], about 0.3 s; only gs:// locations",
+    "azure": "optional extra [azure], about 0.2 s; only az:// locations",
+    "prometheus_client": "only when a metrics file is written",
+    "python_calamine": "only when a workbook is read",
+    "vl_convert": "optional extra [report]; only the report's bundled Vega",
+    "httpx": "about 0.1 s; only commands that talk to an API (--help and local commands not)",
+    "starlette": "the reference server's web framework, with uvicorn and anyio about 40 ms: "
+    "only `petsync serve` and the demo",
+}
+
+# petsync's own modules that the command line defers for the same reason though they load
+# nothing above: what they bring in of the standard library together costs as much.
+DEFERRED_MODULES: dict[str, str] = {
+    "petsync.importer.inbox": "the whole import's readers and checks (sqlite3, XML parsers, "
+    "multiprocessing, ssl through urllib), about 40 ms: only `petsync import` and Dagster's "
+    "import asset",
+}
+
+
+def _function_level_imports(path: Path) -> list[tuple[str, int, list[str]]]:
+    """(function, line, candidate module names) of each import inside a function."""
+    found: list[tuple[str, int, list[str]]] = []
+    for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                found.append((function.name, node.lineno, [a.name for a in node.names]))
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+                found.append((function.name, node.lineno, [node.module, *names]))
+    return found
+
+
+def _loaded_at_import(name: str, seen: set[str] | None = None) -> set[str]:
+    """The DEFERRED dependencies importing petsync module ``name`` loads (top-level imports,
+    followed through petsync's own modules)."""
+    seen = set() if seen is None else seen
+    if name in seen or name not in NAMES:
+        return set()
+    seen.add(name)
+    loaded: set[str] = set()
+    for top in _eager_imports(NAMES[name]):
+        root = top.split(".")[0]
+        if root in DEFERRED:
+            loaded.add(root)
+        elif root == "petsync":
+            loaded |= _loaded_at_import(top, seen)
+    return loaded
+
+
+def _eager_imports(path: Path) -> set[str]:
+    """Modules a module imports when it is imported: not inside a function, not only for
+    the type checker."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        lazy = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        if lazy or (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)):
+            skipped.update(id(inner) for inner in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def test_an_import_inside_a_function_defers_a_heavy_dependency() -> None:
+    needless: list[str] = []
+    for path in MODULES:
+        for function, line, names in _function_level_imports(path):
+            deferred = {n.split(".")[0] for n in names} & DEFERRED.keys()
+            for name in names:
+                deferred |= _loaded_at_import(name)
+            if not deferred and not DEFERRED_MODULES.keys() & set(names):
+                where = f"{path.relative_to(PACKAGE)}:{line} ({function})"
+                needless.append(f"{where} imports {names[0]}: import it at the top")
+    assert needless == [], "\n".join(needless)
+
+
+def test_every_deferred_dependency_is_deferred_somewhere() -> None:
+    used: set[str] = set()
+    for path in MODULES:
+        for _, _, names in _function_level_imports(path):
+            used |= {n.split(".")[0] for n in names} & DEFERRED.keys()
+            for name in names:
+                used |= _loaded_at_import(name)
+            used |= DEFERRED_MODULES.keys() & set(names)
+    assert sorted((DEFERRED.keys() | DEFERRED_MODULES.keys()) - used) == []

@@ -10,6 +10,8 @@ from petsync.cli.render_settings import needs_lines, target_document, target_lin
 from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError
 from petsync.core.wording import COMMAND_LINE
+from petsync.storage.credentials import describe_access
+from petsync.storage.location import parse_location
 
 
 @click.group()
@@ -68,7 +70,5 @@ def config_show(
 
 def _store_access(out: str) -> str:
     """Which credentials a run on ``out`` would use (the settings' names, never a value)."""
-    from petsync.storage.credentials import describe_access
-    from petsync.storage.location import parse_location
 
     return describe_access(parse_location(out))

@@ -24,6 +24,7 @@ from petsync.importer.config import (
     ImportConfig,
     MergedCells,
 )
+from petsync.importer.journal_home import journal_home
 from petsync.ops.metrics import record_run
 
 
@@ -280,7 +281,6 @@ def _from_environment(
 ) -> tuple[Path | None, Path | None]:
     """The API's journal folder (None: a dry run with no API) and the category map: the
     options', else the environment's ``state_dir`` and ``category_map``."""
-    from petsync.importer.journal_home import journal_home
 
     try:
         resolved = state.resolve_target(target, require_key=False)

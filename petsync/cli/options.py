@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from petsync.cli.state import CliState, TargetOptions
+from petsync.core.errors import ConfigError
 from petsync.core.stop import DEFAULT_GRACE_SECONDS
 from petsync.export.config import EXTRA_FIELDS_MODES, EXTRA_FIELDS_OPTION
 from petsync.ops.limits import SIZE_EXAMPLE, ClientLimits, format_size, parse_size
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
+from petsync.storage.location import parse_location
 
 Command = Callable[..., None]
 _DEFAULT_LIMITS = ClientLimits()
@@ -156,8 +158,6 @@ class LocationType(click.Path):
         super().__init__(file_okay=False)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from petsync.core.errors import ConfigError
-        from petsync.storage.location import parse_location
 
         text = str(value)
         what = param.opts[0] if param is not None and param.opts else "location"

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from petsync.core.apikey import ENV_API_KEY, redact
 from petsync.core.settings_table import API_KEY_FILE
 from petsync.core.wording import COMMAND_LINE
+from petsync.ops.limits import format_size
+from petsync.ops.settings import env_key_variable
 
 if TYPE_CHECKING:
     from petsync.ops.limits import ClientLimits
@@ -53,7 +55,6 @@ def target_document(target: Target | TargetView) -> dict[str, Any]:
 
 def _target_rows(target: Target | TargetView) -> list[tuple[str, str, str, object, str]]:
     """(JSON name, label, text, JSON value, source) of each setting ``config show`` shows."""
-    from petsync.ops.settings import env_key_variable
 
     key_help = (
         f"{NOT_SET}: set {env_key_variable(target.env_name)} or {ENV_API_KEY}, "
@@ -95,7 +96,6 @@ def _target_rows(target: Target | TargetView) -> list[tuple[str, str, str, objec
 
 
 def _limit_rows(limits: ClientLimits) -> list[tuple[str, str, str, object, str]]:
-    from petsync.ops.limits import format_size
 
     rows: list[tuple[str, str, str, object]] = [
         ("timeout", "timeout", f"{limits.timeout:g} s a request", limits.timeout),

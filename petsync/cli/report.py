@@ -6,6 +6,9 @@ from pathlib import Path
 
 import click
 
+from petsync.report.write import write_report
+from petsync.storage.location import is_uri
+
 
 @click.command("report")
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
@@ -30,8 +33,6 @@ def report_command(directory: str, output: str | None) -> None:
     Example:
       petsync report /srv/petsync -o /var/www/petsync/report.html
     """
-    from petsync.report.write import write_report  # Altair and pandas: loaded only here
-    from petsync.storage.location import is_uri
 
     if output is not None and is_uri(output):  # a Path would read gs://b/x as gs:/b/x
         raise click.BadParameter(

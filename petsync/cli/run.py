@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from petsync.cli.history import history_lines
 from petsync.cli.options import TARGET_PARAMS, target_options
 from petsync.cli.render_settings import target_lines
 from petsync.cli.state import CliState, RunningJob, TargetOptions, pass_state
@@ -189,7 +190,6 @@ def _run_job(ctx: click.Context, state: CliState, given: _Given, jobfile: Path) 
 def _after(job: JobFile, arguments: dict[str, Any]) -> None:
     """The job's steps after its command: ``update_history`` for an export job."""
     if job.options.get("update_history") is True:
-        from petsync.cli.history import history_lines
         from petsync.history.update import update_history
 
         report = update_history(arguments["out_dir"])

@@ -11,6 +11,9 @@ from petsync.cli.state import CliState, pass_state
 from petsync.client.config import is_loopback
 from petsync.core.apikey import ENV_API_KEY
 from petsync.core.interface import SERVER_PAGINATION_STYLES, ServerPagination
+from petsync.server.extra_fields import EXTRA_FIELD_NAMES
+from petsync.server.faults import Faults
+from petsync.server.keys import serve_key
 
 if TYPE_CHECKING:
     from petsync.server.runner import RunningServer
@@ -134,8 +137,6 @@ def serve(
       PETSYNC_BASE_URL=http://127.0.0.1:8080/v1 PETSYNC_API_KEY=dev-key petsync check
     """
     from petsync.server.app import ServerConfig
-    from petsync.server.faults import Faults
-    from petsync.server.keys import serve_key
     from petsync.server.runner import serve_forever
 
     warning = exposure_warning(host)
@@ -221,8 +222,6 @@ def ready_lines(srv: RunningServer) -> list[str]:
     if injected:
         lines.append(f"Injected faults: {', '.join(injected)} (seed {faults.seed})")
     if faults.extra_fields:
-        from petsync.server.extra_fields import EXTRA_FIELD_NAMES
-
         lines.append(f"Extra fields beyond the interface's: {', '.join(EXTRA_FIELD_NAMES)}")
     lines.append(f"Serving Petstore at {srv.base_url}")
     lines.append("Stop with Ctrl-C or SIGTERM.")

@@ -23,6 +23,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from petsync.core.stop import DEFAULT_GRACE_SECONDS, StopRequest
+from petsync.ops.logs import json_event_line
 
 HANDLED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
 
@@ -57,7 +58,6 @@ def _said(line: str, name: str, json_logs: bool) -> str:
     """
     if not json_logs:
         return line
-    from petsync.ops.logs import json_event_line
 
     return json_event_line(__name__, "warning", "signal", {"signal": name, "message": line})
 

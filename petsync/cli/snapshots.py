@@ -10,6 +10,7 @@ from petsync.cli.options import json_option
 from petsync.cli.output import echo_json
 from petsync.cli.state import terminal_line
 from petsync.core.errors import InputError
+from petsync.storage.location import parse_location
 
 if TYPE_CHECKING:
     from petsync.export.inventory import NightSummary
@@ -34,7 +35,6 @@ def snapshots_command(directory: str, as_json: bool) -> None:
       petsync snapshots s3://archive/petsync --json
     """
     from petsync.export.inventory import describe_snapshots  # pyarrow: only for this command
-    from petsync.storage.location import parse_location
 
     local = parse_location(directory, what="DIR|URI").local
     if local is not None and not local.is_dir():  # a typo, not "no snapshot yet"

@@ -26,6 +26,8 @@ from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
 from petsync.core.text import shown_text
 from petsync.core.wording import COMMAND_LINE, Terms, render
+from petsync.ops.limits import LIMIT_KEYS
+from petsync.ops.settings import inspect_target
 
 BUG_MESSAGE_LIMIT = 300  # characters of the exception's own message shown
 TERMINAL_LINE_LIMIT = 2_000  # characters of one error or warning line
@@ -72,7 +74,6 @@ class TargetOptions:
 
     def given_limits(self) -> dict[str, tuple[float | int, str]]:
         """The client limits given, each with its source, by job-file key."""
-        from petsync.ops.limits import LIMIT_KEYS
 
         return {
             key: (value, self.source(key))
@@ -134,7 +135,6 @@ class CliState:
     def inspect_target(self, options: TargetOptions) -> TargetView:
         """Every setting as far as it resolves (``config show``); a key found joins the
         log's redaction."""
-        from petsync.ops.settings import inspect_target
 
         view = inspect_target(
             base_url=options.base_url,

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from petsync.formats.reading import future_horizon, list_snapshots
+from petsync.formats.registry import format_of_manifest
 from petsync.formats.schema import EXTRA_FIELDS_KEY
 from petsync.storage.layout import SnapshotInfo
 from petsync.storage.location import Location, parse_location
@@ -63,7 +65,6 @@ def describe_snapshots(
     >>> [(n.date.isoformat(), n.trust, n.pets) for n in describe_snapshots("out")]  # doctest: +SKIP
     [('2026-11-21', 'complete', 10000), ('2026-11-22', 'incomplete', 9120)]
     """
-    from petsync.formats.reading import future_horizon, list_snapshots
 
     horizon = future_horizon() if horizon is None else horizon
     snapshots = list_snapshots(directory)
@@ -110,7 +111,6 @@ def _sizes(location: Location, snapshots: list[SnapshotInfo]) -> dict[dt.date, i
     """Each night's bytes on the store, by the format that holds them."""
     if not snapshots:
         return {}
-    from petsync.formats.registry import format_of_manifest
 
     held = format_of_manifest(snapshots[0].manifest)
     return held.night_sizes(location, [info.date for info in snapshots])

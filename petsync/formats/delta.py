@@ -44,6 +44,7 @@ from petsync.formats.table import (
     table_uri,
 )
 from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
+from petsync.storage.credentials import environment_settings
 from petsync.storage.layout import PARTITION_KEY, SnapshotInfo
 from petsync.storage.location import Location
 
@@ -56,7 +57,6 @@ def storage_options(location: Location) -> dict[str, str]:
     """
     if location.kind != "s3":
         return {}
-    from petsync.storage.credentials import environment_settings
 
     settings = environment_settings()
     options: dict[str, str] = {}

@@ -42,7 +42,7 @@ from petsync.storage.layout import (
     QUARANTINE_NAME,
     SnapshotInfo,
 )
-from petsync.storage.location import Location
+from petsync.storage.location import Location, parse_location
 
 QUARANTINE_DIR = "_quarantine"
 # The key of a commit's (or snapshot's) properties that holds the night's manifest.
@@ -266,7 +266,6 @@ def nights_to_prune(dates: set[dt.date], keep: int, today: dt.date) -> list[dt.d
 
 def out_of(table_path: str) -> Location:
     """The export's OUT from the table's ``OUT/pets`` (a local path or a store URI)."""
-    from petsync.storage.location import parse_location
 
     location = parse_location(table_path)
     if location.local is not None:

@@ -46,6 +46,7 @@ from petsync.history.table import (
 from petsync.storage.layout import PETS_DIR, SnapshotInfo
 from petsync.storage.location import Location, parse_location
 from petsync.storage.lock import FileLock, Lock
+from petsync.storage.store import object_lock
 
 LOCK_NAME = ".history.lock"
 
@@ -155,8 +156,6 @@ def update_history(directory: Path | str, *, rebuild: bool = False) -> HistoryRe
 def _history_lock(location: Location) -> Lock:
     """The history's lock; its ``confirm`` runs right before the state is written."""
     if location.local is None:
-        from petsync.storage.store import object_lock
-
         # The export's lock object, but in the history's folder: its own lock, same rules.
         return object_lock(parse_location(location.child(HISTORY_DIR)))
     path = location.local / LOCK_NAME

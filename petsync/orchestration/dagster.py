@@ -41,6 +41,7 @@ from typing import Any
 import dagster as dg
 
 from petsync.core.errors import ExitCode, PetsyncError
+from petsync.formats.reading import list_snapshots
 from petsync.ops.jobfile import read_job_kind
 from petsync.orchestration.dagster_import import ImportJob
 from petsync.orchestration.dagster_target import PetsyncTarget, asset_name, job_logger
@@ -124,7 +125,6 @@ class ExportJob:
         """The first partition: ``start_date``, or the first night a snapshot is stored if
         that is later (none yet: today, the first night that can be fetched). A store that
         cannot be read now leaves ``start_date``, with a warning."""
-        from petsync.formats.reading import list_snapshots
 
         start = dt.date.fromisoformat(str(start_date))
         today = self.clock().astimezone(dt.UTC).date()
@@ -197,7 +197,6 @@ class ExportJob:
         )
 
     def _stored(self, context: dg.AssetExecutionContext, date: dt.date) -> Iterator[Any]:
-        from petsync.formats.reading import list_snapshots
 
         stored = {info.date: info for info in list_snapshots(self.out)}
         info = stored.get(date)

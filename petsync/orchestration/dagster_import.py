@@ -15,6 +15,7 @@ import dagster as dg
 from petsync.core.errors import ExitCode, PetsyncError, UsageError
 from petsync.core.interface import SPREADSHEET_FILE_LIMIT
 from petsync.core.reading import open_regular
+from petsync.importer.inbox import expand_inputs
 from petsync.ops.jobfile import read_job_kind
 from petsync.orchestration.dagster_target import PetsyncTarget, asset_name, job_logger
 from petsync.orchestration.process import JobProcess, run_job
@@ -89,7 +90,6 @@ class ImportJob:
 
     def inbox(self) -> list[Path]:
         """The files the job's globs match now, relative to the working directory."""
-        from petsync.importer.inbox import expand_inputs
 
         return [
             path.relative_to(self.root) if path.is_absolute() else path

@@ -4,6 +4,7 @@
 """
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -57,7 +58,6 @@ class PetsyncTarget(dg.ConfigurableResource):  # type: ignore[type-arg]
 
 
 def _environ() -> dict[str, str]:
-    import os
 
     return dict(os.environ)
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,7 +88,6 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
     columns made once (:class:`~petsync.report.catalogue.Columns`), which each file is
     copied into on its thread and then dropped. Files are read with ``ParquetFile``
     (``read_table`` goes through pyarrow.dataset, which imports pandas)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
     import pyarrow as pa

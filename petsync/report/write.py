@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from petsync._version import __version__
 from petsync.core.errors import InputError
 from petsync.core.files import atomic_write_text
 from petsync.core.settings_table import OUTPUT
+from petsync.report.page import render_page, vega_bundle
 
 if TYPE_CHECKING:
     from petsync.report.data import ReportData
@@ -51,7 +53,6 @@ def write_report(
     from petsync.history.table import HistoryFiles
     from petsync.report.charts import charts
     from petsync.report.data import report_data
-    from petsync.report.page import render_page, vega_bundle
 
     if output is None and not HistoryFiles.open(directory).is_local:
         raise InputError(
@@ -88,7 +89,6 @@ def write_report(
 
 def about(directory: Path | str, data: ReportData, made: dt.datetime) -> list[tuple[str, str]]:
     """What the page says of itself: when, from which folder and history, by which petsync."""
-    from petsync._version import __version__
     from petsync.history.table import HistoryFiles
 
     files = HistoryFiles.open(directory)

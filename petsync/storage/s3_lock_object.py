@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from petsync.core.errors import ConfigError
 from petsync.storage.credentials import environment_settings
 from petsync.storage.filesystem import (
     CONNECT_TIMEOUT_SECONDS,
@@ -45,8 +46,6 @@ def s3_client(environ: Mapping[str, str] | None = None) -> S3Api:
         import botocore.config
         import botocore.session
     except ImportError as exc:  # pragma: no cover - the s3 extra is missing
-        from petsync.core.errors import ConfigError
-
         raise ConfigError("the lock on s3:// needs botocore: pip install 'petsync[s3]'") from exc
     settings = environment_settings(environ)
     config = botocore.config.Config(

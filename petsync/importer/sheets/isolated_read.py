@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import resource
 import signal
 import subprocess
 import sys
@@ -148,10 +149,6 @@ def _child_main() -> int:
 
 
 def _limit_memory(limit: int) -> None:
-    try:
-        import resource
-    except ImportError:  # no RLIMIT_AS here (Windows): the child still isolates an abort
-        return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     for lower in (soft, hard):  # a tighter limit already set (ulimit -v) is kept
         if lower != resource.RLIM_INFINITY:
@@ -162,10 +159,6 @@ def _limit_memory(limit: int) -> None:
 
 
 def _limit_cpu(seconds: int) -> None:
-    try:
-        import resource
-    except ImportError:  # no RLIMIT_CPU here (Windows)
-        return
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if soft != resource.RLIM_INFINITY:
         seconds = min(seconds, soft)  # a tighter limit already set is kept
