@@ -22,7 +22,7 @@ How each style proves the end:
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
@@ -118,19 +118,11 @@ class Strategy(Protocol):
 
 def make_strategy(style: str, list_url: httpx.URL, limit: int) -> Strategy:
     """The strategy for ``style`` over ``list_url`` (the listPets URL with limit/status)."""
-    if style == "link":
-        return LinkPaging(list_url, limit)
-    if style == "cursor":
-        return CursorPaging(list_url, limit)
-    if style == "offset":
-        return OffsetPaging(list_url, limit)
-    if style == "page":
-        return PageNumberPaging(list_url, limit)
-    if style == "none":
-        return NoPaging(list_url, limit)
-    if style == "auto":
-        return AutoPaging(list_url, limit)
-    raise ValueError(f"unknown pagination style {style!r}")
+    try:
+        strategy = _STRATEGIES[style]
+    except KeyError:
+        raise ValueError(f"unknown pagination style {style!r}") from None
+    return strategy(list_url, limit)
 
 
 # Linear in the header's length whatever the server sends: a target stops at the next "<"
@@ -481,3 +473,14 @@ class AutoPaging:
                 "Ask the API owner how listPets pages and set that pagination style"
             ),
         )
+
+
+# Each style's strategy; one more style is one class and one line here.
+_STRATEGIES: dict[str, Callable[[httpx.URL, int], Strategy]] = {
+    "link": LinkPaging,
+    "cursor": CursorPaging,
+    "offset": OffsetPaging,
+    "page": PageNumberPaging,
+    "none": NoPaging,
+    "auto": AutoPaging,
+}
