@@ -343,3 +343,22 @@ def test_every_deferred_dependency_is_deferred_somewhere() -> None:
                 used |= _loaded_at_import(name)
             used |= DEFERRED_MODULES.keys() & set(names)
     assert sorted((DEFERRED.keys() | DEFERRED_MODULES.keys()) - used) == []
+
+
+# -- the house as docs/design.md draws it ------------------------------------------------------
+
+
+def test_the_drawing_of_floors_matches_the_table() -> None:
+    """docs/design.md draws the packages on floors; each may import only floors below it."""
+    text = (PACKAGE.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    house = text[text.index("## The house") :]
+    start = house.index("```text\n") + len("```text\n")
+    block = house[start : house.index("\n```", start)]
+    floors = [line.split("  ")[0].split(" · ") for line in block.splitlines()]
+    drawn = [name for floor in floors for name in floor]
+    beside = {"_version", "__main__", "__init__", "demo"}  # entry points and the demo's glue
+    assert sorted(drawn) == sorted(set(ALLOWED) - beside)
+    for level, floor in enumerate(floors):
+        below = {name for lower in floors[level + 1 :] for name in lower}
+        for name in floor:
+            assert ALLOWED[name] - beside <= below, f"{name} imports beside or above its floor"
