@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import CONCURRENCY, HEADER_ROW, MAX_ERRORS
 from petsync.importer.sheets.sheet import ReadOptions
 
 DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
@@ -61,11 +62,11 @@ class ImportConfig:
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+            raise ConfigError(CONCURRENCY + f" must be between 1 and {MAX_CONCURRENCY}")
         if self.max_errors is not None and self.max_errors < 1:
-            raise ConfigError("--max-errors must be at least 1")
+            raise ConfigError(MAX_ERRORS + " must be at least 1")
         if self.header_row is not None and self.header_row < 1:
-            raise ConfigError("--header-row must be at least 1 (the sheet's first row)")
+            raise ConfigError(HEADER_ROW + " must be at least 1 (the sheet's first row)")
 
     @property
     def sending_window(self) -> int:

@@ -267,8 +267,10 @@ def _category_by_name(text: str, columns: ColumnMap) -> tuple[int | None, FieldE
     )
     if any(char.isalpha() for char in text) and not _NUMBER_LIKE.fullmatch(text):
         advice = (
-            "write the category's id as digits, like 12, or pass --category-map FILE (a "
-            "sheet of name and categoryId) to read category names"
+            # Written to the reject file, whoever reads it: the setting is described, not
+            # named in one caller's terms.
+            "write the category's id as digits, like 12, or give the import a category "
+            "map (a sheet of name and categoryId) to read category names"
         )
     message = f"categoryId {text!r} is not a whole number; {advice}"
     return None, FieldError(ErrorCode.CATEGORY_NOT_INTEGER, "categoryId", message)
