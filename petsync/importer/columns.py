@@ -67,9 +67,9 @@ class ColumnMap:
     categoryId: int  # noqa: N815 - the API's spelling
     status: int | None
     carried: tuple[int, ...]
-    mapped: tuple[str, ...] = ()  # fields named by --map, not by their header
-    ignored_maps: tuple[str, ...] = ()  # --map values naming a column this file lacks
-    # --category-map: category ids by category_key(name), and the map's file name.
+    mapped: tuple[str, ...] = ()  # fields named by a mapping, not by their header
+    ignored_maps: tuple[str, ...] = ()  # mappings naming a column this file lacks
+    # The category map's ids by category_key(name), and the map's file name.
     category_names: Mapping[str, int] | None = None
     category_map_name: str = ""
 

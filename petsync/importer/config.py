@@ -13,7 +13,7 @@ from petsync.importer.sheets.sheet import ReadOptions
 DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
 MAX_CONCURRENCY = 64
 # Rows journaled `sending` and not yet answered, across all workers, at most: what a crash
-# can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
+# can leave uncertain (or one row per worker when concurrency is higher). Shared by the
 # senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
 SENDING_WINDOW = 32
 # A value merged over cells below a workbook's header (petsync.importer.merged).
@@ -46,16 +46,16 @@ class ImportConfig:
     journal_home: Path | None = None
     resend_uncertain: bool = False
     settle: bool = False
-    # List the pets that exist already before the first POST, so --settle can also find
+    # List the pets that exist already before the first POST, so settle can also find
     # uncertain rows created. Off by default: it costs one listing of the statuses the rows
     # use, which grows with the catalogue, not the file (docs/design.md, "Settling without
-    # a baseline", says what --settle proves without it).
+    # a baseline", says what settle proves without it).
     baseline: bool = DEFAULT_BASELINE
     # Rows repeated inside the sheet (every cell the same) are sent once unless this is set.
     allow_duplicates: bool = False
-    # The header's row number (--header-row); None finds it in the first 20 rows.
+    # The header's row number; None finds it in the first 20 rows.
     header_row: int | None = None
-    # --category-map: a sheet of category names and ids (petsync.importer.category_map).
+    # A sheet of category names and ids (petsync.importer.category_map).
     category_map: Path | None = None
     # A value merged over cells below the header: "fill" each cell, or leave them "blank".
     merged_cells: MergedCells = "fill"

@@ -57,11 +57,11 @@ class ImportReport:
     merged_cells: dict[str, Any] | None = None
     columns: dict[str, str] = field(default_factory=dict)
     # Columns no field is read from (carried to the output files, not sent), and the
-    # --map values that would send one where its header suggests a field.
+    # the mappings that would send one where its header suggests a field.
     columns_not_sent: list[str] = field(default_factory=list)
     map_hints: list[Said] = field(default_factory=list)
     # Rows repeating an earlier row of the sheet: how many, the first few as [row, first
-    # row], and whether they were sent (--allow-duplicates) or left out.
+    # row], and whether they were sent (allow_duplicates) or left out.
     duplicates: int = 0
     duplicate_rows: list[list[int]] = field(default_factory=list)
     duplicates_sent: bool = False

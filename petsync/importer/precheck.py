@@ -153,7 +153,7 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
     goes to the checked rows the later stages take.
     """
     path = sheet.path
-    number = rules.header_row  # --header-row, else row 1 or the one found in the first rows
+    number = rules.header_row  # as given, else row 1 or the one found in the first rows
     if number is None:
         line, cells, cut = sheet.leading_rows(1)[0]
         number = 1

@@ -43,7 +43,7 @@ class ErrorCode(StrEnum):
     CATEGORY_MISSING = "category_missing"
     CATEGORY_NOT_INTEGER = "category_not_integer"
     CATEGORY_OUT_OF_RANGE = "category_out_of_range"
-    CATEGORY_UNKNOWN = "category_unknown"  # a name the --category-map does not hold
+    CATEGORY_UNKNOWN = "category_unknown"  # a name the category map does not hold
     STATUS_INVALID = "status_invalid"
     EXTRA_CELLS = "extra_cells"
     CELL_TOO_LONG = "cell_too_long"
@@ -63,7 +63,7 @@ class Normalisation(StrEnum):
     TRIMMED = "trimmed"
     STATUS_CASE_FOLDED = "status_case_folded"
     INTEGRAL_DECIMAL = "integral_decimal"
-    CATEGORY_NAMED = "category_named"  # a category name read through --category-map
+    CATEGORY_NAMED = "category_named"  # a category name read through the category map
 
 
 @dataclass(frozen=True)
