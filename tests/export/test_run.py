@@ -539,9 +539,9 @@ def test_unwritable_output_is_a_usage_error_before_any_request(tmp_path: Path) -
         export(blocker, client)
 
     assert caught.value.exit_code == ExitCode.USAGE
-    assert str(caught.value).startswith(f"cannot write to --out {blocker}: File exists ")
+    assert str(caught.value).startswith(f"cannot write to out_dir='{blocker}': File exists ")
     assert str(caught.value).endswith(
-        "Nothing was fetched. Fix the permissions or free space, or choose another --out."
+        "Nothing was fetched. Fix the permissions or free space, or choose another out_dir=."
     )
     assert client.requests == 0
 
