@@ -49,21 +49,21 @@ def check_document(report: CheckReport) -> dict[str, Any]:
     return document
 
 
-def export_document(report: ExportReport) -> dict[str, Any]:
+def export_document(report: ExportReport, terms: Terms) -> dict[str, Any]:
     """What ``petsync export --json`` prints: where the snapshot went, its manifest, what was
-    pruned, the warnings and the exit code."""
+    pruned, the warnings (in ``terms``) and the exit code."""
     return {
         "snapshot_path": None if report.snapshot_path is None else str(report.snapshot_path),
         **report.manifest,
         "pruned": [str(path) for path in report.pruned],
-        "warnings": [redact(warning) for warning in report.warnings],
-        "notices": report.notices,
+        "warnings": [redact(render(warning, terms)) for warning in report.warnings],
+        "notices": [render(notice, terms) for notice in report.notices],
         "exit_code": int(report.exit_code),
     }
 
 
-def export_summary(report: ExportReport) -> list[str]:
-    """The human summary of an export (also the demo's)."""
+def export_summary(report: ExportReport, terms: Terms) -> list[str]:
+    """The human summary of an export (also the demo's), the library's words in ``terms``."""
     counts = ", ".join(f"{status} {count}" for status, count in report.by_status.items())
     unknown = sum(report.unknown_status.values())
     state = "complete" if report.complete else "INCOMPLETE"
@@ -79,9 +79,9 @@ def export_summary(report: ExportReport) -> list[str]:
     extra = report.extra_fields
     summary = extra.summary()
     if summary is not None:
-        lines.append(summary)
-    lines.extend(f"warning: {warning}" for warning in extra.warnings())
-    lines.extend(f"warning: {notice}" for notice in report.notices)
+        lines.append(render(summary, terms))
+    lines.extend(f"warning: {render(warning, terms)}" for warning in extra.warnings())
+    lines.extend(f"warning: {render(notice, terms)}" for notice in report.notices)
     return lines
 
 
