@@ -158,11 +158,13 @@ class ImportReport:
     def outputs_failed(self, exc: Exception, journal: Path) -> None:
         """The write stage failed after pets were created: a stop that says what and why."""
         logger.debug("import_outputs_failed", exc_info=exc)
-        why = str(exc) if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
+        why: Said = exc.words if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
         self.stop = PetsyncError(
             f"{self.created} pets were created (the journal {journal} records them), "
-            f"but the output files could not be written: {why}. Fix that, then re-run the same "
-            "command: it sends nothing twice and writes the files"
+            "but the output files could not be written: "
+            + why
+            + ". Fix that, then re-run the same command: it sends nothing twice and writes "
+            "the files"
         )
         self.stopped_reason = "the output files could not be written"
 

@@ -187,8 +187,10 @@ class OutputFiles:
             self._files.remove(output)
             aside = keep_aside(path)
             self.notices.append(
-                f"could not read the earlier {path.name} to keep its rows ({exc}); it is kept "
-                f"as {aside.name} and its earlier rows are not in the new {path.name}"
+                f"could not read the earlier {path.name} to keep its rows ("
+                + exc.words
+                + f"); it is kept as {aside.name} and its earlier rows are not in the new "
+                f"{path.name}"
             )
             output = AtomicCsv(path, header, delimiter=self._delimiter)
             self._files.append(output)

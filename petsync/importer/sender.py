@@ -273,7 +273,7 @@ class _Sender:
             self._uncertain(row, exc, None)
         except PetsyncError as exc:
             self._uncertain(row, exc, None)
-            self.halt(str(exc), exc)
+            self.halt(exc.words, exc)
         else:
             pet_sent = content_of(pet) if self.via is not None else None
             differs = _echo_differs(pet, created)
@@ -317,7 +317,7 @@ class _Sender:
 
     def _unsent(self, row: int, exc: PetsyncError) -> None:
         self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
-        self.halt(f"stopped: {exc}; re-run the same command to resume", exc)
+        self.halt("stopped: " + exc.words + "; re-run the same command to resume", exc)
 
 
 def _echo_differs(sent: NewPet, created: Pet) -> str | None:

@@ -604,7 +604,7 @@ def test_unreachable_api_stops_with_rows_pending_not_uncertain(
     assert report.stop is not None and report.exit_code == 1
     assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
     assert report.stopped_reason is not None
-    assert report.stopped_reason.endswith("re-run the same command to resume")
+    assert str(report.stopped_reason).endswith("re-run the same command to resume")
 
 
 def test_an_import_larger_than_the_row_index_batch_resumes_exactly(
