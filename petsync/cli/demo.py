@@ -81,8 +81,8 @@ def demo(state: CliState, pets: int, nights: int, out_dir: str, extra_fields_dem
             extra_fields=extra_fields_demo,
         )
     for export in result.exports[:-1]:
-        click.echo(export_summary(export)[0])
-    for line in export_summary(result.export):
+        click.echo(export_summary(export, state.terms)[0])
+    for line in export_summary(result.export, state.terms):
         click.echo(line)
     click.echo("")
     click.echo("Load every night in Python with pandas, or query them with DuckDB:")

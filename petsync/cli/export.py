@@ -26,6 +26,7 @@ from petsync.cli.state import CliState, TargetOptions, pass_state
 from petsync.core.errors import ConfigError
 from petsync.core.interface import CLOCK_TOLERANCE, PAGINATION_STYLES, PaginationStyle
 from petsync.core.models import STATUS_VALUES, PetStatus
+from petsync.core.settings_table import EXTRA_FIELDS
 from petsync.export.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_EXTRA_FIELDS,
@@ -37,7 +38,6 @@ from petsync.export.config import (
     DEFAULT_TABLE_FORMAT,
     EXPORT_FORMATS,
     EXTRA_FIELDS_MODES,
-    EXTRA_FIELDS_OPTION,
     TABLE_FORMATS,
     ExportConfig,
     ExportFormat,
@@ -213,9 +213,9 @@ def export_command(
             report = run_export(config, progress=display, stop=stop)
         run.report(report, complete=report.complete)
         if as_json:
-            echo_json(export_document(report))
+            echo_json(export_document(report, state.terms))
         else:
-            for line in export_summary(report):
+            for line in export_summary(report, state.terms):
                 click.echo(line)
         report.raise_for_outcome()
 
@@ -229,8 +229,9 @@ def extra_fields_setting(target: Target) -> ExtraFieldsMode:
         if value == mode:
             return mode
     raise ConfigError(
-        f"{target.extra_fields_source}: {value!r} is no {EXTRA_FIELDS_OPTION} choice; use one "
-        f"of: {', '.join(EXTRA_FIELDS_MODES)}"
+        f"{target.extra_fields_source}: {value!r} is no "
+        + EXTRA_FIELDS
+        + f" choice; use one of: {', '.join(EXTRA_FIELDS_MODES)}"
     )
 
 

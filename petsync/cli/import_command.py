@@ -217,7 +217,12 @@ def import_command(
         report_to = ReportTo.parse(report_path)  # checked before anything is sent
         text = not (as_json or report_to.stdout)
         live = text and not dry_run and shows_progress(sys.stderr, state.environ)
-        shown = ImportShown(text=text, live=live, fix_options=fix_options(state_dir, category_map))
+        shown = ImportShown(
+            text=text,
+            live=live,
+            terms=state.terms,
+            fix_options=fix_options(state_dir, category_map),
+        )
         home, category_map = _from_environment(
             state, target, state_dir, category_map, dry_run=dry_run
         )
@@ -264,10 +269,10 @@ def import_command(
             )
         run.report(batch)
         if not text:
-            echo_json(batch.to_json())
+            echo_json(batch.to_json(state.terms))
         elif not batch.single and paths:
             click.echo(import_total_line(batch))
-        report_to.write_file(batch)
+        report_to.write_file(batch, state.terms)
         batch.raise_for_outcome()
 
 

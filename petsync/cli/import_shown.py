@@ -15,6 +15,7 @@ from petsync.cli.render import import_check_lines, import_summary
 from petsync.cli.state import terminal_line
 from petsync.core.errors import PetsyncError
 from petsync.core.text import shown_text
+from petsync.core.wording import Terms
 
 if TYPE_CHECKING:
     from petsync.importer.outcome import ImportReport
@@ -36,8 +37,11 @@ def fix_options(state_dir: Path | None, category_map: Path | None) -> tuple[str,
 class ImportShown:
     """What the command shows while its files import: a live line each, then its summary."""
 
-    def __init__(self, *, text: bool, live: bool, fix_options: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, *, text: bool, live: bool, terms: Terms, fix_options: tuple[str, ...] = ()
+    ) -> None:
         self._text = text
+        self._terms = terms  # whose terms the library's messages are shown in
         self._live = live
         self._fix_options = fix_options  # what the printed fix command must carry
         self._line: ImportProgressLine | None = None
@@ -51,14 +55,16 @@ class ImportShown:
     def checked(self, report: ImportReport) -> None:
         """Before sending: what will not be sent as the sheet shows it (said once, here)."""
         if self._text:
-            for line in import_check_lines(report):
+            for line in import_check_lines(report, self._terms):
                 click.echo(f"{report.source}: {line}")
 
     def report(self, report: ImportReport) -> None:
         self._end_line()
         if self._text:
             # A file name can hold anything, a newline too: every line is shown escaped.
-            lines = import_summary(report, check_lines=False, fix_options=self._fix_options)
+            lines = import_summary(
+                report, self._terms, check_lines=False, fix_options=self._fix_options
+            )
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("rejects:")), None)
             if at is not None:  # the first rejected rows, under the file that has them all
                 lines[at:at] = rejected_lines(report)
@@ -70,7 +76,7 @@ class ImportShown:
     def failure(self, path: Path, error: PetsyncError) -> None:
         self._end_line()
         if self._text:
-            click.echo(terminal_line(f"{path}: not imported: {error}"))
+            click.echo(terminal_line(f"{path}: not imported: {error.render(self._terms)}"))
 
     def _end_line(self) -> None:
         if self._line is not None:

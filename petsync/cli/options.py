@@ -19,7 +19,7 @@ import click
 from petsync.cli.state import CliState, TargetOptions
 from petsync.core.errors import ConfigError
 from petsync.core.stop import DEFAULT_GRACE_SECONDS
-from petsync.export.config import EXTRA_FIELDS_MODES, EXTRA_FIELDS_OPTION
+from petsync.export.config import EXTRA_FIELDS_MODES
 from petsync.ops.limits import SIZE_EXAMPLE, ClientLimits, format_size, parse_size
 from petsync.ops.logs import DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 from petsync.storage.location import parse_location
@@ -214,7 +214,7 @@ log_level_option = click.option(
 
 
 extra_fields_option = click.option(
-    EXTRA_FIELDS_OPTION,
+    "--extra-fields",
     "extra_fields",
     type=click.Choice(EXTRA_FIELDS_MODES),
     help="Fields the API sends beyond the interface's: drop them (said in the output), keep "

@@ -18,10 +18,11 @@ import click
 
 from petsync.core.files import check_writable_file
 from petsync.core.settings_table import REPORT
+from petsync.core.wording import Terms
 
 
 class _JsonReport(Protocol):
-    def write_json(self, path: Path) -> None: ...
+    def write_json(self, path: Path, terms: Terms) -> None: ...
 
 
 STDOUT = "-"
@@ -54,9 +55,9 @@ class ReportTo:
             check_writable_file(path, "report file (" + REPORT + ")", parent_made=True)
         return report_to
 
-    def write_file(self, report: _JsonReport) -> None:
+    def write_file(self, report: _JsonReport, terms: Terms) -> None:
         """Write the report to the ``--report`` file, if one was named (stdout is the
         command's to print, in place of its summary)."""
         if self.path is not None and not self.stdout:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            report.write_json(self.path)
+            report.write_json(self.path, terms)

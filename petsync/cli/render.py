@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from petsync.core.apikey import redact
 from petsync.core.text import shown_text
+from petsync.core.wording import Terms, render
 
 NOTE_CHARS = 1_000  # of a note or reason built from what a server sent
 NO_STATUS_SHOWN = "(no status)"  # a missing status in the text of a diff (null in its JSON)
@@ -48,21 +49,21 @@ def check_document(report: CheckReport) -> dict[str, Any]:
     return document
 
 
-def export_document(report: ExportReport) -> dict[str, Any]:
+def export_document(report: ExportReport, terms: Terms) -> dict[str, Any]:
     """What ``petsync export --json`` prints: where the snapshot went, its manifest, what was
-    pruned, the warnings and the exit code."""
+    pruned, the warnings (in ``terms``) and the exit code."""
     return {
         "snapshot_path": None if report.snapshot_path is None else str(report.snapshot_path),
         **report.manifest,
         "pruned": [str(path) for path in report.pruned],
-        "warnings": [redact(warning) for warning in report.warnings],
-        "notices": report.notices,
+        "warnings": [redact(render(warning, terms)) for warning in report.warnings],
+        "notices": [render(notice, terms) for notice in report.notices],
         "exit_code": int(report.exit_code),
     }
 
 
-def export_summary(report: ExportReport) -> list[str]:
-    """The human summary of an export (also the demo's)."""
+def export_summary(report: ExportReport, terms: Terms) -> list[str]:
+    """The human summary of an export (also the demo's), the library's words in ``terms``."""
     counts = ", ".join(f"{status} {count}" for status, count in report.by_status.items())
     unknown = sum(report.unknown_status.values())
     state = "complete" if report.complete else "INCOMPLETE"
@@ -78,15 +79,16 @@ def export_summary(report: ExportReport) -> list[str]:
     extra = report.extra_fields
     summary = extra.summary()
     if summary is not None:
-        lines.append(summary)
-    lines.extend(f"warning: {warning}" for warning in extra.warnings())
-    lines.extend(f"warning: {notice}" for notice in report.notices)
+        lines.append(render(summary, terms))
+    lines.extend(f"warning: {render(warning, terms)}" for warning in extra.warnings())
+    lines.extend(f"warning: {render(notice, terms)}" for notice in report.notices)
     return lines
 
 
-def import_check_lines(report: ImportReport) -> list[str]:
+def import_check_lines(report: ImportReport, terms: Terms) -> list[str]:
     """What the check pass found that is sent differently from the sheet: the columns no
-    field reads (with the ``--map`` that would send one) and the rows repeated."""
+    field reads (with the ``--map`` that would send one) and the rows repeated; the
+    library's words in ``terms``."""
     lines = []
     if report.columns_not_sent:
         shown = ", ".join(repr(title) for title in report.columns_not_sent)
@@ -94,7 +96,7 @@ def import_check_lines(report: ImportReport) -> list[str]:
             f"not sent: columns {shown} (no field of the API reads them; they are copied to "
             "the output files)"
         )
-        lines.extend(f"  to send one as status: {hint}" for hint in report.map_hints)
+        lines.extend(f"  to send one as status: {render(h, terms)}" for h in report.map_hints)
     if report.duplicates:
         pairs = ", ".join(f"row {row} = row {first}" for row, first in report.duplicate_rows)
         more = "" if len(report.duplicate_rows) == report.duplicates else ", ..."
@@ -110,7 +112,11 @@ def import_check_lines(report: ImportReport) -> list[str]:
 
 
 def import_summary(
-    report: ImportReport, *, check_lines: bool = True, fix_options: Sequence[str] = ()
+    report: ImportReport,
+    terms: Terms,
+    *,
+    check_lines: bool = True,
+    fix_options: Sequence[str] = (),
 ) -> list[str]:
     """The human summary of an import, ending with the command that fixes what is left.
 
@@ -130,10 +136,10 @@ def import_summary(
         read += f", header on row {report.header_row}"
     lines = [read]
     if check_lines:
-        lines.extend(import_check_lines(report))
+        lines.extend(import_check_lines(report, terms))
     if report.encoding_notice:
-        lines.append(f"  note: {report.encoding_notice}")
-    lines.extend(f"  note: {notice}" for notice in report.notices)
+        lines.append(f"  note: {render(report.encoding_notice, terms)}")
+    lines.extend(f"  note: {render(notice, terms)}" for notice in report.notices)
     if report.dry_run:
         done = f"; already created {report.already_created}" if report.already_created else ""
         if report.uncertain:  # sent by an earlier run, outcome unknown: --settle decides
@@ -164,7 +170,8 @@ def import_summary(
         lines.append(f"normalised: {done}")
     lines.append(f"took {report.elapsed_seconds:.1f} s, {report.rows_per_second:.0f} rows/s")
     if report.stopped_reason:
-        lines.append(f"stopped: {shown_text(redact(report.stopped_reason), NOTE_CHARS)}")
+        stopped = redact(render(report.stopped_reason, terms))
+        lines.append(f"stopped: {shown_text(stopped, NOTE_CHARS)}")
     rejects = report.files.get("rejects")
     if rejects and (report.rejected_local or report.rejected_api):
         command = _fix_command(report, rejects, fix_options)

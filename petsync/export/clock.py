@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from petsync.core.errors import PetsyncError
+from petsync.core.settings_table import CLOCK_TOLERANCE
+from petsync.core.wording import Placeholder
 
 
 def server_time(headers: Iterable[str | None]) -> dt.datetime | None:
@@ -73,10 +75,11 @@ class ClockCheck:
         return PetsyncError(
             f"this machine's clock says {local} UTC, but the API's Date header says {server} "
             f"UTC: the local clock is {_gap(abs(self.skew))} {side} the server's, more than "
-            f"--clock-tolerance {self.tolerance:g} s, and the snapshot would be dated "
-            f"{snapshot_date}. Nothing was published. Set this machine's clock (NTP: "
-            "timedatectl set-ntp true) and re-run; raise --clock-tolerance if the server's "
-            "clock is the wrong one"
+            + CLOCK_TOLERANCE.given(Placeholder(f"{self.tolerance:g}"))
+            + f" s, and the snapshot would be dated {snapshot_date}. Nothing was published. "
+            "Set this machine's clock (NTP: timedatectl set-ntp true) and re-run; raise "
+            + CLOCK_TOLERANCE
+            + " if the server's clock is the wrong one"
         )
 
 

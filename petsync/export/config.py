@@ -14,6 +14,15 @@ from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig
 from petsync.core.errors import ConfigError
 from petsync.core.interface import CLOCK_TOLERANCE, LIMIT_MAX, LIMIT_MIN, limit_in_range
 from petsync.core.models import PetStatus
+from petsync.core.settings_table import (
+    CONCURRENCY,
+    EXTRA_FIELDS,
+    FORMAT,
+    KEEP,
+    MAX_DROP,
+    MEMORY_BUDGET,
+    TABLE_FORMAT,
+)
 from petsync.formats.registry import DEFAULT_NAME, FORMAT_NAMES, FORMATS
 from petsync.storage.location import Location, parse_location
 
@@ -26,7 +35,6 @@ TABLE_FORMATS: tuple[str, ...] = FORMAT_NAMES
 ExtraFieldsMode = Literal["drop", "keep", "fail"]
 EXTRA_FIELDS_MODES: tuple[ExtraFieldsMode, ...] = ("drop", "keep", "fail")
 DEFAULT_EXTRA_FIELDS: ExtraFieldsMode = "drop"
-EXTRA_FIELDS_OPTION = "--extra-fields"
 
 DEFAULT_STATUSES: tuple[PetStatus, ...] = tuple(PetStatus)
 DEFAULT_SWEEP = True
@@ -41,7 +49,6 @@ DEFAULT_MEMORY_BUDGET = 192 * 2**20  # the run's peak memory target, bytes
 # What no budget moves: the interpreter with httpx, numpy and pyarrow, a listing's batch of
 # rows, the Parquet row group being written (measured: about 110 MiB at 100,000 pets).
 FIXED_MEMORY = 128 * 2**20
-MEMORY_BUDGET_OPTION = "--memory-budget"
 CSV_NULL = "empty unquoted field"  # documented in the README, "Files written"
 
 
@@ -80,8 +87,9 @@ class ExportConfig:
             )
         if self.extra_fields not in EXTRA_FIELDS_MODES:
             raise ConfigError(
-                f"unknown {EXTRA_FIELDS_OPTION} choice {self.extra_fields!r}; use one of: "
-                f"{', '.join(EXTRA_FIELDS_MODES)}"
+                "unknown "
+                + EXTRA_FIELDS
+                + f" choice {self.extra_fields!r}; use one of: {', '.join(EXTRA_FIELDS_MODES)}"
             )
         object.__setattr__(self, "statuses", tuple(dict.fromkeys(_statuses(self.statuses))))
         if not self.statuses and not self.sweep:
@@ -95,25 +103,28 @@ class ExportConfig:
             )
         if self.format == "both" and not holds_csv:
             raise ConfigError(
-                "--format both writes a CSV beside each Parquet file, and a "
-                f"{self.table_format.capitalize()} table (--table-format {self.table_format}) "
-                "holds Parquet only: leave --format out, or give --format parquet"
+                FORMAT.given("both") + f" writes a CSV beside each Parquet file, and a "
+                f"{self.table_format.capitalize()} table ("
+                + TABLE_FORMAT.given(self.table_format)
+                + ") holds Parquet only: give "
+                + FORMAT.given("parquet")
+                + " or leave the format out"
             )
         if self.keep is not None and self.keep < 1:
-            raise ConfigError(f"keep must be at least 1, got {self.keep}")
+            raise ConfigError(KEEP + f" must be at least 1, got {self.keep}")
         if not 0.0 <= self.max_drop <= 1.0:
             raise ConfigError(
-                f"max_drop must be a fraction between 0 and 1 (0.2 = 20%), got {self.max_drop}"
+                MAX_DROP + f" must be a fraction between 0 and 1 (0.2 = 20%), got {self.max_drop}"
             )
         if self.scratch_dir is not None:
             object.__setattr__(self, "scratch_dir", Path(self.scratch_dir))
         if type(self.memory_budget) is not int or self.memory_budget < 1:
             raise ConfigError(
-                f"the memory budget ({MEMORY_BUDGET_OPTION}) must be a number of bytes, at "
+                "the memory budget (" + MEMORY_BUDGET + ") must be a number of bytes, at "
                 f"least 1 (e.g. 256MiB); got {self.memory_budget!r}"
             )
         if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
+            raise ConfigError(CONCURRENCY + f" must be at least 1, got {self.concurrency}")
         if not limit_in_range(self.page_limit):
             raise ConfigError(
                 f"page_limit must be between {LIMIT_MIN} and {LIMIT_MAX} (the interface's "

@@ -31,7 +31,9 @@ import pyarrow as pa
 
 from petsync.client.records import InvalidRecord, PetColumns
 from petsync.core.models import INT64_MAX, INT64_MIN
-from petsync.export.config import EXTRA_FIELDS_OPTION, ExtraFieldsMode
+from petsync.core.settings_table import EXTRA_FIELDS
+from petsync.core.wording import Said
+from petsync.export.config import ExtraFieldsMode
 from petsync.formats.schema import ARROW_TYPES, COLUMN_TYPES, ColumnType, recorded_fields
 
 EXAMPLE_MAX_CHARS = 200  # an example value longer than this (as JSON) is cut in the manifest
@@ -144,8 +146,8 @@ def misfit_reason(name: str, value: object, column: ColumnType) -> str:
     return (
         f"extra field {name} is {json_type(value)} {_shown(value)}, which does not fit its "
         f"{column} column (its type in the previous snapshot); petsync never casts. If the API "
-        f"changed the field's type, export one night with {EXTRA_FIELDS_OPTION} drop to let "
-        "the next kept night choose the type again"
+        "changed the field's type, export one night with extra fields dropped to let the "
+        "next kept night choose the type again"
     )
 
 
@@ -282,7 +284,7 @@ class ExtraFieldsReport:
             "types_changed": list(self.retyped),
         }
 
-    def warnings(self) -> list[str]:
+    def warnings(self) -> list[Said]:
         """One warning the night the set changes (none on a quiet night)."""
         if not self.changed:
             return []
@@ -297,7 +299,7 @@ class ExtraFieldsReport:
                 + ", ".join(self.disappeared)
                 + f" (in the snapshot of {self.previous_date})"
             )
-        then = " " + self.what_happens() if self.appeared or self.retyped else ""
+        then: Said = " " + self.what_happens() if self.appeared or self.retyped else ""
         return ["The API's pets changed shape: " + "; ".join(parts) + "." + then]
 
     def _described(self, names: Iterable[str]) -> str:
@@ -306,25 +308,34 @@ class ExtraFieldsReport:
             f"{n} ({'/'.join(by_name[n].json_types)}, on {by_name[n].pets} pets)" for n in names
         )
 
-    def what_happens(self) -> str:
+    def what_happens(self) -> Said:
         """What this run did with the extra fields, and the setting that changes it."""
         if self.mode == "keep":
             return (
-                "They are kept as columns after the interface's "
-                f"({EXTRA_FIELDS_OPTION} keep); see the manifest's extra_fields."
+                "They are kept as columns after the interface's ("
+                + EXTRA_FIELDS.given("keep")
+                + "); see the manifest's extra_fields."
             )
         return (
-            f"They were dropped ({EXTRA_FIELDS_OPTION} drop, the default); pass "
-            f'{EXTRA_FIELDS_OPTION} keep (job file: extra_fields = "keep") to keep them as '
-            f"columns, or {EXTRA_FIELDS_OPTION} fail to refuse such a night."
+            "They were dropped ("
+            + EXTRA_FIELDS.given("drop")
+            + ", the default); pass "
+            + EXTRA_FIELDS.given("keep")
+            + " to keep them as columns, or "
+            + EXTRA_FIELDS.given("fail")
+            + " to refuse such a night."
         )
 
-    def summary(self) -> str | None:
+    def summary(self) -> Said | None:
         """One line for every night with extra fields (quiet nights included), else None."""
         if not self.fields:
             return None
         if self.mode != "keep":
-            return f"extra fields: {', '.join(self.names)}: dropped ({EXTRA_FIELDS_OPTION} drop)"
+            return (
+                f"extra fields: {', '.join(self.names)}: dropped ("
+                + EXTRA_FIELDS.given("drop")
+                + ")"
+            )
         clashing = [f.name for f in self.fields if f.column is None]
         kept = [f.name for f in self.fields if f.column is not None]
         line = f"extra fields: {', '.join(kept) or '-'}: kept as columns"

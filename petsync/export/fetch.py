@@ -214,7 +214,7 @@ class _Paging:
     stop_request: StopRequest | None = None  # a signal: stop after the current page
     extra_columns: Mapping[str, ColumnType] = field(default_factory=dict)
     dated: Callable[[str | None], None] | None = None  # the clock check, page by page
-    slots: RequestSlots | None = None  # the run's requests in flight (--concurrency)
+    slots: RequestSlots | None = None  # the run's requests in flight (concurrency)
 
     def run(self, status: PetStatus | None) -> ListingResult:
         label = SWEEP_LABEL if status is None else status.value

@@ -22,6 +22,8 @@ from petsync._version import __version__
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError
 from petsync.core.interface import API_VERSION
+from petsync.core.settings_table import KEEP, MAX_DROP
+from petsync.core.wording import Said
 from petsync.export.config import CSV_NULL, ExportConfig
 from petsync.export.extra_fields import ExtraFieldsReport
 from petsync.export.fetch import FetchResult, ListingResult
@@ -84,7 +86,7 @@ def check_drop(pets: int, previous: SnapshotInfo | None, max_drop: float) -> Dro
     return DropCheck(pets, prev_date, prev_pets, max_drop, reason is not None, reason)
 
 
-def outcome_warnings(fetched: FetchResult, drop: DropCheck, *, strict: bool) -> list[str]:
+def outcome_warnings(fetched: FetchResult, drop: DropCheck, *, strict: bool) -> list[Said]:
     """What is wrong with a run's result and what to do, one warning per problem.
 
     With ``strict`` they explain a refusal to publish, each listing's reason included
@@ -92,7 +94,7 @@ def outcome_warnings(fetched: FetchResult, drop: DropCheck, *, strict: bool) -> 
     and their reasons are left to the listing lines and the manifest's
     ``incomplete_reasons`` rather than repeated.
     """
-    warnings: list[str] = []
+    warnings: list[Said] = []
     incomplete = [r.label for r in fetched.listings if not r.complete]
     if incomplete and strict:
         warnings.append(
@@ -112,7 +114,7 @@ def outcome_warnings(fetched: FetchResult, drop: DropCheck, *, strict: bool) -> 
         warnings.append(
             f"Suspicious drop: {drop.reason}. An outage or a key with a narrower scope is "
             "more likely than a shrinking catalogue: check the key and the server, then re-run "
-            "(raise --max-drop if the catalogue really shrank)."
+            "(raise " + MAX_DROP + " if the catalogue really shrank)."
         )
     return warnings
 
@@ -189,7 +191,7 @@ class ExportReport:
         return self.pets / self.duration_seconds if self.duration_seconds > 0 else 0.0
 
     @property
-    def warnings(self) -> list[str]:
+    def warnings(self) -> list[Said]:
         """What is wrong with this snapshot and what to do, then, the night the API's extra
         fields change, what became of them (that one alone leaves the exit code 0)."""
         return (
@@ -198,9 +200,9 @@ class ExportReport:
         )
 
     @property
-    def notices(self) -> list[str]:
+    def notices(self) -> list[Said]:
         """Warnings that leave this snapshot trusted (exit 0 stays 0)."""
-        notices: list[str] = []
+        notices: list[Said] = []
         conflicting = self.collected.conflicting_duplicates
         if conflicting:
             notices.append(
@@ -213,7 +215,7 @@ class ExportReport:
             notices.append(
                 f"snapshots dated after tonight's ({self.snapshot_date}) are in the archive: "
                 f"{dates}. A run whose clock was ahead left them; they are not the latest for "
-                "readers, the drop check or --keep. Check them and remove them by hand."
+                "readers, the drop check or " + KEEP + ". Check them and remove them by hand."
             )
         return notices
 

@@ -31,10 +31,12 @@ from petsync.client.api import PetLister
 from petsync.client.client import PetstoreClient
 from petsync.core.errors import PetsyncError
 from petsync.core.files import check_writable_dir
+from petsync.core.settings_table import EXTRA_FIELDS, OUT, SCRATCH_DIR, STRICT
 from petsync.core.stop import StopRequest
+from petsync.core.wording import joined
 from petsync.export.clock import ClockWatch, check_clock
 from petsync.export.collector import PetCollector
-from petsync.export.config import EXTRA_FIELDS_OPTION, ExportConfig
+from petsync.export.config import ExportConfig
 from petsync.export.extra_fields import (
     ExtraFieldsReport,
     choose_column,
@@ -95,7 +97,7 @@ def run_export(
     location = config.location
     # Before the first API request: the store is reachable, writable, and ours.
     if config.scratch_dir is not None:
-        check_writable_dir(config.scratch_dir, "scratch directory (--scratch-dir)")
+        check_writable_dir(config.scratch_dir, "scratch directory (" + SCRATCH_DIR + ")")
     store = open_store(location, now=clock.now, stop=stop)
     lock = store.prepare()
     try:
@@ -140,10 +142,11 @@ def run_export(
         scratch = config.scratch_dir
         if scratch is not None and exc.filename and Path(exc.filename).is_relative_to(scratch):
             raise PetsyncError(
-                f"cannot write the scratch area under {scratch} (--scratch-dir): "
-                f"{exc.strerror or exc} ({exc.filename}). Nothing was published; earlier "
+                f"cannot write the scratch area under {scratch} ("
+                + SCRATCH_DIR
+                + f"): {exc.strerror or exc} ({exc.filename}). Nothing was published; earlier "
                 "snapshots are untouched. Free space or fix permissions there, or choose "
-                "another --scratch-dir."
+                "another " + SCRATCH_DIR + "."
             ) from exc
         if not location.is_local:
             from petsync.storage.filesystem import store_error
@@ -155,7 +158,7 @@ def run_export(
         raise PetsyncError(
             f"cannot write the snapshot under {config.out_dir}: {exc.strerror or exc} "
             f"({where}). Nothing was published; earlier snapshots are untouched. Free space "
-            "or fix permissions, or choose another --out."
+            "or fix permissions, or choose another " + OUT + "."
         ) from exc
     finally:
         lock.release()
@@ -228,7 +231,7 @@ def _export_into(
     stop: StopRequest | None = None,
 ) -> ExportReport:
     # Fetched rows and what does not fit the memory budget wait in a scratch directory,
-    # beside the staged snapshot (never published) or under --scratch-dir; removed at the
+    # beside the staged snapshot (never published) or under scratch_dir; removed at the
     # end whatever happens (and, beside the snapshot, by the next run after a kill).
     config = run.config
     if config.scratch_dir is not None:
@@ -313,8 +316,10 @@ def _publish(run: _Run, collected: Deduplicated, fetched: FetchResult) -> Export
         refusals = outcome_warnings(fetched, drop, strict=True)
         if refusals:
             raise PetsyncError(
-                "export refused to publish (--strict): "
-                + " ".join(refusals)
+                "export refused to publish ("
+                + STRICT.given(True)
+                + "): "
+                + joined(" ", refusals)
                 + " The previous snapshot stays the latest."
             )
 
@@ -366,10 +371,12 @@ def _extra_fields(
             f"{f.name} ({'/'.join(f.json_types)}, on {f.pets} pets)" for f in report.fields
         )
         raise PetsyncError(
-            f"export refused to publish ({EXTRA_FIELDS_OPTION} fail): the API sent fields "
-            f"beyond the interface's: {shown}. Nothing was published; the previous snapshot "
-            f"stays the latest. Update the agreed schema, then re-run with {EXTRA_FIELDS_OPTION} "
-            f"keep (or drop)."
+            "export refused to publish ("
+            + EXTRA_FIELDS.given("fail")
+            + f"): the API sent fields beyond the interface's: {shown}. Nothing was published; "
+            "the previous snapshot stays the latest. Update the agreed schema, then re-run with "
+            + EXTRA_FIELDS.given("keep")
+            + " (or drop)."
         )
     return report, columns
 

@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError
+from petsync.core.settings_table import OUT
 from petsync.formats.night import Night
 from petsync.formats.table import (
     MANIFEST_KEY,
@@ -99,7 +100,7 @@ class Delta(TableFormat):
         except (OSError, deltalake.exceptions.DeltaError) as exc:
             raise ConfigError(
                 f"cannot read the Delta table at {table_uri(location)}: {exc}. Nothing was "
-                "fetched. Fix access to the store, or choose another --out."
+                "fetched. Fix access to the store, or choose another " + OUT + "."
             ) from exc
         if table is not None:
             self.check_schema(table, table_uri(location), before_fetch=True)

@@ -39,6 +39,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import OUT, TABLE_FORMAT
 from petsync.formats.night import Night
 from petsync.formats.table import (
     MANIFEST_KEY,
@@ -90,9 +91,9 @@ def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -
             ) from exc
     if location.local is None:
         raise ConfigError(
-            f"--table-format iceberg on {location} needs a shared catalog: set "
+            TABLE_FORMAT.given("iceberg") + f" on {location} needs a shared catalog: set "
             f"{CATALOG_VARIABLE} to the name of a catalog in pyiceberg's configuration "
-            "(REST, Glue, SQL on PostgreSQL); the embedded SQLite catalog serves a local --out"
+            "(REST, Glue, SQL on PostgreSQL); the embedded SQLite catalog serves a local " + OUT
         )
     from pyiceberg.catalog.sql import SqlCatalog
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CLOCK_TOLERANCE
+from petsync.core.settings_table import DIFF_DIR, OUT, TABLE_FORMAT
+from petsync.core.wording import Placeholder
 from petsync.formats.registry import format_of, format_of_manifest
 from petsync.storage.layout import (
     DATA_NAMES,
@@ -101,7 +103,7 @@ def find_snapshot(
         except ValueError:
             date = None
     if date is not None:
-        store = Partitions.open(directory if directory is not None else Path("."), "--dir")
+        store = Partitions.open(directory if directory is not None else Path("."), DIFF_DIR)
         kind = format_of(store.location)
         if kind.reads_whole:  # a table: its nights are rows of one table
             match = [s for s in kind.list_nights(store.location) if s.date == date]
@@ -134,8 +136,9 @@ def find_snapshot(
 def _not_a_snapshot(path: str) -> InputError:
     return InputError(
         f"no petsync snapshot at {path} (expected a {PARTITION_KEY}=YYYY-MM-DD directory "
-        f"holding {MANIFEST_NAME} and {PARQUET_NAME} of the same run); "
-        "`petsync export --out DIR` writes them under DIR/pets"
+        f"holding {MANIFEST_NAME} and {PARQUET_NAME} of the same run); an export with "
+        + OUT.given(Placeholder("DIR"))
+        + " writes them under DIR/pets"
     )
 
 
@@ -190,7 +193,7 @@ def load_snapshot(
         if info is None:
             raise InputError(
                 f"version= reads a Delta table; {store.shown(PETS_DIR)} holds none "
-                "(export with --table-format delta)"
+                "(export with " + TABLE_FORMAT.given("delta") + ")"
             )
     elif date is None:
         horizon = future_horizon()  # never "the latest": a night dated ahead by a wrong clock
@@ -201,8 +204,9 @@ def load_snapshot(
         if info is None:
             root = Partitions.open(directory).shown(PETS_DIR)
             raise InputError(
-                f"no {'' if flagged else 'trusted '}snapshot under {root}; run "
-                f"`petsync export --out {directory}` first"
+                f"no {'' if flagged else 'trusted '}snapshot under {root}; run an export with "
+                + OUT.given(str(directory))
+                + " first"
                 + ("" if flagged else ", or pass flagged=True to load a flagged one")
             )
     else:
@@ -258,7 +262,9 @@ def load_snapshots(
         ]
     if not infos:
         root = Partitions.open(directory).shown(PETS_DIR)
-        raise InputError(f"no snapshot under {root}; run `petsync export --out {directory}` first")
+        raise InputError(
+            f"no snapshot under {root}; run an export with " + OUT.given(str(directory)) + " first"
+        )
     tables = [read_table(info) for info in sorted(infos, key=lambda i: i.date)]
     try:
         table = pa.concat_tables(tables, promote_options="default")

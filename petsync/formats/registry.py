@@ -24,7 +24,7 @@ class Registered:
     """A format as the registry knows it before loading it."""
 
     module: str  # defines FORMAT, the format's SnapshotFormat
-    holds_csv: bool = False  # can hold the CSV copy beside the Parquet data (--format both)
+    holds_csv: bool = False  # can hold the CSV copy beside the Parquet data (format "both")
 
     def load(self) -> SnapshotFormat:
         found: SnapshotFormat = importlib.import_module(self.module).FORMAT

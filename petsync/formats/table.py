@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError, InputError, PetsyncError
+from petsync.core.settings_table import TABLE_FORMAT
 from petsync.formats.night import Committed, Night, StatusCounts
 from petsync.formats.schema import PET_SCHEMA, conform
 from petsync.formats.table_schema import (
@@ -52,7 +53,7 @@ MANIFEST_KEY = "petsync.manifest"
 class TableFormat(ABC):
     """A table format: the shared steps here, the engine's part in a subclass."""
 
-    name: str  # --table-format's value, and the manifest's table_format
+    name: str  # the table_format setting's value, and the manifest's
     title: str  # how messages name the table's kind: Delta, Iceberg
     reads_whole = True  # a night is read through the table's library, not streamed
     by_case = False  # a kept field differing from a column only in case is refused
@@ -198,7 +199,7 @@ def engine(package: str, needed: str, name: str) -> Any:
         return importlib.import_module(package)
     except ImportError as exc:  # pragma: no cover - the format's extra is missing
         raise ConfigError(
-            f"--table-format {name} needs {needed}: pip install 'petsync[{name}]'"
+            TABLE_FORMAT.given(name) + f" needs {needed}: pip install 'petsync[{name}]'"
         ) from exc
 
 

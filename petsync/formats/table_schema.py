@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import EXTRA_FIELDS, OUT
 from petsync.formats.schema import (
     ARROW_TYPES,
     PET_SCHEMA,
@@ -55,7 +56,7 @@ def schema_differences(actual: list[tuple[str, str]]) -> list[str]:
     """
     expected = [(f.name, str(f.type)) for f in DATED_SCHEMA]
     wanted, found = dict(expected), dict(actual)
-    # Kept extra fields (--extra-fields keep) follow the snapshot's columns, in its types.
+    # Kept extra fields (extra_fields "keep") follow the snapshot's columns, in its types.
     evolved = {str(t) for t in ARROW_TYPES.values()}
     actual = [(n, k) for n, k in actual if n in wanted or k not in evolved]
     differences: list[str] = []
@@ -79,8 +80,9 @@ def refuse_schema(kind: str, where: str, differences: list[str], *, before_fetch
         raise ConfigError(
             f"the {kind} table at {where} is not a petsync snapshot table: "
             + "; ".join(differences)
-            + ". petsync never changes or casts a table's schema: export to another --out, "
-            "or move the table away."
+            + ". petsync never changes or casts a table's schema: export to another "
+            + OUT
+            + ", or move the table away."
             + (" Nothing was fetched." if before_fetch else " Nothing was committed.")
         )
 
@@ -109,7 +111,10 @@ def refuse_column_types(kind: str, where: str, changed: list[str]) -> None:
             f"the {kind} table at {where} cannot take tonight's extra fields: "
             + "; ".join(changed)
             + ". petsync adds columns but never changes a column's type: export with "
-            "--extra-fields drop, or to another --out. Nothing was committed."
+            + EXTRA_FIELDS.given("drop")
+            + ", or to another "
+            + OUT
+            + ". Nothing was committed."
         )
 
 

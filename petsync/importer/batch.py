@@ -27,6 +27,7 @@ from petsync.core.errors import (
 )
 from petsync.core.files import atomic_write_text
 from petsync.core.stop import StopRequest
+from petsync.core.wording import LIBRARY, Terms
 from petsync.importer.config import ImportConfig
 from petsync.importer.inbox import archive_import, fully_processed
 from petsync.importer.outcome import ImportReport
@@ -70,19 +71,22 @@ class BatchReport:
         codes += [int(report.exit_code) for report in self.reports]
         return max(codes or [0], key=severity)
 
-    def to_json(self) -> dict[str, Any]:
-        """The run as JSON: one file's report as it is, several under ``imports``."""
+    def to_json(self, terms: Terms = LIBRARY) -> dict[str, Any]:
+        """The run as JSON: one file's report as it is, several under ``imports``; its
+        messages in ``terms``."""
         if self.single and self.reports and not self.failures:
-            return self.reports[0].to_json()
+            return self.reports[0].to_json(terms)
         return {
-            "imports": [report.to_json() for report in self.reports],
-            "not_imported": [{"source": str(p), "error": str(e)} for p, e in self.failures],
+            "imports": [report.to_json(terms) for report in self.reports],
+            "not_imported": [
+                {"source": str(p), "error": e.render(terms)} for p, e in self.failures
+            ],
             "exit_code": self.exit_code,
         }
 
-    def write_json(self, path: Path) -> None:
-        """Write :meth:`to_json` to ``path`` atomically."""
-        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+    def write_json(self, path: Path, terms: Terms = LIBRARY) -> None:
+        """Write :meth:`to_json` (in ``terms``) to ``path`` atomically."""
+        atomic_write_text(path, json.dumps(self.to_json(terms), indent=2) + "\n")
 
     def raise_for_outcome(self) -> None:
         """Raise the error of the worst outcome (after the summaries were shown)."""

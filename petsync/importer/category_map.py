@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from petsync.core.errors import InputError
+from petsync.core.settings_table import CATEGORY_MAP
 from petsync.importer.columns import ColumnMap, category_key, match_key
 from petsync.importer.header_row import HEADER_SCAN_ROWS
 from petsync.importer.sheets.opening import open_spreadsheet
@@ -39,8 +40,10 @@ def load_category_map(path: Path) -> tuple[dict[str, int], str]:
     where = f"category map {path}"
     if not path.is_file():  # say which file: the import's own sheet is another
         raise InputError(
-            f"{where}: no such file; check --category-map (or category_map in the job file "
-            "or petsync.toml, relative to it); nothing was sent"
+            f"{where}: no such file; check "
+            + CATEGORY_MAP
+            + " (a path in a job file or petsync.toml is relative to that file); nothing "
+            "was sent"
         )
     ids: dict[str, int] = {}
     rows_of: dict[str, int] = {}

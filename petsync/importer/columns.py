@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from petsync.core.errors import InputError
+from petsync.core.settings_table import MAP
+from petsync.core.wording import Placeholder, Said, joined, words
 
 FIELDS: tuple[str, ...] = ("name", "categoryId", "status")
 REQUIRED_FIELDS: tuple[str, ...] = ("name", "categoryId")
@@ -65,9 +67,9 @@ class ColumnMap:
     categoryId: int  # noqa: N815 - the API's spelling
     status: int | None
     carried: tuple[int, ...]
-    mapped: tuple[str, ...] = ()  # fields named by --map, not by their header
-    ignored_maps: tuple[str, ...] = ()  # --map values naming a column this file lacks
-    # --category-map: category ids by category_key(name), and the map's file name.
+    mapped: tuple[str, ...] = ()  # fields named by a mapping, not by their header
+    ignored_maps: tuple[str, ...] = ()  # mappings naming a column this file lacks
+    # The category map's ids by category_key(name), and the map's file name.
     category_names: Mapping[str, int] | None = None
     category_map_name: str = ""
 
@@ -128,21 +130,21 @@ class ColumnMap:
             if i < len(header) and header[i].strip() and self.field_at(i) is None
         ]
 
-    def map_hints(self, header: Sequence[str]) -> list[str]:
-        """``--map`` values that would send an unsent column, where its header suggests a
+    def map_hints(self, header: Sequence[str]) -> list[Said]:
+        """The mappings that would send an unsent column, where its header suggests a
         field no column holds (only ``status`` can be missing: the others are required).
 
         >>> cols = resolve_columns(["name", "categoryId", "Pet state"], [], Path())
-        >>> cols.map_hints(["name", "categoryId", "Pet state"])
-        ['--map "Pet state=status"']
+        >>> [str(hint) for hint in cols.map_hints(["name", "categoryId", "Pet state"])]
+        ['mappings="Pet state=status"']
         """
         if self.status is not None:
             return []
-        hints = []
+        hints: list[Said] = []
         for title in self.unsent(header):
             key = match_key(title)
             if "status" in key or "state" in key:
-                hints.append(f'--map "{title.strip()}=status"')
+                hints.append(words(MAP.given(Placeholder(f'"{title.strip()}=status"'))))
         return hints
 
     def describe(self, header: Sequence[str]) -> dict[str, str]:
@@ -158,13 +160,16 @@ def parse_mapping(text: str) -> tuple[str, str]:
     column, sep, field = text.rpartition("=")
     if not sep or not column.strip() or not field.strip():
         raise InputError(
-            f'--map {text!r} must look like "Column=field", '
-            f'e.g. --map "Pet name=name" (fields: {", ".join(FIELDS)})'
+            MAP.given(Placeholder(repr(text)))
+            + ' must look like "Column=field", e.g. '
+            + MAP.given(Placeholder('"Pet name=name"'))
+            + f" (fields: {', '.join(FIELDS)})"
         )
     canonical = _FIELD_BY_KEY.get(match_key(field))
     if canonical is None:
         raise InputError(
-            f"--map {text!r}: {field.strip()!r} is not a field; use one of {', '.join(FIELDS)}"
+            MAP.given(Placeholder(repr(text)))
+            + f": {field.strip()!r} is not a field; use one of {', '.join(FIELDS)}"
         )
     return column.strip(), canonical
 
@@ -186,8 +191,9 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
         column, field = parse_mapping(text)
         if field in seen_fields:
             raise InputError(
-                f"{path}: field {field!r} is mapped twice with --map; map each field once. "
-                f"Columns found: {found}"
+                f"{path}: field {field!r} is mapped twice with "
+                + MAP
+                + f"; map each field once. Columns found: {found}"
             )
         seen_fields.add(field)
         index = _find_mapped_column(header, column, path, found)
@@ -207,8 +213,9 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
         if len(indexes) > 1:
             columns = " and ".join(f"{header[i]!r} (column {i + 1})" for i in indexes)
             raise InputError(
-                f"{path}: field {field!r} matches two columns, {columns}; rename one, or "
-                f'pass --map "COLUMN={field}" to say which one holds it'
+                f"{path}: field {field!r} matches two columns, {columns}; rename one, or pass "
+                + MAP.given(Placeholder(f'"COLUMN={field}"'))
+                + " to say which one holds it"
             )
         chosen[field] = indexes[0]
     if "categoryId" not in chosen:
@@ -223,10 +230,18 @@ def resolve_columns(header: Sequence[str], mappings: Sequence[str], path: Path) 
     missing = [field for field in REQUIRED_FIELDS if field not in chosen]
     if missing:
         names = " and ".join(repr(f) for f in missing)
-        unmatched = "".join(f" (--map {text!r} names no column of this file)" for text in ignored)
+        unmatched = joined(
+            "",
+            (
+                " (" + MAP.given(Placeholder(repr(text))) + " names no column of this file)"
+                for text in ignored
+            ),
+        )
         raise InputError(
-            f"{path}: no column for {names}; columns found: {found}{unmatched}. Name the "
-            f'header {" and ".join(missing)}, or pass --map "COLUMN={missing[0]}"'
+            f"{path}: no column for {names}; columns found: {found}"
+            + unmatched
+            + f". Name the header {' and '.join(missing)}, or pass "
+            + MAP.given(Placeholder(f'"COLUMN={missing[0]}"'))
         )
     carried = tuple(i for i, title in enumerate(header) if not is_petsync_column(title))
     return ColumnMap(
@@ -285,7 +300,7 @@ def _find_mapped_column(header: Sequence[str], column: str, path: Path, found: s
     loose = [i for i, title in enumerate(header) if match_key(title) == match_key(column)]
     if len(exact) > 1 or len(loose) > 1:
         raise InputError(
-            f"{path}: --map names column {column!r}, and two columns have that header; "
+            f"{path}: " + MAP + f" names column {column!r}, and two columns have that header; "
             f"rename one. Columns found: {found}"
         )
     if not loose:

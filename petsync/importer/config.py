@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Literal
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import CONCURRENCY, HEADER_ROW, MAX_ERRORS
 from petsync.importer.sheets.sheet import ReadOptions
 
 DEFAULT_CONCURRENCY = 8  # a real API is far away: each POST waits a round trip
 MAX_CONCURRENCY = 64
 # Rows journaled `sending` and not yet answered, across all workers, at most: what a crash
-# can leave uncertain (or one row per worker when --concurrency is higher). Shared by the
+# can leave uncertain (or one row per worker when concurrency is higher). Shared by the
 # senders, so a lone sender syncs once per 32 rows and eight senders once per 4.
 SENDING_WINDOW = 32
 # A value merged over cells below a workbook's header (petsync.importer.merged).
@@ -45,27 +46,27 @@ class ImportConfig:
     journal_home: Path | None = None
     resend_uncertain: bool = False
     settle: bool = False
-    # List the pets that exist already before the first POST, so --settle can also find
+    # List the pets that exist already before the first POST, so settle can also find
     # uncertain rows created. Off by default: it costs one listing of the statuses the rows
     # use, which grows with the catalogue, not the file (docs/design.md, "Settling without
-    # a baseline", says what --settle proves without it).
+    # a baseline", says what settle proves without it).
     baseline: bool = DEFAULT_BASELINE
     # Rows repeated inside the sheet (every cell the same) are sent once unless this is set.
     allow_duplicates: bool = False
-    # The header's row number (--header-row); None finds it in the first 20 rows.
+    # The header's row number; None finds it in the first 20 rows.
     header_row: int | None = None
-    # --category-map: a sheet of category names and ids (petsync.importer.category_map).
+    # A sheet of category names and ids (petsync.importer.category_map).
     category_map: Path | None = None
     # A value merged over cells below the header: "fill" each cell, or leave them "blank".
     merged_cells: MergedCells = "fill"
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY}")
+            raise ConfigError(CONCURRENCY + f" must be between 1 and {MAX_CONCURRENCY}")
         if self.max_errors is not None and self.max_errors < 1:
-            raise ConfigError("--max-errors must be at least 1")
+            raise ConfigError(MAX_ERRORS + " must be at least 1")
         if self.header_row is not None and self.header_row < 1:
-            raise ConfigError("--header-row must be at least 1 (the sheet's first row)")
+            raise ConfigError(HEADER_ROW + " must be at least 1 (the sheet's first row)")
 
     @property
     def sending_window(self) -> int:

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from petsync.core.errors import InputError
+from petsync.core.settings_table import HEADER_ROW
+from petsync.core.wording import Placeholder
 from petsync.importer.columns import closest_to_fields, names_fields, resolve_columns
 from petsync.importer.sheets.sheet import Record
 
@@ -37,8 +39,9 @@ def find_header_row(leading: Sequence[Record], mappings: Sequence[str], path: Pa
         rows = ", ".join(map(str, found[:-1])) + f" and {found[-1]}"
         raise InputError(
             f"{path}: cannot tell the header row: rows {rows} each name the fields "
-            f"(name, categoryId); pass --header-row N with the one that heads the rows to "
-            "import (job key header_row)"
+            "(name, categoryId); pass "
+            + HEADER_ROW.given(Placeholder("N"))
+            + " with the one that heads the rows to import"
         )
     # The row with most cells naming a field (the first non-blank row when none does):
     # its column-matching error says what is missing.
@@ -56,6 +59,9 @@ def find_header_row(leading: Sequence[Record], mappings: Sequence[str], path: Pa
             else f"in row {closest[0]}, the closest to a header of the first {HEADER_SCAN_ROWS}"
         )
         raise InputError(
-            f"{exc} ({where}; to read another row as the header, pass --header-row N)"
+            exc.words
+            + f" ({where}; to read another row as the header, pass "
+            + HEADER_ROW.given(Placeholder("N"))
+            + ")"
         ) from exc
     return closest[0]  # names the fields, only with a cut cell: the header's check says that

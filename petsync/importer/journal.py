@@ -44,6 +44,8 @@ from typing import Any
 from petsync.core.errors import InputError, PetsyncError
 from petsync.core.files import fsync_dir, open_locked
 from petsync.core.reading import open_regular
+from petsync.core.settings_table import DELIMITER, ENCODING, JOURNAL, MAP, SHEET
+from petsync.core.wording import Placeholder
 from petsync.importer.baseline import Baseline
 from petsync.importer.row_states import RowRecord, RowState, RowStates
 
@@ -291,8 +293,9 @@ def _parse(
         header = json.loads(first)
     except ValueError as exc:
         raise InputError(
-            f"{path} is not a petsync journal (line 1 is not JSON); pass --journal with "
-            "another path"
+            f"{path} is not a petsync journal (line 1 is not JSON); pass "
+            + JOURNAL
+            + " with another path"
         ) from exc
     if not isinstance(header, dict) or header.get("petsync_journal") != JOURNAL_VERSION:
         raise InputError(f"{path} is not a petsync journal (version {JOURNAL_VERSION})")
@@ -303,15 +306,25 @@ def _parse(
             "Rows already created are in the journal and must not be sent again. To finish "
             "the old import, put the old file back and re-run. To import corrected rows, "
             "fix the reject file (<name>.rejects.csv) and import that. To treat the changed "
-            f"file as new, move {path.name} away or pass --journal NEW_PATH: rows already "
-            "created would then be created again"
+            f"file as new, move {path.name} away or pass "
+            + JOURNAL.given(Placeholder("NEW_PATH"))
+            + ": rows already created would then be created again"
         )
     if header.get("settings") != dict(settings):
         raise InputError(
             f"journal {path} was started with other reading options "
             f"({_describe(header.get('settings'))}); now: {_describe(settings)}. Re-run with "
-            "the first run's --map/--sheet/--encoding/--delimiter, or pass --journal NEW_PATH "
-            "to start over (rows already created would be created again)"
+            "the first run's "
+            + MAP
+            + "/"
+            + SHEET
+            + "/"
+            + ENCODING
+            + "/"
+            + DELIMITER
+            + ", or pass "
+            + JOURNAL.given(Placeholder("NEW_PATH"))
+            + " to start over (rows already created would be created again)"
         )
     baseline: Baseline | None = None
     batch: list[RowRecord] = []
@@ -334,7 +347,8 @@ def _parse(
                 break  # a line torn by a crash mid-write
             raise InputError(
                 f"journal {path} is damaged at line {index + 2}; it cannot be trusted to "
-                "avoid duplicates. Check the rows by hand, then pass --journal NEW_PATH"
+                "avoid duplicates. Check the rows by hand, then pass "
+                + JOURNAL.given(Placeholder("NEW_PATH"))
             ) from exc
         batch.append(record)
         if len(batch) >= 10_000:

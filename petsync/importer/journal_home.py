@@ -28,6 +28,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import STATE_DIR
 from petsync.importer.output_paths import JOURNAL_DIR
 
 STATE_VARIABLE = "XDG_STATE_HOME"
@@ -96,5 +97,5 @@ def make_home(home: Path) -> None:
     except OSError as exc:
         raise ConfigError(
             f"cannot create the journal folder {home}: {exc.strerror or exc}; fix its "
-            "permissions or choose another --state-dir (nothing was sent)"
+            "permissions or choose another " + STATE_DIR + " (nothing was sent)"
         ) from exc

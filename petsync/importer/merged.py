@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from petsync.core.settings_table import MERGED_CELLS
+from petsync.core.wording import Said
 from petsync.importer.config import MergedCells
 from petsync.importer.sheets.sheet import MergedRange, Record, Spreadsheet, cut_cells
 
@@ -31,7 +33,7 @@ class MergedFill:
     cells: int
     ranges: tuple[str, ...]
 
-    def notice(self) -> str:
+    def notice(self) -> Said:
         """The summary's word on them."""
         shown = ", ".join(self.ranges[:SHOWN_RANGES])
         if len(self.ranges) > SHOWN_RANGES:
@@ -39,12 +41,12 @@ class MergedFill:
         if self.mode == "blank":
             return (
                 f"merged cells {shown} were left blank below their first cell "
-                "(--merged-cells blank): those cells read blank"
+                "(" + MERGED_CELLS.given("blank") + "): those cells read blank"
             )
         plural = "s" if self.cells != 1 else ""
         return (
             f"{self.cells} cell{plural} came from merged cells {shown} (each takes the value "
-            "it shows; --merged-cells blank leaves them blank)"
+            "it shows; " + MERGED_CELLS.given("blank") + " leaves them blank)"
         )
 
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from petsync.core.apikey import redact
 from petsync.core.errors import ExitCode, IncompleteError, PetsyncError
+from petsync.core.settings_table import MAP
+from petsync.core.wording import LIBRARY, Placeholder, Said, Terms, render
 from petsync.importer.output_csv import write_text_atomic
 from petsync.importer.output_rows import Outcome
 
@@ -47,7 +49,7 @@ class ImportReport:
     pending: int = 0
     would_send: int = 0
     encoding: str | None = None
-    encoding_notice: str | None = None
+    encoding_notice: Said | None = None
     delimiter: str | None = None
     sheet: str | None = None
     header_row: int = 1  # rows above it were skipped (a title, notes, blank rows)
@@ -55,11 +57,11 @@ class ImportReport:
     merged_cells: dict[str, Any] | None = None
     columns: dict[str, str] = field(default_factory=dict)
     # Columns no field is read from (carried to the output files, not sent), and the
-    # --map values that would send one where its header suggests a field.
+    # the mappings that would send one where its header suggests a field.
     columns_not_sent: list[str] = field(default_factory=list)
-    map_hints: list[str] = field(default_factory=list)
+    map_hints: list[Said] = field(default_factory=list)
     # Rows repeating an earlier row of the sheet: how many, the first few as [row, first
-    # row], and whether they were sent (--allow-duplicates) or left out.
+    # row], and whether they were sent (allow_duplicates) or left out.
     duplicates: int = 0
     duplicate_rows: list[list[int]] = field(default_factory=list)
     duplicates_sent: bool = False
@@ -80,19 +82,19 @@ class ImportReport:
     settled_candidates: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     archived_to: str | None = None
     archived: list[str] = field(default_factory=list)  # the names of the files moved there
-    notices: list[str] = field(default_factory=list)  # earlier files of this name unfinished
+    notices: list[Said] = field(default_factory=list)  # earlier files of this name unfinished
     # The first rejected rows: row (its petsync_row), source, code, field, message.
     first_rejects: list[dict[str, str]] = field(default_factory=list)
-    stopped_reason: str | None = None
+    stopped_reason: Said | None = None
     stop: PetsyncError | None = None
 
     @classmethod
     def of_check(cls, checked: CheckedInput, dry_run: bool, duplicates_sent: bool) -> ImportReport:
         """A report of what the check stage found (the file, how it was read, its rows)."""
         repeats = checked.repeats
-        notices = [
-            f"--map {text!r} names no column of {checked.path.name}; its columns are read by "
-            "their headers"
+        notices: list[Said] = [
+            MAP.given(Placeholder(repr(text)))
+            + f" names no column of {checked.path.name}; its columns are read by their headers"
             for text in checked.columns.ignored_maps
         ]
         merged = checked.merged
@@ -156,11 +158,13 @@ class ImportReport:
     def outputs_failed(self, exc: Exception, journal: Path) -> None:
         """The write stage failed after pets were created: a stop that says what and why."""
         logger.debug("import_outputs_failed", exc_info=exc)
-        why = str(exc) if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
+        why: Said = exc.words if isinstance(exc, PetsyncError) else f"{type(exc).__name__}: {exc}"
         self.stop = PetsyncError(
             f"{self.created} pets were created (the journal {journal} records them), "
-            f"but the output files could not be written: {why}. Fix that, then re-run the same "
-            "command: it sends nothing twice and writes the files"
+            "but the output files could not be written: "
+            + why
+            + ". Fix that, then re-run the same command: it sends nothing twice and writes "
+            "the files"
         )
         self.stopped_reason = "the output files could not be written"
 
@@ -208,8 +212,10 @@ class ImportReport:
             "rows_uncertain": self.uncertain,
         }
 
-    def to_json(self) -> dict[str, Any]:
-        """The report as the ``--report`` file holds it (the stop's message redacted)."""
+    def to_json(self, terms: Terms = LIBRARY) -> dict[str, Any]:
+        """The report as the ``--report`` file holds it (the stop's message redacted), its
+        messages in ``terms``."""
+        stopped = None if self.stopped_reason is None else render(self.stopped_reason, terms)
         return {
             "source": self.source,
             "dry_run": self.dry_run,
@@ -223,14 +229,16 @@ class ImportReport:
             "pending": self.pending,
             "would_send": self.would_send,
             "encoding": self.encoding,
-            "encoding_notice": self.encoding_notice,
+            "encoding_notice": None
+            if self.encoding_notice is None
+            else render(self.encoding_notice, terms),
             "delimiter": self.delimiter,
             "sheet": self.sheet,
             "header_row": self.header_row,
             "merged_cells": self.merged_cells,
             "columns": self.columns,
             "columns_not_sent": self.columns_not_sent,
-            "map_hints": self.map_hints,
+            "map_hints": [render(hint, terms) for hint in self.map_hints],
             "duplicates": self.duplicates,
             "duplicate_rows": self.duplicate_rows,
             "duplicates_sent": self.duplicates_sent,
@@ -256,13 +264,13 @@ class ImportReport:
             },
             "archived_to": self.archived_to,
             "archived": self.archived,
-            "notices": self.notices,
+            "notices": [render(notice, terms) for notice in self.notices],
             "first_rejects": self.first_rejects,
-            "stopped_reason": self.stopped_reason,
-            "error": None if self.stop is None else redact(str(self.stop)),
+            "stopped_reason": stopped,
+            "error": None if self.stop is None else redact(self.stop.render(terms)),
             "exit_code": int(self.exit_code),
         }
 
-    def write_json(self, path: Path) -> None:
-        """Write :meth:`to_json` to ``path`` atomically."""
-        write_text_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
+    def write_json(self, path: Path, terms: Terms = LIBRARY) -> None:
+        """Write :meth:`to_json` (in ``terms``) to ``path`` atomically."""
+        write_text_atomic(path, json.dumps(self.to_json(terms), indent=2) + "\n")

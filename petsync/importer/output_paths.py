@@ -12,6 +12,7 @@ from pathlib import Path
 
 from petsync.core.errors import ConfigError
 from petsync.core.files import check_writable_dir, write_kind
+from petsync.core.settings_table import OUT_DIR
 
 # Where journals live, under the output directory: one per input content, by its sha256.
 JOURNAL_DIR = Path(".petsync") / "journals"
@@ -121,6 +122,6 @@ def check_writable(directory: Path, what: str) -> None:
     except OSError as exc:
         raise ConfigError(
             f"cannot write the {what} in {directory}: {exc.strerror or exc}; fix its "
-            "permissions or choose another --out-dir (nothing was sent)"
+            "permissions or choose another " + OUT_DIR + " (nothing was sent)"
         ) from exc
     check_writable_dir(directory, f"folder of the {what}")

@@ -55,7 +55,7 @@ class Outcome(StrEnum):
     REJECTED_API = "rejected_api"  # the API answered 4xx: the reject file, source "api"
     CREATED = "created"  # the accepted file, with its new id
     UNCERTAIN = "uncertain"  # the uncertain file: it may or may not exist
-    PENDING = "pending"  # valid and not sent (a stop, --max-errors): a re-run sends it
+    PENDING = "pending"  # valid and not sent (a stop, max_errors): a re-run sends it
     WOULD_SEND = "would_send"  # valid, in a dry run
     DUPLICATE = "duplicates"  # repeats an earlier row of the sheet: not sent, in no file
 
@@ -175,7 +175,9 @@ def uncertain_cells(row: OutputRow) -> list[str]:
     reason = record.message or SENDING_REASON
     candidates = " ".join(str(i) for i in record.candidates or ())
     if record.via is not None:
-        reason += f" (sent from {record.via}: petsync import {record.via} --settle decides it)"
+        # The uncertain file is read by whoever runs the import: the setting is described,
+        # not named in one caller's terms.
+        reason += f" (sent from {record.via}: settling an import of {record.via} decides it)"
     return [*row.carried, row.number_text, reason, _status(record), candidates, row.origin]
 
 

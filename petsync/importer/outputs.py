@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from petsync.core.errors import PetsyncError
+from petsync.core.wording import Said
 from petsync.importer.journal import Journal
 from petsync.importer.output_csv import AtomicCsv, earlier_rows
 from petsync.importer.output_paths import OutputPaths
@@ -70,7 +71,7 @@ class OutputFiles:
         input_encoding: str | None = None,
     ):
         self.dry_run = dry_run
-        self.notices: list[str] = []
+        self.notices: list[Said] = []
         # The first rejected rows, as the summary shows them (the reject file has them all).
         self.first_rejects: list[dict[str, str]] = []
         self._input = input_path
@@ -186,8 +187,10 @@ class OutputFiles:
             self._files.remove(output)
             aside = keep_aside(path)
             self.notices.append(
-                f"could not read the earlier {path.name} to keep its rows ({exc}); it is kept "
-                f"as {aside.name} and its earlier rows are not in the new {path.name}"
+                f"could not read the earlier {path.name} to keep its rows ("
+                + exc.words
+                + f"); it is kept as {aside.name} and its earlier rows are not in the new "
+                f"{path.name}"
             )
             output = AtomicCsv(path, header, delimiter=self._delimiter)
             self._files.append(output)
@@ -208,7 +211,7 @@ class WrittenOutputs:
     counts: Counter[Outcome]
     normalisations: dict[str, int]
     files: dict[str, str]
-    notices: tuple[str, ...] = ()
+    notices: tuple[Said, ...] = ()
     first_rejects: tuple[dict[str, str], ...] = ()
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import OUT_DIR, STATE_DIR
+from petsync.core.wording import Said
 from petsync.importer.journal import Journal
 from petsync.importer.journal_home import journal_folder, journal_home, make_home
 from petsync.importer.output_paths import OutputPaths, check_writable
@@ -33,7 +35,7 @@ class ImportPlan:
     paths: OutputPaths
     journal: Journal | None
     ledger: Ledger | None
-    notices: tuple[str, ...] = field(default=())
+    notices: tuple[Said, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def plan_import(
     if journals == where.home:
         make_home(journals)
     check_writable(journals, "journal")
-    notices = []
+    notices: list[Said] = []
     # Every import of the rows of one first file holds the lock of its journal: two fixes
     # of one row must not both send it (see petsync.importer.provenance). The first file's
     # own import holds it as its journal.
@@ -88,8 +90,11 @@ def plan_import(
         notices.append(
             f"the journal of the first file these rows came from is not in {journals} "
             "(its import used another state directory, API or output folder, or it was "
-            "moved): if so, import this file with that --state-dir or --out-dir, or rows "
-            "created there could be created again"
+            "moved): if so, import this file with that "
+            + STATE_DIR
+            + " or "
+            + OUT_DIR
+            + ", or rows created there could be created again"
         )
     if paths.journal != first:
         held.enter_context(origin_lock(journals, checked.origin))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from petsync.core.wording import Said
 from petsync.importer.category_map import with_category_map
 from petsync.importer.checked_rows import CheckedRows
 from petsync.importer.columns import ColumnMap, names_fields, resolve_columns
@@ -51,7 +52,7 @@ class CheckedInput:
     rows_read: int
     blank_rows: int
     encoding_label: str | None
-    encoding_notice: str | None
+    encoding_notice: Said | None
     delimiter: str | None
     sheet: str | None
     delimiter_char: str = ","
@@ -152,7 +153,7 @@ def check_input(sheet: Spreadsheet, rules: CheckRules) -> CheckedInput:
     goes to the checked rows the later stages take.
     """
     path = sheet.path
-    number = rules.header_row  # --header-row, else row 1 or the one found in the first rows
+    number = rules.header_row  # as given, else row 1 or the one found in the first rows
     if number is None:
         line, cells, cut = sheet.leading_rows(1)[0]
         number = 1

@@ -38,6 +38,7 @@ from typing import Protocol
 
 from petsync.client.api import PetCreator, PetLister
 from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.settings_table import BASELINE, SETTLE
 from petsync.core.stop import StopRequest
 from petsync.importer.baseline import take_baseline
 from petsync.importer.config import ImportConfig
@@ -150,7 +151,7 @@ def _import_planned(
         except PetsyncError as exc:  # 401, API down: a stop with every row still pending
             report.stop = exc
             report.stopped_reason = (
-                f"stopped before sending: {exc}; re-run the same command to resume"
+                "stopped before sending: " + exc.words + "; re-run the same command to resume"
             )
         if report.stop is None:
             try:
@@ -198,7 +199,7 @@ def _import_planned(
                 )
                 report.notices.append(
                     f"an earlier {name} (journal {old.path}) {left}: put that file back and "
-                    "import it (with --settle) to finish it"
+                    "import it (with " + SETTLE.given(True) + ") to finish it"
                 )
                 logger.warning(
                     "import_earlier_file_unfinished",
@@ -231,8 +232,9 @@ def _list_before_sending(
         journal.record_baseline(baseline)
     elif config.baseline and journal.baseline is None:
         report.notices.append(
-            f"--baseline applies from a file's first POST; {checked.path.name} was started "
-            "without one, so --settle decides its rows without a baseline"
+            BASELINE.given(True)
+            + f" applies from a file's first POST; {checked.path.name} was started without "
+            "one, so " + SETTLE.given(True) + " decides its rows without a baseline"
         )
     if config.settle:
         settled = settle_uncertain(journal, checked, client, stop)

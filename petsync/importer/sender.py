@@ -43,8 +43,10 @@ from petsync.core.errors import (
     TransportError,
 )
 from petsync.core.models import NewPet, Pet
+from petsync.core.settings_table import MAX_ERRORS, SETTLE
 from petsync.core.stop import StopRequest
 from petsync.core.text import shown_text
+from petsync.core.wording import Said
 from petsync.importer.checked_rows import CheckedRow, content_of
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 from petsync.importer.config import ImportConfig
@@ -67,7 +69,7 @@ class SendResult:
     created: int
     normalisations: dict[str, int]
     stop: PetsyncError | None
-    stopped_reason: str | None
+    stopped_reason: Said | None
     concurrency_final: int
     concurrency_lowest: int
     mismatched: tuple[int, ...] = ()  # rows created, whose echoed pet differs from the row
@@ -147,12 +149,12 @@ class _Sender:
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.stop: PetsyncError | None = None
-        self.stopped_reason: str | None = None
+        self.stopped_reason: Said | None = None
         self.errors = 0
         self.created = 0
         self.mismatched: list[int] = []
 
-    def halt(self, reason: str, error: PetsyncError | None = None) -> None:
+    def halt(self, reason: Said, error: PetsyncError | None = None) -> None:
         with self.lock:
             if not self.stopped.is_set():
                 self.stop, self.stopped_reason = error, reason
@@ -164,7 +166,7 @@ class _Sender:
             limit = self.config.max_errors
             reached = limit is not None and self.errors >= limit
         if reached:
-            self.halt(f"--max-errors {limit} reached; the remaining rows are pending")
+            self.halt(MAX_ERRORS.given(limit) + " reached; the remaining rows are pending")
 
     def work(self, source: _RowSource) -> None:
         """One worker: under a permit, take a batch, journal it `sending`, POST its rows."""
@@ -235,8 +237,11 @@ class _Sender:
                 # the same redirect: stop after the first.
                 self._uncertain(row, exc, exc.http_status)
                 self.halt(
-                    f"stopped: {exc}; then import the same file with --settle to decide the "
-                    "uncertain row",
+                    "stopped: "
+                    + exc.words
+                    + "; then import the same file with "
+                    + SETTLE.given(True)
+                    + " to decide the uncertain row",
                     exc,
                 )
                 return True
@@ -268,7 +273,7 @@ class _Sender:
             self._uncertain(row, exc, None)
         except PetsyncError as exc:
             self._uncertain(row, exc, None)
-            self.halt(str(exc), exc)
+            self.halt(exc.words, exc)
         else:
             pet_sent = content_of(pet) if self.via is not None else None
             differs = _echo_differs(pet, created)
@@ -312,7 +317,7 @@ class _Sender:
 
     def _unsent(self, row: int, exc: PetsyncError) -> None:
         self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
-        self.halt(f"stopped: {exc}; re-run the same command to resume", exc)
+        self.halt("stopped: " + exc.words + "; re-run the same command to resume", exc)
 
 
 def _echo_differs(sent: NewPet, created: Pet) -> str | None:

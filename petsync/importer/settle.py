@@ -136,7 +136,7 @@ def _without_baseline(
     why = (
         f"the listing before it was incomplete: {baseline.reason}"
         if baseline.reason
-        else "it ran without --baseline"
+        else "it ran without a baseline"
     )
     left_over = {key: [i for i in ids if i not in baseline.ids(key)] for key, ids in others.items()}
     elsewhere = ids_created_by_other_journals(

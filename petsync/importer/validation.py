@@ -43,7 +43,7 @@ class ErrorCode(StrEnum):
     CATEGORY_MISSING = "category_missing"
     CATEGORY_NOT_INTEGER = "category_not_integer"
     CATEGORY_OUT_OF_RANGE = "category_out_of_range"
-    CATEGORY_UNKNOWN = "category_unknown"  # a name the --category-map does not hold
+    CATEGORY_UNKNOWN = "category_unknown"  # a name the category map does not hold
     STATUS_INVALID = "status_invalid"
     EXTRA_CELLS = "extra_cells"
     CELL_TOO_LONG = "cell_too_long"
@@ -63,7 +63,7 @@ class Normalisation(StrEnum):
     TRIMMED = "trimmed"
     STATUS_CASE_FOLDED = "status_case_folded"
     INTEGRAL_DECIMAL = "integral_decimal"
-    CATEGORY_NAMED = "category_named"  # a category name read through --category-map
+    CATEGORY_NAMED = "category_named"  # a category name read through the category map
 
 
 @dataclass(frozen=True)
@@ -267,8 +267,10 @@ def _category_by_name(text: str, columns: ColumnMap) -> tuple[int | None, FieldE
     )
     if any(char.isalpha() for char in text) and not _NUMBER_LIKE.fullmatch(text):
         advice = (
-            "write the category's id as digits, like 12, or pass --category-map FILE (a "
-            "sheet of name and categoryId) to read category names"
+            # Written to the reject file, whoever reads it: the setting is described, not
+            # named in one caller's terms.
+            "write the category's id as digits, like 12, or give the import a category "
+            "map (a sheet of name and categoryId) to read category names"
         )
     message = f"categoryId {text!r} is not a whole number; {advice}"
     return None, FieldError(ErrorCode.CATEGORY_NOT_INTEGER, "categoryId", message)

@@ -39,6 +39,7 @@ import pyarrow.fs as pafs
 from petsync.core.apikey import ApiKey, redact
 from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.reading import regular_descriptor
+from petsync.core.settings_table import OUT
 from petsync.storage.credentials import (
     AZURE_CONNECTION_VARIABLE,
     AZURE_FIX,
@@ -301,7 +302,9 @@ def store_error(
     else:
         what = f"the store failed while {doing} in {where} ({detail})"
     if before_fetch:
-        return ConfigError(f"cannot use --out {location}: {what}. Nothing was fetched.")
+        return ConfigError(
+            "cannot use " + OUT.given(str(location)) + f": {what}. Nothing was fetched."
+        )
     return PetsyncError(
         f"cannot write the snapshot to {location}: {what}. Nothing was published; earlier "
         "snapshots are untouched."
@@ -319,7 +322,7 @@ def check_reachable(location: Location, filesystem: pafs.FileSystem) -> None:
         info = filesystem.get_file_info(location.bucket)
         if info.type == pafs.FileType.NotFound:
             raise ConfigError(
-                f"cannot use --out {location}: {_container_word(location)} "
+                "cannot use " + OUT.given(str(location)) + f": {_container_word(location)} "
                 f"{location.bucket!r} does not exist (or these credentials cannot see it); "
                 "create it or fix the location. Nothing was fetched."
             )

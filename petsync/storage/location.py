@@ -34,6 +34,8 @@ from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import OUT
+from petsync.core.wording import Said, Setting, words
 
 StoreKind = Literal["local", "s3", "gcs", "azure"]
 
@@ -103,10 +105,11 @@ def is_uri(value: str | Path) -> bool:
     return isinstance(value, str) and _SCHEME.match(value) is not None
 
 
-def parse_location(value: str | Path, *, what: str = "--out") -> Location:
+def parse_location(value: str | Path, *, what: Said | Setting = OUT) -> Location:
     """Parse a local path or an object-store URI; raise :class:`ConfigError` (exit 2) if not one.
 
-    ``what`` names the setting in messages (``--out``, ``--dir``, ``load_snapshot``).
+    ``what`` names the setting in messages: a :class:`Setting` (the export's ``OUT``), or
+    a word (``"directory"``, ``"snapshot"``).
     """
     if isinstance(value, Path) or not is_uri(value):
         return Location(kind="local", uri=str(value), local=Path(value))
@@ -116,8 +119,8 @@ def parse_location(value: str | Path, *, what: str = "--out") -> Location:
     kind = SCHEMES.get(scheme)
     if kind is None:
         raise ConfigError(
-            f"{what} {value}: petsync cannot write snapshots to {scheme}:// locations; "
-            f"use {ACCEPTED}"
+            _named(what, value)
+            + f": petsync cannot write snapshots to {scheme}:// locations; use {ACCEPTED}"
         )
     parts = urlsplit(value)
     azure_account_form = (
@@ -125,19 +128,21 @@ def parse_location(value: str | Path, *, what: str = "--out") -> Location:
     )
     if "@" in parts.netloc and not azure_account_form:
         raise ConfigError(
-            f"{what}: the location carries credentials; remove them from the URI and "
+            what + ": the location carries credentials; remove them from the URI and "
             "let the store's standard chain provide them (for S3: AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance or pod role)"
         )
     if parts.query or parts.fragment:
         raise ConfigError(
-            f"{what} {_without_query(value)}: settings in the URI (?...) are not read; set "
+            _named(what, _without_query(value)) + ": settings in the URI (?...) are not read; set "
             "them in the environment instead (for S3-compatible stores AWS_ENDPOINT_URL and "
             "AWS_REGION)"
         )
     if kind == "local":
         if parts.netloc not in ("", "localhost"):
-            raise ConfigError(f"{what} {value}: a file:// URI names no host; use file:///path")
+            raise ConfigError(
+                _named(what, value) + ": a file:// URI names no host; use file:///path"
+            )
         path = Path(unquote(parts.path) or "/")
         return Location(kind="local", uri=str(path), local=path)
     account = None
@@ -148,13 +153,19 @@ def parse_location(value: str | Path, *, what: str = "--out") -> Location:
     prefix = unquote(parts.path).strip("/")
     if not bucket or not _BUCKET.match(bucket):
         raise ConfigError(
-            f"{what} {value}: no valid bucket or container name; write it as "
-            f"{scheme}://BUCKET/PREFIX"
+            _named(what, value)
+            + f": no valid bucket or container name; write it as {scheme}://BUCKET/PREFIX"
         )
     if any(segment in ("", ".", "..") for segment in prefix.split("/") if prefix):
-        raise ConfigError(f"{what} {value}: the prefix has an empty, '.' or '..' segment")
+        raise ConfigError(_named(what, value) + ": the prefix has an empty, '.' or '..' segment")
     uri = f"{scheme}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
     return Location(kind=kind, uri=uri, bucket=bucket, prefix=prefix, account=account)
+
+
+def _named(what: Said | Setting, value: str) -> Said:
+    """The location as a message names it: the setting given it (``--out s3://b``), or
+    the word for it and the value (``directory s3://b``)."""
+    return words(what.given(value)) if isinstance(what, Setting) else what + f" {value}"
 
 
 def _azure_account(host: str | None) -> str | None:

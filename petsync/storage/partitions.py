@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from petsync.core.errors import InputError
+from petsync.core.wording import COMMAND_LINE, Said, Setting
 from petsync.storage.layout import (
     DATA_NAMES,
     MANIFEST_NAME,
@@ -45,7 +46,9 @@ class Partitions:
     filesystem: pafs.FileSystem
 
     @classmethod
-    def open(cls, directory: Path | str | Location, what: str = "directory") -> Partitions:
+    def open(
+        cls, directory: Path | str | Location, what: Said | Setting = "directory"
+    ) -> Partitions:
         from petsync.storage.filesystem import open_filesystem
 
         location = (
@@ -160,7 +163,9 @@ def read_error(location: Location, exc: OSError) -> InputError:
     from petsync.storage.filesystem import store_error
 
     error = store_error(location, exc, doing="reading snapshots", before_fetch=True)
-    return InputError(str(error).replace("cannot use --out", "cannot read snapshots at", 1))
+    # Said of a reader: the command line's wording names the option, replaced as a whole.
+    said = error.render(COMMAND_LINE)
+    return InputError(said.replace("cannot use --out", "cannot read snapshots at", 1))
 
 
 def manifest_run_id(filesystem: pafs.FileSystem, path: str) -> str | None:

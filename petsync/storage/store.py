@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from petsync.core.errors import ConfigError
+from petsync.core.settings_table import OUT
 from petsync.core.stop import StopRequest
 from petsync.storage.layout import STAGING_DIR
 from petsync.storage.local_publication import StagedSnapshot, clean_staging, prune_snapshots
@@ -196,8 +197,10 @@ def before_fetch(location: Location) -> Iterator[None]:
     except OSError as exc:
         where = exc.filename or location
         raise ConfigError(
-            f"cannot write to --out {location}: {exc.strerror or exc} ({where}). Nothing "
-            "was fetched. Fix the permissions or free space, or choose another --out."
+            "cannot write to "
+            + OUT.given(str(location))
+            + f": {exc.strerror or exc} ({where}). Nothing was fetched. Fix the permissions "
+            "or free space, or choose another " + OUT + "."
         ) from exc
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from petsync.core.errors import ConfigError, PetsyncError
+from petsync.core.settings_table import OUT
 from petsync.core.stop import StopRequest
 
 T = TypeVar("T")
@@ -116,7 +117,7 @@ def _too_slow(location: str, doing: str, limit: float, *, before_fetch: bool) ->
         "the network and the endpoint"
     )
     if before_fetch:
-        return ConfigError(f"cannot use --out {location}: {what}. Nothing was fetched.")
+        return ConfigError("cannot use " + OUT.given(location) + f": {what}. Nothing was fetched.")
     return PetsyncError(
         f"cannot write the snapshot to {location}: {what}. Nothing new was published; the "
         "next run rolls back what this one staged."

@@ -121,11 +121,19 @@ def test_delta_with_a_csv_is_refused_before_any_request(
     result = run(srv, *how)
 
     assert result.exit_code == 2
-    assert result.stderr == (
-        "Error: --format both writes a CSV beside each Parquet file, and a Delta table "
-        "(--table-format delta) holds Parquet only: leave --format out, or give --format "
-        "parquet\n"
-    )
+    said = {
+        "options": (
+            "--format both writes a CSV beside each Parquet file, and a Delta table "
+            "(--table-format delta) holds Parquet only: give --format parquet or leave the "
+            "format out"
+        ),
+        "job-file": (
+            'format = "both" in delta.toml writes a CSV beside each Parquet file, and a Delta '
+            'table (table_format = "delta" in delta.toml) holds Parquet only: give format = '
+            '"parquet" in delta.toml or leave the format out'
+        ),
+    }
+    assert result.stderr == f"Error: {said['options' if how[0] == 'export' else 'job-file']}\n"
     assert not Path("out").exists()  # no lock taken, nothing fetched or written
 
 

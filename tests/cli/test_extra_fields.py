@@ -55,9 +55,8 @@ def test_by_default_extra_fields_are_dropped_and_the_output_says_so(
     )
     assert lines[4].startswith("warning: The API's pets changed shape: new fields birthDate ")
     assert lines[4].endswith(
-        "They were dropped (--extra-fields drop, the default); pass --extra-fields keep (job "
-        'file: extra_fields = "keep") to keep them as columns, or --extra-fields fail to '
-        "refuse such a night."
+        "They were dropped (--extra-fields drop, the default); pass --extra-fields keep to keep "
+        "them as columns, or --extra-fields fail to refuse such a night."
     )
     assert list(load_snapshot("out").columns) == ["id", "name", "categoryId", "status"]
 

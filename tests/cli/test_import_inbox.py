@@ -431,7 +431,8 @@ def test_the_bulk_import_job_takes_every_sheet_of_the_inbox(
     a, b = report["imports"]
     assert (a["duplicates"], a["duplicates_sent"], a["duplicate_rows"]) == (1, True, [[3, 2]])
     assert a["notices"] == [
-        f"--map {m!r} names no column of a.csv; its columns are read by their headers"
+        f"map = {m!r} in jobs/bulk-import.toml names no column of a.csv; its columns are read "
+        "by their headers"
         for m in ("Animal=name", "Category=categoryId")
     ]
     assert (b["columns_not_sent"], b["archived"]) == (

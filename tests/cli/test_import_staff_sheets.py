@@ -101,8 +101,7 @@ def test_two_header_rows_are_ambiguous_until_header_row_says_which(
     assert ambiguous.exit_code == 2
     assert ambiguous.output.strip() == (
         "Error: pets.csv: cannot tell the header row: rows 2 and 6 each name the fields (name, "
-        "categoryId); pass --header-row N with the one that heads the rows to import (job key "
-        "header_row)"
+        "categoryId); pass --header-row N with the one that heads the rows to import"
     )
     assert srv.store.count() == 0
     stated = run(srv, "pets.csv", "--header-row", "6")
@@ -200,7 +199,7 @@ def test_the_printed_fix_command_carries_the_map_and_state_dir_it_needs(
     assert pets(srv) == Counter({("Rex", 1): 1, ("Polly", 4): 1})
 
 
-def test_without_a_map_a_category_word_names_the_option(
+def test_without_a_map_a_category_word_points_to_a_category_map(
     petstore_server: Any, isolated: Path
 ) -> None:
     srv = petstore_server()
@@ -210,9 +209,10 @@ def test_without_a_map_a_category_word_names_the_option(
     polly, mia = read_rows(Path("arrivals.rejects.csv"))
     assert polly["petsync_error_message"] == (
         "categoryId 'Bird' is not a whole number; write the category's id as digits, like 12, "
-        "or pass --category-map FILE (a sheet of name and categoryId) to read category names"
+        "or give the import a category map (a sheet of name and categoryId) to read category "
+        "names"
     )
-    assert "--category-map" not in mia["petsync_error_message"]  # a number, not a name
+    assert "category map" not in mia["petsync_error_message"]  # a number, not a name
 
 
 def test_a_map_with_repeated_names_or_bad_ids_stops_before_anything_is_sent(
@@ -297,8 +297,8 @@ def test_a_dry_run_and_a_real_run_show_the_first_rejected_rows(
         assert lines[at + 1 : at + 4] == [
             "  row 3, name: name is blank",
             "  row 4, categoryId: categoryId 'x' is not a whole number; write the category's id "
-            "as digits, like 12, or pass --category-map FILE (a sheet of name and categoryId) "
-            "to read category names",
+            "as digits, like 12, or give the import a category map (a sheet of name and "
+            "categoryId) to read category names",
             "  row 5, status: status 'lost' is not one of available, pending, sold (or leave it "
             "blank)",
         ]
@@ -350,8 +350,8 @@ def test_merged_cells_left_blank_reject_their_rows_and_say_why(
     result = CliRunner().invoke(cli, ["run", "job.toml"], env=env, catch_exceptions=False)
     assert result.exit_code == 4, result.output
     assert (
-        "  note: merged cells B3:B4 were left blank below their first cell (--merged-cells "
-        "blank): those cells read blank"
+        "  note: merged cells B3:B4 were left blank below their first cell (merged_cells = "
+        '"blank" in job.toml): those cells read blank'
     ) in result.output.splitlines()
     (tom,) = read_rows(Path("april.rejects.csv"))
     assert (tom["name"], tom["petsync_row"], tom["petsync_error_code"]) == (

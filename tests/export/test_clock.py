@@ -77,7 +77,7 @@ def test_a_clock_a_day_ahead_stops_at_the_first_answer_naming_both_times(
     assert caught.value.exit_code == 1
     assert "this machine's clock says 2026-11-28 09:00:00 UTC" in message
     assert "the API's Date header says 2026-11-27 09:00:00 UTC" in message
-    assert "86400 s (1 day) ahead of the server's, more than --clock-tolerance 300 s" in message
+    assert "86400 s (1 day) ahead of the server's, more than clock_tolerance=300 s" in message
     assert "Nothing was published" in message
     assert pages.pages == 0  # refused on the first answer, before any page was taken in
     assert list_snapshots(tmp_path) == []

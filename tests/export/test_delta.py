@@ -111,7 +111,7 @@ def test_a_table_not_partitioned_by_the_date_is_refused_before_any_request(
     assert str(caught.value) == (
         f"the Delta table at {out / 'pets'} is not a petsync snapshot table: it is "
         "partitioned by nothing, petsync's by snapshot_date. petsync never changes or casts "
-        "a table's schema: export to another --out, or move the table away. Nothing was "
+        "a table's schema: export to another out_dir=, or move the table away. Nothing was "
         "fetched."
     )
     assert client.requests == 0

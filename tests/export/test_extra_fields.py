@@ -103,13 +103,12 @@ def test_the_manifest_records_each_extra_field_and_drop_says_so_once(
     assert by_name["vaccinated"]["pets"] == carrying("vaccinated")
     assert section["appeared"] == sorted(by_name) and section["compared_with"] == "2026-11-20"
     assert first.exit_code == 0 and len(first.warnings) == 1
-    assert first.warnings[0].startswith(
+    assert str(first.warnings[0]).startswith(
         f"The API's pets changed shape: new fields birthDate (string, on {carrying('birthDate')}"
         " pets), owner (object, on "
     )
-    assert (
-        "They were dropped (--extra-fields drop, the default); pass --extra-fields keep"
-        in (first.warnings[0])
+    assert "They were dropped (extra_fields='drop', the default); pass extra_fields='keep'" in str(
+        first.warnings[0]
     )
     columns = pq.read_schema(partition_path(tmp_path, NIGHTS[1]) / PARQUET_NAME).names
     assert columns == ["id", "name", "categoryId", "status"]
@@ -117,8 +116,8 @@ def test_the_manifest_records_each_extra_field_and_drop_says_so_once(
     quiet = night(server, tmp_path, 2)
 
     assert quiet.warnings == []
-    assert quiet.extra_fields.summary() == (
-        "extra fields: birthDate, owner, tag, vaccinated, weightKg: dropped (--extra-fields drop)"
+    assert str(quiet.extra_fields.summary()) == (
+        "extra fields: birthDate, owner, tag, vaccinated, weightKg: dropped (extra_fields='drop')"
     )
     assert manifest(tmp_path, 2)["extra_fields"]["fields"][0]["first_seen"] == "2026-11-21"
 
@@ -131,11 +130,11 @@ def test_a_field_that_disappears_or_changes_type_warns_again(server: Any, tmp_pa
     report = night(server, tmp_path, 1)
 
     assert report.extra_fields.retyped == ("age",)
-    assert report.warnings == [
+    assert [str(warning) for warning in report.warnings] == [
         f"The API's pets changed shape: fields whose JSON types changed age (string, on {PETS} "
-        "pets). They were dropped (--extra-fields drop, the default); pass --extra-fields keep "
-        '(job file: extra_fields = "keep") to keep them as columns, or --extra-fields fail to '
-        "refuse such a night."
+        "pets). They were dropped (extra_fields='drop', the default); pass "
+        "extra_fields='keep' to keep them as columns, or extra_fields='fail' to refuse such a "
+        "night."
     ]
     sends(server, lambda i: {"age": "three"})
 
@@ -260,7 +259,7 @@ def test_fail_publishes_nothing_and_names_the_fields(server: Any, tmp_path: Path
 
     assert caught.value.exit_code == 1
     assert str(caught.value).startswith(
-        "export refused to publish (--extra-fields fail): the API sent fields beyond the "
+        "export refused to publish (extra_fields='fail'): the API sent fields beyond the "
         f"interface's: tag (string, on {PETS // 2} pets). Nothing was published"
     )
     assert [s.date for s in list_snapshots(tmp_path)] == [NIGHTS[0]]

@@ -108,7 +108,7 @@ def test_an_object_store_out_needs_a_named_catalog() -> None:
         open_catalog(parse_location("gs://archive/petsync"), {})
 
     assert str(caught.value).startswith(
-        "--table-format iceberg on gs://archive/petsync needs a shared catalog: set "
+        "table_format='iceberg' on gs://archive/petsync needs a shared catalog: set "
         "PETSYNC_ICEBERG_CATALOG to the name of a catalog in pyiceberg's configuration"
     )
 

@@ -167,9 +167,8 @@ def test_a_full_scratch_dir_names_that_option_and_publishes_nothing(
         run_export(config, client=ScriptedClient([Pet(1, "Rex", 1, "sold")]), today=DAY2)
 
     assert str(caught.value).startswith(
-        f"cannot write the scratch area under {scratch_dir} (--scratch-dir): No space left on "
-        "device"
+        f"cannot write the scratch area under {scratch_dir} (scratch_dir=): No space left on device"
     )
-    assert str(caught.value).endswith("or choose another --scratch-dir.")
+    assert str(caught.value).endswith("or choose another scratch_dir=.")
     assert not (tmp_path / "out" / "pets").exists()
     assert list(scratch_dir.iterdir()) == []  # its run folder removed

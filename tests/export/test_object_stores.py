@@ -209,7 +209,7 @@ def test_a_refused_azure_key_is_exit_2_before_any_request_without_showing_it(
 
     message = str(caught.value)
     assert message.startswith(
-        f"cannot use --out {azure.uri()}: the store refused the credentials for container "
+        f"cannot use out_dir='{azure.uri()}': the store refused the credentials for container "
         f"'{azure.name}' while checking the bucket ("
     )
     assert "set AZURE_STORAGE_CONNECTION_STRING" in message
@@ -228,7 +228,7 @@ def test_a_missing_bucket_is_exit_2_naming_it(any_store: EmulatedBucket | S3Buck
     assert caught.value.exit_code == ExitCode.USAGE
     word = "container" if emulated.kind == "azure" else "bucket"
     assert str(caught.value) == (
-        f"cannot use --out {missing}: {word} 'no-such-bucket-here' does not exist (or these "
+        f"cannot use out_dir='{missing}': {word} 'no-such-bucket-here' does not exist (or these "
         "credentials cannot see it); create it or fix the location. Nothing was fetched."
     )
     assert client.requests == 0

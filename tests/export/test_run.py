@@ -247,7 +247,7 @@ def test_strict_refuses_to_publish_what_it_would_flag(
         export(tmp_path, client, strict=True)
 
     assert caught.value.exit_code == ExitCode.FAILURE
-    assert str(caught.value).startswith(f"export refused to publish (--strict): {refusal}")
+    assert str(caught.value).startswith(f"export refused to publish (strict=True): {refusal}")
     assert str(caught.value).endswith("The previous snapshot stays the latest.")
     assert [s.date for s in list_snapshots(tmp_path)] == [DAY1]
     assert list((tmp_path / STAGING_DIR).iterdir()) == []
@@ -343,11 +343,11 @@ def test_drop_of_more_than_max_drop_is_flagged_with_exit_4(tmp_path: Path) -> No
         "reason": "the pet count fell by 28.6% (from 7 in the snapshot of 2026-11-21 to 5), "
         "more than the allowed 20%",
     }
-    assert report.warnings == [
+    assert [str(warning) for warning in report.warnings] == [
         "Suspicious drop: the pet count fell by 28.6% (from 7 in the snapshot of 2026-11-21 "
         "to 5), more than the allowed 20%. An outage or a key with a narrower scope is more "
         "likely than a shrinking catalogue: check the key and the server, then re-run "
-        "(raise --max-drop if the catalogue really shrank)."
+        "(raise max_drop= if the catalogue really shrank)."
     ]
 
 
@@ -539,9 +539,9 @@ def test_unwritable_output_is_a_usage_error_before_any_request(tmp_path: Path) -
         export(blocker, client)
 
     assert caught.value.exit_code == ExitCode.USAGE
-    assert str(caught.value).startswith(f"cannot write to --out {blocker}: File exists ")
+    assert str(caught.value).startswith(f"cannot write to out_dir='{blocker}': File exists ")
     assert str(caught.value).endswith(
-        "Nothing was fetched. Fix the permissions or free space, or choose another --out."
+        "Nothing was fetched. Fix the permissions or free space, or choose another out_dir=."
     )
     assert client.requests == 0
 
@@ -564,7 +564,7 @@ def test_a_write_failing_after_the_fetch_names_the_directory_and_publishes_nothi
     assert str(caught.value) == (
         f"cannot write the snapshot under {out}: No space left on device "
         f"({out / 'pets.parquet'}). Nothing was published; earlier snapshots are untouched. "
-        "Free space or fix permissions, or choose another --out."
+        "Free space or fix permissions, or choose another out_dir=."
     )
     assert [s.date for s in list_snapshots(out)] == [DAY1]
     assert list((out / STAGING_DIR).iterdir()) == []

@@ -119,7 +119,7 @@ def test_refused_credentials_fail_before_any_request_without_showing_them(
     message = str(caught.value)
     assert caught.value.exit_code == ExitCode.USAGE
     assert message.startswith(
-        f"cannot use --out {s3.uri()}: the store refused the credentials for bucket "
+        f"cannot use out_dir='{s3.uri()}': the store refused the credentials for bucket "
         f"'{s3.name}' while checking the bucket ("
     )
     assert "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in message
@@ -138,7 +138,7 @@ def test_an_unreachable_store_fails_before_any_request(
         export(s3.uri(), client)
 
     assert str(caught.value).startswith(
-        f"cannot use --out {s3.uri()}: cannot reach the store of bucket '{s3.name}' while "
+        f"cannot use out_dir='{s3.uri()}': cannot reach the store of bucket '{s3.name}' while "
         "checking the bucket ("
     )
     assert "AWS_ENDPOINT_URL (now http://127.0.0.1:9)" in str(caught.value)
@@ -151,7 +151,7 @@ def test_an_unsupported_scheme_is_refused_before_anything(tmp_path: Any) -> None
 
     assert caught.value.exit_code == ExitCode.USAGE
     assert str(caught.value) == (
-        "--out hdfs://namenode/petsync: petsync cannot write snapshots to hdfs:// locations; "
+        "out_dir='hdfs://namenode/petsync': petsync cannot write snapshots to hdfs:// locations; "
         "use a local path, file://, s3://, gs://, abfs:// or az://"
     )
 

@@ -85,8 +85,7 @@ def test_find_snapshot_names_what_is_missing(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"no petsync snapshot at {tmp_path}/pets/snapshot_date=2026-01-01 (expected a "
         "snapshot_date=YYYY-MM-DD directory holding _manifest.json and pets.parquet of the "
-        "same run); `petsync export --out "
-        "DIR` writes them under DIR/pets"
+        "same run); an export with out_dir=DIR writes them under DIR/pets"
     )
 
 
@@ -149,7 +148,7 @@ def test_load_snapshot_without_a_trusted_one_says_what_to_do(tmp_path: Path) -> 
         load_snapshot(tmp_path)
 
     assert str(caught.value) == (
-        f"no trusted snapshot under {tmp_path}/pets; run `petsync export --out {tmp_path}` "
+        f"no trusted snapshot under {tmp_path}/pets; run an export with out_dir='{tmp_path}' "
         "first, or pass flagged=True to load a flagged one"
     )
 

@@ -114,7 +114,7 @@ def test_a_table_of_another_schema_is_refused_before_any_request_not_cast(
         "int32, petsync writes int64"
     )
     assert message.endswith(
-        "petsync never changes or casts a table's schema: export to another --out, or move "
+        "petsync never changes or casts a table's schema: export to another out_dir=, or move "
         "the table away. Nothing was fetched."
     )
     assert client.requests == 0 and client.listed == []

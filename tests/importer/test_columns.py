@@ -54,7 +54,7 @@ def test_missing_required_column_names_the_columns_found() -> None:
         resolve_columns(["Name", "Cat", "Status"], [], PATH)
     assert str(info.value) == (
         "pets.csv: no column for 'categoryId'; columns found: 'Name', 'Cat', 'Status'. "
-        'Name the header categoryId, or pass --map "COLUMN=categoryId"'
+        'Name the header categoryId, or pass mappings="COLUMN=categoryId"'
     )
 
 
@@ -62,7 +62,7 @@ def test_field_mapped_twice_is_refused() -> None:
     with pytest.raises(InputError) as info:
         resolve_columns(["A", "B", "categoryId"], ["A=name", "B=name"], PATH)
     assert str(info.value) == (
-        "pets.csv: field 'name' is mapped twice with --map; map each field once. "
+        "pets.csv: field 'name' is mapped twice with mappings=; map each field once. "
         "Columns found: 'A', 'B', 'categoryId'"
     )
 
@@ -72,7 +72,7 @@ def test_two_headers_matching_one_field_are_refused() -> None:
         resolve_columns(["name", "Name", "categoryId"], [], PATH)
     assert str(info.value) == (
         "pets.csv: field 'name' matches two columns, 'name' (column 1) and 'Name' (column 2); "
-        'rename one, or pass --map "COLUMN=name" to say which one holds it'
+        'rename one, or pass mappings="COLUMN=name" to say which one holds it'
     )
 
 
@@ -86,9 +86,9 @@ def test_a_required_field_missing_after_an_ignored_map_names_the_map() -> None:
     with pytest.raises(InputError) as info:
         resolve_columns(["Pet", "categoryId"], ["Animal=name"], PATH)
     assert str(info.value) == (
-        "pets.csv: no column for 'name'; columns found: 'Pet', 'categoryId' (--map "
-        "'Animal=name' names no column of this file). Name the header name, or pass --map "
-        '"COLUMN=name"'
+        "pets.csv: no column for 'name'; columns found: 'Pet', 'categoryId' (mappings="
+        "'Animal=name' names no column of this file). Name the header name, or pass "
+        'mappings="COLUMN=name"'
     )
 
 
@@ -96,7 +96,7 @@ def test_unsent_columns_and_the_map_that_would_send_one() -> None:
     header = ["name", "categoryId", "photoUrls", "tags", "id", "Pet status", ""]
     columns = resolve_columns(header, [], PATH)
     assert columns.unsent(header) == ["photoUrls", "tags", "id", "Pet status"]
-    assert columns.map_hints(header) == ['--map "Pet status=status"']
+    assert [str(hint) for hint in columns.map_hints(header)] == ['mappings="Pet status=status"']
     with_status = resolve_columns([*header, "status"], [], PATH)
     assert with_status.map_hints([*header, "status"]) == []
 

@@ -206,7 +206,7 @@ def test_changed_input_is_refused_with_what_to_do(tmp_path: Path) -> None:
         "journal and must not be sent again. To finish the old import, put the old file "
         "back and re-run. To import corrected rows, fix the reject file "
         "(<name>.rejects.csv) and import that. To treat the changed file as new, move "
-        "j.jsonl away or pass --journal NEW_PATH: rows already created would then be "
+        "j.jsonl away or pass journal_path=NEW_PATH: rows already created would then be "
         "created again"
     )
 

@@ -34,7 +34,7 @@ def test_utf16_without_a_byte_order_mark_is_detected(tmp_path: Path, codec: str)
 def test_nul_bytes_that_are_no_utf16_still_stop_with_the_option_to_pass(tmp_path: Path) -> None:
     path = tmp_path / "pets.csv"
     path.write_bytes(b"name,categoryId\n\x00\x00\x00Rex,1\n")
-    with pytest.raises(Exception, match="--encoding utf-16-le"):
+    with pytest.raises(Exception, match="encoding='utf-16-le'"):
         open_spreadsheet(path, ReadOptions()).close()
 
 

@@ -445,7 +445,7 @@ def test_max_errors_stops_and_leaves_rows_pending(
     report = run(ImportConfig(path, max_errors=2, concurrency=1), srv)
     assert srv.store.count() == 0
     assert (report.rejected_local, report.pending, report.exit_code) == (2, 2, 4)
-    assert report.stopped_reason == "--max-errors 2 reached; the remaining rows are pending"
+    assert str(report.stopped_reason) == "max_errors=2 reached; the remaining rows are pending"
 
 
 @pytest.mark.parametrize("concurrency", [1, 8], ids=["one-sender", "eight-senders"])
@@ -604,7 +604,7 @@ def test_unreachable_api_stops_with_rows_pending_not_uncertain(
     assert report.stop is not None and report.exit_code == 1
     assert (report.created, report.uncertain, report.pending) == (0, 0, 10)
     assert report.stopped_reason is not None
-    assert report.stopped_reason.endswith("re-run the same command to resume")
+    assert str(report.stopped_reason).endswith("re-run the same command to resume")
 
 
 def test_an_import_larger_than_the_row_index_batch_resumes_exactly(

@@ -147,7 +147,7 @@ def test_an_older_pet_with_the_same_content_is_no_proof_of_creation(
     assert row["petsync_uncertain_reason"] == (
         "settle cannot tell: 1 pet(s) with this content exist that this import did not record "
         "creating, and it has no record of which existed before its first POST (it ran without "
-        "--baseline); check the candidate ids by hand"
+        "a baseline); check the candidate ids by hand"
     )
     assert names(srv) == Counter({"Rex": 1, "Tom": 1})  # nothing sent
 

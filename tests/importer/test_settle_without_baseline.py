@@ -11,6 +11,7 @@ from pathlib import Path
 
 from petsync.cli.render import import_summary
 from petsync.core.models import NewPet, PetStatus
+from petsync.core.wording import COMMAND_LINE
 from petsync.importer.config import ImportConfig
 from petsync.importer.run import run_import
 from tests.importer.doubles import journal_of
@@ -104,7 +105,7 @@ def test_the_summary_and_the_report_list_the_candidate_ids(
     run(ImportConfig(path), srv, {"Rex": ["dropped"]})
 
     settled = run(ImportConfig(path, settle=True), srv)
-    lines = import_summary(settled)
+    lines = import_summary(settled, COMMAND_LINE)
     at = lines.index(
         "settled 1 uncertain: 0 found created, 0 not created (sent now), 1 still uncertain"
     )
@@ -172,8 +173,8 @@ def test_a_baseline_asked_for_after_the_first_post_is_not_taken(
     settled = run(ImportConfig(path, settle=True, baseline=True), srv)
     # A listing now is no baseline: the Rex it would show may be this row's.
     assert '"baseline"' not in journal_of(path).read_text()
-    assert settled.notices == [
-        "--baseline applies from a file's first POST; pets.csv was started without one, so "
-        "--settle decides its rows without a baseline"
+    assert [str(notice) for notice in settled.notices] == [
+        "baseline=True applies from a file's first POST; pets.csv was started without one, so "
+        "settle=True decides its rows without a baseline"
     ]
     assert (settled.settled_undecided, settled.created, names(srv)["Rex"]) == (1, 0, 1)

@@ -209,7 +209,7 @@ def test_gcs_with_no_route_fails_within_the_retry_limit_naming_the_endpoint(
 
     message = str(caught.value)
     assert message.startswith(
-        "cannot use --out gs://pets/nightly: cannot reach the store of bucket 'pets' while "
+        "cannot use out_dir='gs://pets/nightly': cannot reach the store of bucket 'pets' while "
         "checking the bucket ("
     )
     assert f"STORAGE_EMULATOR_HOST (now {endpoint})" in message
@@ -331,7 +331,7 @@ def test_a_store_step_that_outlives_its_limit_is_left_behind_as_exit_2() -> None
     blocked.request("test over")
     assert caught.value.exit_code == ExitCode.USAGE
     assert str(caught.value) == (
-        "cannot use --out gs://pets: the store of gs://pets did not answer within 60 s while "
+        "cannot use out_dir='gs://pets': the store of gs://pets did not answer within 60 s while "
         "checking; check the network and the endpoint. Nothing was fetched."
     )
     assert calls.abandoned == "checking"

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from petsync.core.errors import InputError
+from petsync.core.settings_table import ENCODING
+from petsync.core.wording import Placeholder, Said
 from petsync.importer.sheets.sheet import CHUNK
 
 _UTF8_BOM = codecs.BOM_UTF8
@@ -28,7 +30,7 @@ _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 def detect_encoding(
     source: BinaryIO, path: Path, forced: str | None
-) -> tuple[str, str, str, str | None]:
+) -> tuple[str, str, str, Said | None]:
     """The sha256 of the bytes of ``source`` and their encoding (codec, label, notice),
     checked whole; ``forced``: the encoding given (``--encoding``).
 
@@ -40,8 +42,8 @@ def detect_encoding(
             codec = codecs.lookup(forced).name
         except LookupError as exc:
             raise InputError(
-                f"--encoding {forced!r} is not an encoding Python knows; "
-                "try utf-8, cp1252, latin-1 or utf-16"
+                ENCODING.given(Placeholder(repr(forced)))
+                + " is not an encoding Python knows; try utf-8, cp1252, latin-1 or utf-16"
             ) from exc
         # A UTF-8 BOM is dropped even when the person names UTF-8.
         encoding = "utf-8-sig" if codec == "utf-8" else codec
@@ -68,7 +70,7 @@ def detect_encoding(
             return sha256, order, f"{order} (no BOM)", None
         raise InputError(
             f"{path}: the file holds NUL bytes, as UTF-16 text without a byte-order mark "
-            "does; pass --encoding utf-16-le (or utf-16-be), or save it as CSV UTF-8"
+            "does; pass " + ENCODING.given("utf-16-le") + " (or utf-16-be), or save it as CSV UTF-8"
         )
     if first.startswith(_UTF8_BOM):
         if error is not None:
@@ -81,7 +83,7 @@ def detect_encoding(
         raise decode_error(path, "utf-8 nor cp1252", cp_error)
     notice = (
         f"{path.name} is not valid UTF-8 (line {error[0]}, byte offset {error[1]}); read it "
-        "as cp1252 (Windows Western European). If names look wrong, pass --encoding"
+        "as cp1252 (Windows Western European). If names look wrong, pass " + ENCODING
     )
     return sha256, "cp1252", "cp1252", notice
 
@@ -146,6 +148,7 @@ def decode_error(path: Path, encoding: str, error: tuple[int, int, str]) -> Inpu
     line, offset, shown = error
     return InputError(
         f"{path}, line {line} (byte offset {offset}): the bytes {shown} are not valid "
-        f"{encoding}; pass --encoding with the file's real encoding (for example cp1252, "
-        "latin-1 or utf-16)"
+        f"{encoding}; pass "
+        + ENCODING
+        + " with the file's real encoding (for example cp1252, latin-1 or utf-16)"
     )

@@ -26,6 +26,8 @@ from typing import IO, BinaryIO
 
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+from petsync.core.settings_table import DELIMITER
+from petsync.core.wording import Placeholder
 from petsync.importer.sheets.csv_encoding import detect_encoding
 from petsync.importer.sheets.sheet import (
     CHUNK,
@@ -82,8 +84,8 @@ def parse_delimiter(value: str) -> str:
     found = DELIMITER_NAMES.get(value) or DELIMITER_NAMES.get(value.strip().lower())
     if found is None:
         raise InputError(
-            f"--delimiter {value!r} is not supported; use comma, semicolon or tab "
-            "(or the characters , ; \\t)"
+            DELIMITER.given(Placeholder(repr(value)))
+            + " is not supported; use comma, semicolon or tab (or the characters , ; \\t)"
         )
     return found
 
@@ -104,7 +106,12 @@ def detect_delimiter(header_line: str, path: Path) -> str:
     names = " and ".join(DELIMITERS[c] for c in sorted(present, key=list(DELIMITERS).index))
     raise InputError(
         f"{path}: cannot tell the delimiter: the header row holds both {names}. "
-        "Pass --delimiter comma, --delimiter semicolon or --delimiter tab"
+        "Pass "
+        + DELIMITER.given("comma")
+        + ", "
+        + DELIMITER.given("semicolon")
+        + " or "
+        + DELIMITER.given("tab")
     )
 
 

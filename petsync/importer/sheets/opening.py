@@ -14,6 +14,7 @@ from typing import BinaryIO
 from petsync.core.errors import InputError
 from petsync.core.interface import SPREADSHEET_FILE_LIMIT
 from petsync.core.reading import open_regular
+from petsync.core.settings_table import DELIMITER, ENCODING, SHEET
 from petsync.importer.sheets.csv_sheet import open_csv
 from petsync.importer.sheets.sheet import WORKBOOK_SUFFIXES, ReadOptions, Spreadsheet, StopRequest
 from petsync.importer.sheets.workbook import open_workbook
@@ -27,11 +28,17 @@ def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsh
         if path.suffix.lower() in WORKBOOK_SUFFIXES:
             if options.encoding or options.delimiter:
                 raise InputError(
-                    f"{path}: --encoding and --delimiter apply to CSV files only, not to workbooks"
+                    f"{path}: "
+                    + ENCODING
+                    + " and "
+                    + DELIMITER
+                    + " apply to CSV files only, not to workbooks"
                 )
             return open_workbook(source, path, options.sheet)
         if options.sheet:
-            raise InputError(f"{path}: --sheet applies to workbooks (.xlsx, .ods...), not to CSV")
+            raise InputError(
+                f"{path}: " + SHEET + " applies to workbooks (.xlsx, .ods...), not to CSV"
+            )
         return open_csv(source, path, options)
     except BaseException:
         source.close()

@@ -25,7 +25,9 @@ from typing import Literal
 from petsync.core.errors import InputError
 from petsync.core.interface import CELL_LIMIT as CELL_LIMIT  # read here by callers
 from petsync.core.interface import ROW_CELL_LIMIT, ROW_CHAR_LIMIT
+from petsync.core.settings_table import HEADER_ROW
 from petsync.core.stop import StopRequest as StopRequest  # read here by the readers
+from petsync.core.wording import Said
 from petsync.importer.sheets.excel_safe import unescape_row
 
 logger = logging.getLogger(__name__)
@@ -168,7 +170,7 @@ class Spreadsheet:
         *,
         encoding: str | None = None,
         encoding_label: str | None = None,
-        encoding_notice: str | None = None,
+        encoding_notice: Said | None = None,
         delimiter: str | None = None,
         sheet: str | None = None,
     ) -> None:
@@ -270,14 +272,17 @@ class Spreadsheet:
             record = next(self._records, None)
             if record is None:
                 raise InputError(
-                    f"{self.path}: --header-row {number}: the sheet ends at row "
-                    f"{self._leading[-1][0]}"
+                    f"{self.path}: "
+                    + HEADER_ROW.given(number)
+                    + f": the sheet ends at row {self._leading[-1][0]}"
                 )
             self._leading = [record]  # rows above a stated header are not kept
         index = next((i for i, r in enumerate(self._leading) if r[0] >= number), 0)
         header = self._leading[index]
         if header[0] != number:  # a blank row a CSV reader does not yield
-            raise InputError(f"{self.path}: --header-row {number}: row {number} is blank")
+            raise InputError(
+                f"{self.path}: " + HEADER_ROW.given(number) + f": row {number} is blank"
+            )
         self._set_header(header, check=True)
         self._records = itertools.chain(self._leading[index + 1 :], self._records)
         self._leading = [header]
