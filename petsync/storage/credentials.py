@@ -225,7 +225,7 @@ def _azure_access(location: Location, env: Mapping[str, str]) -> StoreAccess:
             sas_token=sas.lstrip("?"),
             secrets=(sas,),
         )
-    tenant, client, secret = (env.get(n, "").strip() for n in AZURE_SERVICE_PRINCIPAL)
+    client, tenant, secret = (env.get(n, "").strip() for n in AZURE_SERVICE_PRINCIPAL)
     if tenant and client and secret:
         return StoreAccess(
             "azure",
