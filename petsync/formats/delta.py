@@ -27,7 +27,8 @@ Quarantined records, which have no place in a typed table, go to
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -45,28 +46,78 @@ from petsync.formats.table import (
     table_uri,
 )
 from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
-from petsync.storage.credentials import environment_settings
+from petsync.storage.credentials import StoreAccess, environment_settings, resolve_access
 from petsync.storage.layout import PARTITION_KEY, SnapshotInfo
 from petsync.storage.location import Location
 
 
-def storage_options(location: Location) -> dict[str, str]:
-    """delta-rs settings for the store: the endpoint and region of the environment.
+def storage_options(location: Location, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """delta-rs settings for the store, from the settings petsync's own file systems use
+    (:mod:`petsync.storage.credentials`): an endpoint and region on S3; on GCS and Azure
+    the emulator or endpoint and the credentials petsync chose.
 
-    Credentials are not passed: delta-rs reads the same standard chain (``AWS_*``
-    variables, profiles, roles) itself.
+    S3 credentials are not passed: delta-rs reads the same standard chain (``AWS_*``
+    variables, profiles, roles) itself, as it does a managed identity on Azure and the
+    metadata server on Google Cloud when petsync found nothing more explicit.
     """
-    if location.kind != "s3":
-        return {}
+    if location.kind == "s3":
+        return _s3_options(environment_settings(environ))
+    if location.kind == "gcs":
+        return _gcs_options(resolve_access(location, environ))
+    if location.kind == "azure":
+        return _azure_options(resolve_access(location, environ))
+    return {}
 
-    settings = environment_settings()
+
+def _s3_options(settings: Mapping[str, str]) -> dict[str, str]:
     options: dict[str, str] = {}
     if "endpoint_override" in settings:
         options["AWS_ENDPOINT_URL"] = settings["endpoint_override"]
-        if settings["endpoint_override"].startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
+        options.update(_plain_http(settings["endpoint_override"]))
     if "region" in settings:
         options["AWS_REGION"] = settings["region"]
+    return options
+
+
+def _plain_http(endpoint: str) -> dict[str, str]:
+    """An ``http://`` endpoint (an emulator) must be allowed: delta-rs wants HTTPS."""
+    return {"allow_http": "true"} if endpoint.startswith("http://") else {}
+
+
+def _gcs_options(access: StoreAccess) -> dict[str, str]:
+    if access.anonymous and access.endpoint:
+        # An emulator: object_store takes its URL from a service-account key, where
+        # ``disable_oauth`` also stops it asking any token server (the metadata address).
+        key = {
+            "gcs_base_url": access.endpoint.rstrip("/"),
+            "disable_oauth": True,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        }
+        return {"google_service_account_key": json.dumps(key), **_plain_http(access.endpoint)}
+    if access.credentials_file:
+        return {"google_application_credentials": access.credentials_file}
+    return {}
+
+
+def _azure_options(access: StoreAccess) -> dict[str, str]:
+    assert access.account is not None
+    options = {"azure_storage_account_name": access.account}
+    if access.endpoint:
+        # object_store puts the container after this URL: the account's own (Azurite's
+        # path-style ``http://host:port/ACCOUNT`` as well as a custom domain).
+        options["azure_storage_endpoint"] = access.endpoint.rstrip("/")
+        options.update(_plain_http(access.endpoint))
+    if access.account_key:
+        options["azure_storage_account_key"] = access.account_key
+    elif access.sas_token:
+        options["azure_storage_sas_token"] = access.sas_token
+    elif access.client_secret:
+        tenant, client, secret = access.client_secret
+        options["azure_storage_tenant_id"] = tenant
+        options["azure_storage_client_id"] = client
+        options["azure_storage_client_secret"] = secret
     return options
 
 

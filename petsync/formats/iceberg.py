@@ -50,6 +50,7 @@ from petsync.formats.table import (
     holds_folder,
 )
 from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
+from petsync.storage.credentials import environment_settings
 from petsync.storage.layout import PARTITION_KEY, PETS_DIR
 from petsync.storage.location import Location
 
@@ -70,8 +71,28 @@ def _pyiceberg() -> None:
     engine("pyiceberg", "pyiceberg", "iceberg")
 
 
+def file_properties(location: Location, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """pyiceberg FileIO properties for the store, from the settings petsync's own file
+    systems use (:mod:`petsync.storage.credentials`).
+
+    S3: the endpoint and region (pyiceberg's pyarrow FileIO reads the AWS credential
+    chain itself). GCS and Azure: petsync's own file systems, through
+    :class:`petsync.formats.iceberg_files.StoreFileIO`, since pyiceberg's cannot be given
+    every setting petsync accepts (an emulator without credentials, a connection string,
+    ``az://``). A catalog's own configuration overrides these.
+    """
+    if location.kind == "s3":
+        settings = environment_settings(environ)
+        names = {"endpoint_override": "s3.endpoint", "region": "s3.region"}
+        return {names[key]: value for key, value in settings.items() if key in names}
+    if location.kind in ("gcs", "azure"):
+        return {"py-io-impl": "petsync.formats.iceberg_files.StoreFileIO"}
+    return {}
+
+
 def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -> Any:
-    """The catalog of ``location``'s table: pyiceberg's named one, or OUT's own SQLite file."""
+    """The catalog of ``location``'s table: pyiceberg's named one (with the store's
+    :func:`file_properties` under its own), or OUT's own SQLite file."""
     _pyiceberg()
     env = os.environ if environ is None else environ
     name = env.get(CATALOG_VARIABLE, "").strip()
@@ -81,7 +102,10 @@ def open_catalog(location: Location, environ: Mapping[str, str] | None = None) -
 
         try:
             # pyiceberg reads its configuration once, at import; read it as it is now.
-            properties: dict[str, Any] = dict(Config().get_catalog_config(name) or {})
+            properties: dict[str, Any] = {
+                **file_properties(location, env),
+                **(Config().get_catalog_config(name) or {}),
+            }
             return load_catalog(name, **properties)
         except Exception as exc:  # pyiceberg's own errors for a catalog it cannot load
             raise ConfigError(

@@ -86,7 +86,8 @@ class StoreAccess:
 
     ``source`` names the setting in use, never its secret. ``secrets`` are the values no
     message may show. ``endpoint`` is ``scheme://host:port`` of an emulator or a custom
-    endpoint (None for the public cloud).
+    endpoint (None for the public cloud). ``credentials_file`` is the GCS credentials JSON
+    petsync found (a service account's or gcloud's), for the table engines to read too.
     """
 
     kind: str
@@ -99,6 +100,7 @@ class StoreAccess:
     client_secret: tuple[str, str, str] | None = field(default=None, repr=False)
     default_credential: bool = False
     anonymous: bool = False
+    credentials_file: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @property
@@ -153,10 +155,16 @@ def _gcs_access(env: Mapping[str, str]) -> StoreAccess:
                 f"{GCS_CREDENTIALS_VARIABLE}={path}: no readable file there; point it at "
                 "the service account's JSON key file"
             )
-        return StoreAccess("gcs", f"the credentials file {GCS_CREDENTIALS_VARIABLE}={path}")
+        return StoreAccess(
+            "gcs", f"the credentials file {GCS_CREDENTIALS_VARIABLE}={path}", credentials_file=path
+        )
     gcloud = _gcloud_adc(env)
     if gcloud is not None:
-        return StoreAccess("gcs", f"gcloud's application default credentials ({gcloud})")
+        return StoreAccess(
+            "gcs",
+            f"gcloud's application default credentials ({gcloud})",
+            credentials_file=str(gcloud),
+        )
     if _on_google_cloud(env):
         return StoreAccess("gcs", "the metadata server's service account (Google Cloud)")
     raise ConfigError(f"no Google Cloud credentials found: {GCS_FIX}")
@@ -225,7 +233,7 @@ def _azure_access(location: Location, env: Mapping[str, str]) -> StoreAccess:
             sas_token=sas.lstrip("?"),
             secrets=(sas,),
         )
-    tenant, client, secret = (env.get(n, "").strip() for n in AZURE_SERVICE_PRINCIPAL)
+    client, tenant, secret = (env.get(n, "").strip() for n in AZURE_SERVICE_PRINCIPAL)
     if tenant and client and secret:
         return StoreAccess(
             "azure",

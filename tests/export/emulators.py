@@ -38,7 +38,7 @@ from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
 if TYPE_CHECKING:
     from tests.conftest import S3Bucket
 
-AZURITE_VERSION = "3.35.0"
+AZURITE_VERSION = "3.37.0"
 START_SECONDS = 100.0  # a cold start on a loaded 2-core machine (under the 120 s test timeout)
 INSTALL_SECONDS = 300.0
 
@@ -122,7 +122,8 @@ def run_fake_gcs() -> Iterator[Emulator]:
     port = _free_port()
     process = subprocess.Popen(
         [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
-         "-port", str(port), "-external-url", f"http://127.0.0.1:{port}", "-log-level", "info"],
+         "-port", str(port), "-external-url", f"http://127.0.0.1:{port}",
+         "-public-host", f"127.0.0.1:{port}", "-log-level", "info"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:

@@ -129,28 +129,24 @@ def out(
     store = request.param
     if store == "local":
         return str(tmp_path / "out")
-    if isinstance(kind, TableFormat) and store in ("gcs", "azure"):
-        # delta-rs and pyiceberg are handed an endpoint for S3 only: on an emulated GCS or
-        # Azure they would look for the cloud's credentials (delta-rs asks the GCE metadata
-        # address), which a test must never reach.
-        pytest.skip(f"{kind.title} tables on an emulated {store} get no endpoint")
+    if kind.name == "delta" and store == "gcs":
+        # delta-rs 1.6 (object_store 0.13) writes a GCS object with the XML API's
+        # PUT /BUCKET/OBJECT, which fake-gcs-server (wrapper 0.1.1) refuses (400 "invalid
+        # uploadType"); reading works: tests/formats/test_table_store_settings.py.
+        pytest.skip("fake-gcs-server takes no XML API upload, delta-rs's only way to write")
     bucket: S3Bucket | EmulatedBucket = request.getfixturevalue("s3" if store == "s3" else store)
     if kind.name == "iceberg":
-        _iceberg_catalog(bucket, tmp_path, monkeypatch)
+        _iceberg_catalog(tmp_path, monkeypatch)
     return bucket.uri()
 
 
-def _iceberg_catalog(
-    bucket: S3Bucket | EmulatedBucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _iceberg_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A SQL catalog on SQLite, named in pyiceberg's configuration, as a team's shared one
-    would be (an object store holds no SQLite file)."""
+    would be (an object store holds no SQLite file). It names no store: petsync hands
+    pyiceberg the store's settings, as it hands them to delta-rs."""
     prefix = "PYICEBERG_CATALOG__LAKE__"
     monkeypatch.setenv(f"{prefix}TYPE", "sql")
     monkeypatch.setenv(f"{prefix}URI", f"sqlite:///{tmp_path / 'catalog.db'}")
-    if isinstance(bucket, S3Bucket):
-        monkeypatch.setenv(f"{prefix}S3__ENDPOINT", bucket.endpoint)
-        monkeypatch.setenv(f"{prefix}S3__REGION", "us-east-1")
     monkeypatch.setenv("PETSYNC_ICEBERG_CATALOG", "lake")
 
 

@@ -128,6 +128,21 @@ def test_the_azurite_shortcut_uses_azurites_documented_account_and_key() -> None
     assert (access.account, access.account_key) == ("devstoreaccount1", AZURITE_KEY)
 
 
+def test_a_service_principal_is_handed_on_as_tenant_client_and_secret() -> None:
+    # The order pyarrow's options and azure-identity's ClientSecretCredential take.
+    access = resolve_access(
+        parse_location("az://pets"),
+        {
+            "AZURE_STORAGE_ACCOUNT_NAME": "acct",
+            "AZURE_CLIENT_ID": "app",
+            "AZURE_TENANT_ID": "tenant",
+            "AZURE_CLIENT_SECRET": "secret",
+        },
+    )
+
+    assert access.client_secret == ("tenant", "app", "secret")
+
+
 @pytest.mark.parametrize(
     ("environ", "shown"),
     [
