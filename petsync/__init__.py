@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from petsync.export.inventory import NightSummary, describe_snapshots
     from petsync.export.outcome import ExportReport
     from petsync.export.run import run_export
-    from petsync.formats.reading import (
+    from petsync.formats.snapshots import (
         FlaggedSnapshotWarning,
         list_snapshots,
         load_snapshot,
@@ -75,10 +75,10 @@ _LAZY: dict[str, str] = {
     "ExportReport": "petsync.export.outcome",
     "run_export": "petsync.export.run",
     "SnapshotInfo": "petsync.storage.layout",
-    "FlaggedSnapshotWarning": "petsync.formats.reading",
-    "list_snapshots": "petsync.formats.reading",
-    "load_snapshot": "petsync.formats.reading",
-    "load_snapshots": "petsync.formats.reading",
+    "FlaggedSnapshotWarning": "petsync.formats.snapshots",
+    "list_snapshots": "petsync.formats.snapshots",
+    "load_snapshot": "petsync.formats.snapshots",
+    "load_snapshots": "petsync.formats.snapshots",
     "SnapshotDiff": "petsync.export.diff",
     "NightSummary": "petsync.export.inventory",
     "describe_snapshots": "petsync.export.inventory",

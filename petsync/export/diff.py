@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from petsync.formats.reading import find_snapshot, read_table
 from petsync.formats.schema import extra_columns, recorded_fields
+from petsync.formats.snapshots import find_snapshot, read_table
 from petsync.storage.layout import SnapshotInfo
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The nights a store holds, one line each: date, trust, pets, size, extra fields, why flagged.
 
 :func:`describe_snapshots` is what ``petsync snapshots`` prints, built on
-:func:`~petsync.formats.reading.list_snapshots` (so it reads every store and table format
+:func:`~petsync.formats.snapshots.list_snapshots` (so it reads every store and table format
 that does) plus each night's size: the bytes of its partition's files (Parquet, CSV,
 manifest, quarantine) for folders, of its current data files for a Delta or Iceberg table.
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from petsync.formats.reading import future_horizon, list_snapshots
 from petsync.formats.registry import format_of_manifest
 from petsync.formats.schema import EXTRA_FIELDS_KEY
+from petsync.formats.snapshots import future_horizon, list_snapshots
 from petsync.storage.layout import SnapshotInfo
 from petsync.storage.location import Location, parse_location
 
@@ -60,7 +60,7 @@ def describe_snapshots(
     """One :class:`NightSummary` per snapshot under ``directory`` (a path or URI), oldest first.
 
     ``horizon`` is the first date that counts as dated ahead (default:
-    :func:`~petsync.formats.reading.future_horizon`, tomorrow with the clock tolerance).
+    :func:`~petsync.formats.snapshots.future_horizon`, tomorrow with the clock tolerance).
 
     >>> [(n.date.isoformat(), n.trust, n.pets) for n in describe_snapshots("out")]  # doctest: +SKIP
     [('2026-11-21', 'complete', 10000), ('2026-11-22', 'incomplete', 9120)]

@@ -56,9 +56,9 @@ from petsync.export.tallies import CollectedPets
 from petsync.export.winning_rows import Deduplicated
 from petsync.formats.night import Committed, Night
 from petsync.formats.protocol import SnapshotFormat
-from petsync.formats.reading import latest_snapshot, list_snapshots
 from petsync.formats.registry import format_named
 from petsync.formats.schema import COLUMNS, ColumnType
+from petsync.formats.snapshots import latest_snapshot, list_snapshots
 from petsync.storage.layout import PARTITION_KEY, QUARANTINE_NAME, SnapshotInfo
 from petsync.storage.lock import Lock
 from petsync.storage.store import SnapshotStore, Staged, before_fetch, open_store

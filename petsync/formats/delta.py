@@ -36,7 +36,8 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError, InputError
 from petsync.core.settings_table import OUT
 from petsync.formats.night import Night
-from petsync.formats.table import (
+from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
+from petsync.formats.table_steps import (
     MANIFEST_KEY,
     TableFormat,
     commit_manifest,
@@ -45,7 +46,6 @@ from petsync.formats.table import (
     holds_folder,
     table_uri,
 )
-from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
 from petsync.storage.credentials import StoreAccess, environment_settings, resolve_access
 from petsync.storage.layout import PARTITION_KEY, SnapshotInfo
 from petsync.storage.location import Location

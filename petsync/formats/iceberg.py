@@ -18,7 +18,7 @@ on PostgreSQL); that is required for an object-store ``OUT``, where a SQLite fil
 shared.
 
 The schema is enforced before the first API request and again before the commit
-(:mod:`petsync.formats.table`): a table whose columns, types or partitioning differ is
+(:mod:`petsync.formats.table_steps`): a table whose columns, types or partitioning differ is
 refused, never cast.
 
 With ``--extra-fields keep`` the schema evolves by adding columns only: a field the API
@@ -41,7 +41,8 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError
 from petsync.core.settings_table import OUT, TABLE_FORMAT
 from petsync.formats.night import Night
-from petsync.formats.table import (
+from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
+from petsync.formats.table_steps import (
     MANIFEST_KEY,
     TableFormat,
     commit_manifest,
@@ -49,7 +50,6 @@ from petsync.formats.table import (
     engine,
     holds_folder,
 )
-from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
 from petsync.storage.credentials import environment_settings
 from petsync.storage.layout import PARTITION_KEY, PETS_DIR
 from petsync.storage.location import Location

@@ -6,7 +6,7 @@ One row per version of a pet: its content (``name``, ``categoryId``, ``status``)
 
 - :mod:`petsync.history.table`: the table's schema, its nights, the files on disk.
 - :mod:`petsync.history.content_hash`: the hash of a version's content.
-- :mod:`petsync.history.night`: a night's pets read in id order, in bounded pieces.
+- :mod:`petsync.history.night_batches`: a night's pets read in id order, in bounded pieces.
 - :mod:`petsync.history.id_order`: sorted runs spilled to a scratch file and merged.
 - :mod:`petsync.history.read_ahead`: pieces read ahead on a thread of their own.
 - :mod:`petsync.history.fold`: one night merged with the open versions (the rules).

@@ -12,7 +12,7 @@ Given the versions open before a night and the night's pets, both in id order:
 A status-less pet is a version like any other, its status null.
 
 Both stream through in pieces (the open versions as the history's open file holds them,
-the night's pets as :mod:`petsync.history.night` puts them in id order), merged block by
+the night's pets as :mod:`petsync.history.night_batches` puts them in id order), merged block by
 block, and the new open versions leave in pieces, in id order, to a sink: memory holds a
 piece of each, never the night or the table.
 """

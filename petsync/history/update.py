@@ -8,7 +8,7 @@ a night exported again) is refused: the history would need rewriting from that n
 which ``--rebuild`` does from the snapshots still kept.
 
 The snapshots and the history may be local or on an object store (``s3://``, ``gs://``,
-``abfs://``): the snapshots are read through :mod:`petsync.formats.reading`, the history's
+``abfs://``): the snapshots are read through :mod:`petsync.formats.snapshots`, the history's
 files through ``pyarrow.fs`` (:class:`petsync.history.table.HistoryFiles`). One update at a
 time: locally a lock file beside the snapshots, on an object store a lock object in the
 history's folder created only if absent (:class:`petsync.storage.lock.ObjectLock`).
@@ -28,9 +28,9 @@ import pyarrow.fs as pafs
 
 from petsync.core.errors import InputError
 from petsync.core.settings_table import HISTORY_COMMAND, OUT, REBUILD
-from petsync.formats.reading import future_horizon, list_snapshots
+from petsync.formats.snapshots import future_horizon, list_snapshots
 from petsync.history.fold import fold_night
-from petsync.history.night import night_pieces
+from petsync.history.night_batches import night_pieces
 from petsync.history.read_ahead import read_ahead
 from petsync.history.table import (
     HISTORY_DIR,

@@ -41,7 +41,7 @@ from typing import Any
 import dagster as dg
 
 from petsync.core.errors import ExitCode, PetsyncError
-from petsync.formats.reading import list_snapshots
+from petsync.formats.snapshots import list_snapshots
 from petsync.ops.jobfile import read_job_kind
 from petsync.orchestration.dagster_import import ImportJob
 from petsync.orchestration.dagster_target import PetsyncTarget, asset_name, job_logger

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.storage.layout import (
     CSV_NAME,
     MANIFEST_NAME,

@@ -24,7 +24,7 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.interface import LINK_LENGTH_LIMIT
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.storage.layout import QUARANTINE_NAME, partition_path
 
 TODAY = dt.datetime.now(dt.UTC).date()

@@ -21,7 +21,7 @@ from deltalake import DeltaTable
 
 from petsync.cli import cli
 from petsync.core.models import Pet
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.storage.layout import STAGING_DIR
 from petsync.storage.location import parse_location
 from petsync.storage.lock import LOCK_NAME

@@ -16,7 +16,7 @@ from petsync.cli.serve import ready_lines
 from petsync.client.config import ClientConfig
 from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.server.faults import Faults
 from petsync.server.runner import RunningServer
 from petsync.storage.layout import MANIFEST_NAME, partition_path

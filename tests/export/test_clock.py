@@ -15,7 +15,7 @@ from petsync.core.errors import PetsyncError
 from petsync.export.config import ExportConfig
 from petsync.export.fetch import ListingResult
 from petsync.export.run import run_export
-from petsync.formats.reading import list_snapshots
+from petsync.formats.snapshots import list_snapshots
 from petsync.server.runner import RunningServer
 from petsync.storage.layout import STAGING_DIR
 from tests.conftest import StartServer

@@ -39,7 +39,7 @@ from petsync.core.errors import PetsyncError
 from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
-from petsync.formats.reading import load_snapshot
+from petsync.formats.snapshots import load_snapshot
 from petsync.storage import local_publication as local_publish
 from petsync.storage import object_publication as object_publish
 from petsync.storage.layout import MANIFEST_NAME, STAGING_DIR

@@ -23,8 +23,8 @@ from petsync.export.config import ExportConfig
 from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
 from petsync.formats.delta import storage_options
-from petsync.formats.reading import list_snapshots, load_snapshot
-from petsync.formats.table import MANIFEST_KEY
+from petsync.formats.snapshots import list_snapshots, load_snapshot
+from petsync.formats.table_steps import MANIFEST_KEY
 from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.export.scripted import BASE, ScriptedClient

@@ -31,7 +31,7 @@ from petsync.export.extra_fields import (
 )
 from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.formats.reading import list_snapshots, load_snapshot, load_snapshots
+from petsync.formats.snapshots import list_snapshots, load_snapshot, load_snapshots
 from petsync.server.extra_fields import extra_fields as demo_fields
 from petsync.storage.layout import (
     CSV_NAME,

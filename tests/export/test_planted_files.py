@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from petsync.cli import cli
 from petsync.core.errors import ExitCode, InputError
-from petsync.formats.reading import list_snapshots
+from petsync.formats.snapshots import list_snapshots
 from petsync.history.table import HISTORY_DIR, STATE_NAME
 from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME
 from tests.export.published import publish_snapshot

@@ -15,7 +15,7 @@ from petsync.core.models import Pet
 from petsync.export.config import ExportConfig
 from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.formats.reading import list_snapshots
+from petsync.formats.snapshots import list_snapshots
 from tests.export.scripted import BASE, ScriptedClient
 from tests.formats.table_nights import DAY1, DAY2, DAY3, NIGHT1, NIGHT2
 

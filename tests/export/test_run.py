@@ -19,7 +19,7 @@ from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
 from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
-from petsync.formats.reading import latest_snapshot, list_snapshots, load_snapshot
+from petsync.formats.snapshots import latest_snapshot, list_snapshots, load_snapshot
 from petsync.storage.layout import (
     CSV_NAME,
     FLAGGED_CSV_NAME,

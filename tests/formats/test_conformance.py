@@ -24,10 +24,10 @@ from petsync.core.errors import ConfigError
 from petsync.core.models import INT64_MAX, INT64_MIN
 from petsync.formats.night import Committed, Night
 from petsync.formats.protocol import SnapshotFormat
-from petsync.formats.reading import list_snapshots, load_snapshot, read_table
 from petsync.formats.registry import FORMAT_NAMES, format_named, format_of
 from petsync.formats.schema import EXTRA_FIELDS_KEY, ColumnType, output_schema
-from petsync.formats.table import TableFormat
+from petsync.formats.snapshots import list_snapshots, load_snapshot, read_table
+from petsync.formats.table_steps import TableFormat
 from petsync.storage.location import parse_location
 from petsync.storage.store import open_store
 from tests.conftest import S3Bucket

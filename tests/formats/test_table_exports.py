@@ -15,7 +15,7 @@ from petsync.core.errors import ConfigError, ExitCode, PetsyncError
 from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
 from petsync.formats.iceberg import open_catalog
-from petsync.formats.reading import FlaggedSnapshotWarning, list_snapshots, load_snapshot
+from petsync.formats.snapshots import FlaggedSnapshotWarning, list_snapshots, load_snapshot
 from petsync.storage.location import parse_location
 from tests.export.scripted import BASE, ScriptedClient
 from tests.formats.table_nights import DAY1, DAY2, DAY3, NIGHT1, NIGHT2, config, export_to

@@ -15,7 +15,7 @@ import pytest
 
 from petsync.formats.delta import storage_options
 from petsync.formats.iceberg import file_properties
-from petsync.formats.reading import list_snapshots, read_table
+from petsync.formats.snapshots import list_snapshots, read_table
 from petsync.storage.credentials import AZURITE_ACCOUNT, AZURITE_KEY
 from petsync.storage.location import parse_location
 from tests.export.emulators import EmulatedBucket, upload

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from petsync.cli import cli
-from petsync.formats.reading import list_snapshots
+from petsync.formats.snapshots import list_snapshots
 from petsync.history.load import load_history
 
 JOB = """[export]

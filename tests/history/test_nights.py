@@ -20,7 +20,7 @@ import pytest
 from petsync.client.config import ClientConfig
 from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.history.load import load_history, transitions
 from petsync.history.update import update_history
 

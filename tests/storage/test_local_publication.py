@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, STAGING_DIR, partition_path
 from petsync.storage.local_publication import StagedSnapshot, clean_staging, prune_snapshots
 from tests.export.published import publish_snapshot

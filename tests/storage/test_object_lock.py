@@ -20,7 +20,7 @@ from petsync.core.errors import ExitCode, LockedError, PetsyncError
 from petsync.core.models import Pet, PetStatus
 from petsync.export.config import ExportConfig
 from petsync.export.run import run_export
-from petsync.formats.reading import list_snapshots, load_snapshot
+from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.storage.location import parse_location
 from petsync.storage.lock import DEFAULT_LOCK_EXPIRY, Holder, ObjectLock
 from petsync.storage.store import object_lock

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import petsync.history.id_order as id_order
-import petsync.history.night as night
+import petsync.history.night_batches as night
 from petsync.core.errors import InputError
-from petsync.formats.reading import list_snapshots
 from petsync.formats.schema import PET_SCHEMA
+from petsync.formats.snapshots import list_snapshots
 from petsync.history.id_order import SPILL_NAME, in_id_order
-from petsync.history.night import night_pieces
+from petsync.history.night_batches import night_pieces
 from petsync.history.update import update_history
 from petsync.storage.layout import PARQUET_NAME, SnapshotInfo
 from tests.export.published import Row, publish_snapshot

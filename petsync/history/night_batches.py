@@ -13,12 +13,12 @@ its listings' pages as they came, so the file is made of runs each in id order. 
   to a scratch folder, merged).
 
 Either way memory stays flat in the catalogue's size. The footer must name the manifest's
-run, as for :func:`petsync.formats.reading.read_table`; on an object store the object must
+run, as for :func:`petsync.formats.snapshots.read_table`; on an object store the object must
 also be the one the read began with (same size and time): a night exported again while it
 was read is an error, never a mix.
 
 A night of a Delta or Iceberg table is read whole through its library, as
-:func:`~petsync.formats.reading.read_table` reads it (in id order), and handed on in pieces.
+:func:`~petsync.formats.snapshots.read_table` reads it (in id order), and handed on in pieces.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.formats.reading import (
+from petsync.formats.snapshots import (
     FlaggedSnapshotWarning,
     find_snapshot,
     latest_snapshot,
