@@ -82,7 +82,8 @@ def string_array(values: Sequence[str | None]) -> pa.Array:
 
     Built from one encoded buffer and its offsets: about 4x cheaper than appending the
     strings one by one. Text that is all ASCII (the usual case) has as many bytes as
-    characters, so only other text encodes each string again to count its bytes.
+    characters; other text has its offsets moved from characters to bytes in numpy
+    (:func:`_byte_offsets`), not by encoding each string again.
     """
     count = len(values)
     validity = None
@@ -99,7 +100,23 @@ def string_array(values: Sequence[str | None]) -> pa.Array:
         builder.append_values(values)
         return builder.finish()
     texts = cast("Sequence[str]", values)
-    lengths = map(len, texts) if len(data) == len(text) else map(len, map(str.encode, texts))
     offsets = np.zeros(count + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(lengths, dtype=np.int32, count=count), out=offsets[1:])
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int32, count=count), out=offsets[1:])
+    if len(data) != len(text):
+        offsets = _byte_offsets(offsets, data)
     return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data), validity)
+
+
+def _byte_offsets(chars: npt.NDArray[np.int32], data: bytes) -> npt.NDArray[np.int32]:
+    """Offsets counted in characters as offsets into ``data``, their UTF-8 bytes.
+
+    A character's bytes after its first continue it (``10xxxxxx``). The k-th such byte,
+    at byte p, belongs to character p - k - 1, so a string starting at character c starts
+    at byte c plus the continuing bytes of the characters before c: one pass over the
+    bytes, then work only on the continuing ones (few, in the usual mostly-ASCII text).
+    """
+    raw = np.frombuffer(data, dtype=np.uint8)
+    follow = np.flatnonzero((raw & 0xC0) == 0x80)
+    owner = follow - np.arange(len(follow)) - 1
+    moved = chars + np.searchsorted(owner, chars, side="left")
+    return moved.astype(np.int32)

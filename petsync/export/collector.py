@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
+from itertools import compress
+from operator import not_
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from petsync.client.records import PetColumns, typed_records
@@ -59,21 +62,41 @@ def source_of(status: PetStatus | None) -> int:
     return SWEEP_SOURCE if status is None else _SOURCE_STATUS.index(status.value)
 
 
-def _hashes(columns: PetColumns) -> list[int]:
+def _hashes(columns: PetColumns) -> Iterator[int]:
     """A hash over every field of each row (tuples hashed in C): two fetches of one id with
     equal hashes have (all but surely: 64 bits, keyed per process) the same content.
     A row's extra fields count when it has some; a row without any hashes as it always did."""
     rows = zip(columns.ids, columns.names, columns.categories, columns.statuses, strict=True)
     if columns.extras is None:
-        return list(map(hash, rows))
-    return [
+        return map(hash, rows)
+    return (
         hash(row) if extra is None else hash((*row, extra))
         for row, extra in zip(rows, columns.extras, strict=True)
-    ]
+    )
+
+
+class _PageRuns:
+    """The seq of each row of a batch, as one (seq, rows) pair per page."""
+
+    def __init__(self) -> None:
+        self._seqs: list[int] = []
+        self._rows: list[int] = []
+
+    def add(self, seq: int, rows: int) -> None:
+        self._seqs.append(seq)
+        self._rows.append(rows)
+
+    def seqs(self) -> npt.NDArray[np.int32]:
+        return np.repeat(np.array(self._seqs, dtype=np.int32), self._rows)
 
 
 class _Buffer:
-    """One listing's rows not yet turned into a record batch (used by one thread)."""
+    """One listing's rows not yet turned into a record batch (used by one thread).
+
+    Each column is extended by a page's list in one C call, and each integer column becomes
+    numpy once per batch, for the scratch file and the keys alike; a page's seq is kept
+    once with its count of rows, repeated in numpy.
+    """
 
     def __init__(self, source: int) -> None:
         self.source = source
@@ -87,15 +110,15 @@ class _Buffer:
         self.categories: list[int] = []
         self.statuses: list[str | None] = []
         self.extras: list[str | None] | None = None  # None while no row had extra fields
-        self.seqs: list[int] = []
         self.hashes: list[int] = []
+        self.pages = _PageRuns()
         self.ghost_ids: list[int] = []
-        self.ghost_seqs: list[int] = []
         self.ghost_hashes: list[int] = []
+        self.ghost_pages = _PageRuns()
 
-    def add(self, pets: PetColumns, seq: int) -> None:
+    def add(self, pets: PetColumns, seq: int, hashes: Iterable[int] | None = None) -> None:
         statuses = pets.statuses
-        self.hashes.extend(_hashes(pets))
+        self.hashes.extend(_hashes(pets) if hashes is None else hashes)
         if pets.extras is not None and self.extras is None:
             self.extras = [None] * len(self.ids)
         if self.extras is not None:
@@ -104,15 +127,16 @@ class _Buffer:
         self.names.extend(pets.names)
         self.categories.extend(pets.categories)
         self.statuses.extend(statuses)
-        self.seqs.extend(itertools.repeat(seq, len(pets)))
+        self.pages.add(seq, len(pets))
         if self.expected is not None:
             # Listed under status=X but the body says otherwise: the body wins, counted.
             self.mismatches += len(statuses) - statuses.count(self.expected)
 
-    def add_ghosts(self, ids: list[int], hashes: list[int], seq: int) -> None:
+    def add_ghosts(self, ids: Iterable[int], hashes: Iterable[int], seq: int) -> None:
+        before = len(self.ghost_ids)
         self.ghost_ids.extend(ids)
         self.ghost_hashes.extend(hashes)
-        self.ghost_seqs.extend(itertools.repeat(seq, len(ids)))
+        self.ghost_pages.add(seq, len(self.ghost_ids) - before)
 
     def full(self, rows: int) -> bool:
         return len(self.ids) >= rows or len(self.ghost_ids) >= rows
@@ -177,41 +201,42 @@ class PetCollector:
             self._seq += 1
             seq = self._seq
             buffer = self._buffers.setdefault(source, _Buffer(source))
+        hashes = None
         if source == SWEEP_SOURCE and body is not None and self._listed:
-            pets = self._add_ghosts(buffer, pets, body, seq)
+            pets, hashes = self._add_ghosts(buffer, pets, body, seq)
         if len(pets):
             if pets.extras is not None:
                 self.saw_extra_fields = True
-            buffer.add(pets, seq)
+            buffer.add(pets, seq, hashes)
         if buffer.full(self._batch_rows):
             self._spill(buffer)
 
     def _add_ghosts(
         self, buffer: _Buffer, pets: PetColumns, body: bytes | bytearray, seq: int
-    ) -> PetColumns:
-        """Keep the sweep's pets of listed statuses as ghosts; return the others."""
-        listed = self._listed
-        ghost = [status in listed for status in pets.statuses]
+    ) -> tuple[PetColumns, list[int] | None]:
+        """Keep the sweep's pets of listed statuses as ghosts; return the others (with their
+        hashes when they were computed here: the page's rows are hashed once)."""
+        ghost = list(map(self._listed.__contains__, pets.statuses))
         if True not in ghost:
-            return pets
+            return pets, None
         self._sweep_pages.add(seq, body)
         if False not in ghost:
             buffer.add_ghosts(pets.ids, _hashes(pets), seq)
-            return PetColumns.empty()
-        ghosts = pets.where(ghost)
-        buffer.add_ghosts(ghosts.ids, _hashes(ghosts), seq)
-        return pets.where([not g for g in ghost])
+            return PetColumns.empty(), None
+        hashes = list(_hashes(pets))
+        buffer.add_ghosts(compress(pets.ids, ghost), compress(hashes, ghost), seq)
+        kept = list(map(not_, ghost))
+        return pets.where(kept), list(compress(hashes, kept))
 
     def _spill(self, buffer: _Buffer) -> None:
         batch = None
+        ids = np.array(buffer.ids, dtype=np.int64)  # once, for the batch and the keys
         if len(buffer):
             batch = scratch_batch(
-                PetColumns(
-                    buffer.ids, buffer.names, buffer.categories, buffer.statuses, buffer.extras
-                )
+                ids, buffer.names, buffer.categories, buffer.statuses, buffer.extras
             )
-        stored = (buffer.ids, buffer.seqs, buffer.hashes)
-        ghosts = (buffer.ghost_ids, buffer.ghost_seqs, buffer.ghost_hashes)
+        stored = (ids, buffer.pages.seqs(), buffer.hashes)
+        ghosts = (buffer.ghost_ids, buffer.ghost_pages.seqs(), buffer.ghost_hashes)
         buffer.reset()
         with self._lock:
             if batch is not None:
@@ -278,7 +303,9 @@ class PetCollector:
                 ]
                 rows = columns.where(take)
                 count += len(rows)
-                writer.write_batch(scratch_batch(rows))
+                writer.write_batch(
+                    scratch_batch(rows.ids, rows.names, rows.categories, rows.statuses, rows.extras)
+                )
         self._sweep_pages.close()
         return path, count
 

@@ -23,7 +23,7 @@ Counts: ids seen under two status filters, and ids whose copies differ.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -279,7 +279,11 @@ def _conflicting_ids(hashes: IntArray, sorted_ids: IntArray, first: npt.NDArray[
 
 
 def make_keys(
-    ids: list[int], seq: list[int], source: int, hashes: list[int], rows: IntArray | None
+    ids: Sequence[int] | IntArray,
+    seq: Sequence[int] | npt.NDArray[np.int32],
+    source: int,
+    hashes: Sequence[int],
+    rows: IntArray | None,
 ) -> Keys:
     """Keys of one batch of rows of ``source``; ``rows`` None makes them ghosts."""
     keys = np.empty(len(ids), dtype=KEY_DTYPE)

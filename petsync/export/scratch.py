@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from petsync.client.records import PetColumns
 from petsync.core.arrow_arrays import int64_array, string_array
 from petsync.formats.schema import PET_SCHEMA
 
@@ -31,17 +31,22 @@ EXTRAS_COLUMN = "__extra_fields"  # scratch only: each row's extra fields as JSO
 SCRATCH_SCHEMA: pa.Schema = PET_SCHEMA.append(pa.field(EXTRAS_COLUMN, pa.string()))
 
 
-def scratch_batch(columns: PetColumns) -> pa.RecordBatch:
-    """The columns as an Arrow record batch of the scratch schema (ids are exact: every one
-    passed the int64 check)."""
-    extras = columns.extras
+def scratch_batch(
+    ids: Sequence[int] | npt.NDArray[np.int64],
+    names: Sequence[str],
+    categories: Sequence[int] | npt.NDArray[np.int64],
+    statuses: Sequence[str | None],
+    extras: Sequence[str | None] | None,
+) -> pa.RecordBatch:
+    """Columns as an Arrow record batch of the scratch schema (ids are exact: every one
+    passed the int64 check). Integer columns already in numpy are used as they are."""
     return pa.record_batch(
         [
-            int64_array(np.array(columns.ids, dtype=np.int64)),
-            string_array(columns.names),
-            int64_array(np.array(columns.categories, dtype=np.int64)),
-            string_array(columns.statuses),
-            pa.nulls(len(columns), pa.string()) if extras is None else string_array(extras),
+            int64_array(np.asarray(ids, dtype=np.int64)),
+            string_array(names),
+            int64_array(np.asarray(categories, dtype=np.int64)),
+            string_array(statuses),
+            pa.nulls(len(ids), pa.string()) if extras is None else string_array(extras),
         ],
         schema=SCRATCH_SCHEMA,
     )

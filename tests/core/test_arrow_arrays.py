@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import subprocess
 import sys
 
@@ -25,10 +26,22 @@ from petsync.core.arrow_arrays import (
         ["Rex", "", "a,b", 'say "hi"'],
         ["é", "😀 Rex", "=1+1", "line\nbreak", "plain"],
         ["sold", None, "available", None, ""],
+        [None, "Zoë", "", "😀 Rex", None, "plain", "é"],
+        ["a\x00b", None, "é\x00", "\x00"],
+        ["", "", None],
         [None, None],
         [],
     ],
-    ids=["ascii", "non-ascii", "nulls-and-empty", "all-null", "empty"],
+    ids=[
+        "ascii",
+        "non-ascii",
+        "nulls-and-empty",
+        "nulls-and-non-ascii",
+        "nul-inside",
+        "only-empty",
+        "all-null",
+        "empty",
+    ],
 )
 def test_string_array_holds_the_values_with_none_as_null(values: list[str | None]) -> None:
     array = string_array(values)
@@ -36,6 +49,23 @@ def test_string_array_holds_the_values_with_none_as_null(values: list[str | None
     assert array.type == pa.string()
     assert array.to_pylist() == values
     assert array.null_count == values.count(None)
+
+
+def test_string_array_offsets_hold_for_any_mix_of_characters() -> None:
+    # Multi-byte characters anywhere (first, last, next to an empty string or a null): the
+    # offsets moved from characters to bytes must land on every string's bounds.
+    rng = random.Random(34)
+    alphabet = 'ab é😀,"\nЖ中\x00'
+    for _ in range(2000):
+        values = [
+            None
+            if rng.random() < 0.2
+            else "".join(rng.choice(alphabet) for _ in range(rng.randrange(5)))
+            for _ in range(rng.randrange(8))
+        ]
+        array = string_array(values)
+        array.validate(full=True)
+        assert array.to_pylist() == values
 
 
 def test_string_array_refuses_a_lone_surrogate_like_arrow() -> None:
