@@ -30,8 +30,8 @@ from petsync.importer.columns import resolve_columns
 from petsync.importer.sheets import ods_content
 from petsync.importer.sheets.ods_content import measure_ods
 from petsync.importer.sheets.opening import open_spreadsheet
-from petsync.importer.sheets.sheet import CUT_NOTE
-from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, column_letters
+from petsync.importer.sheets.sheet import CUT_NOTE, column_letters
+from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range
 from petsync.importer.validation import validate_row
 from tests.fuzz.budget import DEADLINE, fuzz
 from tests.fuzz.workbook_worker import CELL_LIMIT as CELL_LIMIT_SCALED
@@ -112,7 +112,7 @@ def _sheet(cells: list[tuple[int, int, bool, bool]]) -> tuple[str, UsedRange]:
         for column in sorted(by_row[row]):
             value, with_r = by_row[row][column]
             with_r = with_r or column != previous + 1  # no r only for the next column
-            ref = f' r="{column_letters(column)}{row}"' if with_r else ""
+            ref = f' r="{column_letters(column - 1)}{row}"' if with_r else ""
             parts.append(f"<c{ref}><v>1</v></c>" if value else f'<c{ref} s="1"/>')
             previous = column
             if value:

@@ -9,7 +9,8 @@ import pytest
 
 from petsync.core.errors import InputError
 from petsync.importer.sheets import sheet_range
-from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range, column_letters
+from petsync.importer.sheets.sheet import column_letters
+from petsync.importer.sheets.sheet_range import UsedRange, check_sheet_range
 from tests.cli.test_import_bounds import _far_cell_workbook
 
 
@@ -65,7 +66,7 @@ def test_a_file_that_is_no_zip_is_left_to_the_reader(tmp_path: Path) -> None:
 
 
 def test_column_letters_round_trip() -> None:
-    assert [column_letters(n) for n in (1, 26, 27, 702, 703, 16384)] == [
+    assert [column_letters(n - 1) for n in (1, 26, 27, 702, 703, 16384)] == [
         "A",
         "Z",
         "AA",

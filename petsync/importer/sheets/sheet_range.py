@@ -28,6 +28,7 @@ from xml.etree import ElementTree
 
 from petsync.core.errors import InputError
 from petsync.core.interface import SHEET_CELL_LIMIT, SHEET_COLUMN_LIMIT, WORKBOOK_XML_LIMIT
+from petsync.importer.sheets.sheet import column_letters
 
 # What a damaged zip or XML raises while it is measured.
 _DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, NotImplementedError)
@@ -61,20 +62,7 @@ class UsedRange:
     @property
     def text(self) -> str:
         """``A1:XFD1048576``, as a spreadsheet names the range."""
-        return f"A1:{column_letters(max(self.columns, 1))}{max(self.rows, 1)}"
-
-
-def column_letters(number: int) -> str:
-    """The letters of a 1-based column number.
-
-    >>> column_letters(1), column_letters(28), column_letters(16384)
-    ('A', 'AB', 'XFD')
-    """
-    letters = ""
-    while number > 0:
-        number, rest = divmod(number - 1, 26)
-        letters = chr(ord("A") + rest) + letters
-    return letters
+        return f"A1:{column_letters(max(self.columns, 1) - 1)}{max(self.rows, 1)}"
 
 
 def check_sheet_range(path: Path, sheet: str, name: str | None = None) -> UsedRange | None:
