@@ -212,10 +212,15 @@ class ImportReport:
             "rows_uncertain": self.uncertain,
         }
 
-    def to_json(self, terms: Terms = LIBRARY) -> dict[str, Any]:
+    def to_json(self, terms: Terms | None = LIBRARY) -> dict[str, Any]:
         """The report as the ``--report`` file holds it (the stop's message redacted), its
-        messages in ``terms``."""
-        stopped = None if self.stopped_reason is None else render(self.stopped_reason, terms)
+        messages in ``terms``; ``None`` keeps them messages, for a log handler to put in its
+        reader's terms (and redact) when it writes the line."""
+
+        def said(message: Said) -> Said:
+            return message if terms is None else render(message, terms)
+
+        stopped = None if self.stopped_reason is None else said(self.stopped_reason)
         return {
             "source": self.source,
             "dry_run": self.dry_run,
@@ -229,16 +234,14 @@ class ImportReport:
             "pending": self.pending,
             "would_send": self.would_send,
             "encoding": self.encoding,
-            "encoding_notice": None
-            if self.encoding_notice is None
-            else render(self.encoding_notice, terms),
+            "encoding_notice": None if self.encoding_notice is None else said(self.encoding_notice),
             "delimiter": self.delimiter,
             "sheet": self.sheet,
             "header_row": self.header_row,
             "merged_cells": self.merged_cells,
             "columns": self.columns,
             "columns_not_sent": self.columns_not_sent,
-            "map_hints": [render(hint, terms) for hint in self.map_hints],
+            "map_hints": [said(hint) for hint in self.map_hints],
             "duplicates": self.duplicates,
             "duplicate_rows": self.duplicate_rows,
             "duplicates_sent": self.duplicates_sent,
@@ -264,10 +267,14 @@ class ImportReport:
             },
             "archived_to": self.archived_to,
             "archived": self.archived,
-            "notices": [render(notice, terms) for notice in self.notices],
+            "notices": [said(notice) for notice in self.notices],
             "first_rejects": self.first_rejects,
             "stopped_reason": stopped,
-            "error": None if self.stop is None else redact(self.stop.render(terms)),
+            "error": None
+            if self.stop is None
+            else self.stop.words
+            if terms is None
+            else redact(self.stop.render(terms)),
             "exit_code": int(self.exit_code),
         }
 

@@ -127,7 +127,7 @@ def run_import(
     report.elapsed_seconds = clock() - started
     logger.info(
         "import_finished",
-        extra={"fields": {k: v for k, v in report.to_json().items() if k != "files"}},
+        extra={"fields": {k: v for k, v in report.to_json(None).items() if k != "files"}},
     )
     return report
 

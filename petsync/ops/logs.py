@@ -85,14 +85,24 @@ class _Reader:
 
 
 def _fields(record: logging.LogRecord, terms: Terms) -> dict[str, object]:
-    """The record's fields; a message naming settings (:class:`Words`) put in ``terms``."""
+    """The record's fields; each message naming settings (:class:`Words`) put in ``terms``."""
     fields = getattr(record, "fields", None)
     if not isinstance(fields, dict):
         return {}
-    return {
-        key: value.render(terms) if isinstance(value, Words) else value
-        for key, value in fields.items()
-    }
+    return {key: _in_terms(value, terms) for key, value in fields.items()}
+
+
+def _in_terms(value: object, terms: Terms) -> object:
+    """``value`` with every message in it, however deep (a report's notices), in ``terms``."""
+    if isinstance(value, Words):
+        return value.render(terms)
+    if isinstance(value, list):
+        return [_in_terms(item, terms) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_in_terms(item, terms) for item in value)
+    if isinstance(value, dict):
+        return {key: _in_terms(item, terms) for key, item in value.items()}
+    return value
 
 
 class JsonFormatter(logging.Formatter):

@@ -76,3 +76,14 @@ def test_a_warning_names_the_setting_in_its_handlers_terms() -> None:
     first, second = stream.getvalue().splitlines()
     assert first.endswith("list the pets, then --settle")
     assert second.endswith("list the pets, then settle = true in jobs/bulk.toml")
+
+
+def test_a_message_inside_a_logged_report_names_the_option(workdir: Path) -> None:
+    sheet = workdir / "pets.csv"
+    sheet.write_text("name,categoryId,Pet state\nRex,1,available\n", encoding="utf-8")
+    args = ["--log-format", "json", "--log-level", "info", "import", str(sheet), "--dry-run"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    (finished,) = [e for e in events if e["event"] == "import_finished"]
+    assert finished["fields"]["map_hints"] == ['--map "Pet state=status"']
