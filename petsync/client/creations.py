@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from petsync.client.body import parse_json
 from petsync.client.exchange import Answer, AnswerHeaders, RequestHeaders, Transfers
@@ -31,11 +31,11 @@ from petsync.core.models import NewPet, Pet, parse_pet
 Attempts = Generator[float | None, Answer | None, tuple[int, AnswerHeaders, bytes | bytearray]]
 
 
-@dataclass(frozen=True, slots=True)
-class Creation:
+class Creation(NamedTuple):
     """How one createPet ended: the ``pet`` created, or the ``error`` (a petsync error, as
     :meth:`~petsync.client.client.PetstoreClient.create_pet` raises it); ``seconds`` from
-    its start to its end, ``retried`` when it waited to be sent again (a 429, a refusal)."""
+    its start to its end, ``retried`` when it waited to be sent again (a 429, a refusal).
+    A tuple: one is made per POST."""
 
     key: int
     pet: Pet | None

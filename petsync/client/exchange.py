@@ -86,6 +86,15 @@ class AnswerHeaders(Mapping[str, str]):
     def get(self, key: str, default: _T, /) -> str | _T: ...
 
     def get(self, key: str, default: object = None, /) -> object:
+        if self._fields is None and key.isascii():
+            # Before any table: a scan of the few raw fields. An ASCII value reads the same
+            # in all three encodings, so only a non-ASCII one needs the table's.
+            wanted = key.lower().encode("ascii")
+            found = [value for name, value in self.raw if name.lower() == wanted]
+            if not found:
+                return default
+            if all(map(bytes.isascii, found)):
+                return ", ".join([value.decode("ascii") for value in found])
         values = self._table().get(key.lower())
         return ", ".join(values) if values else default
 

@@ -304,7 +304,7 @@ def _line(record: RowRecord) -> str:
         and record.pet is None
         and type(record.row) is int
     ):
-        state = record.state.value
+        state = record.state  # a StrEnum: formats as its value
         if record.id is None:
             return f'{{"row": {record.row}, "state": "{state}"}}\n'
         if type(record.id) is int:
