@@ -226,8 +226,7 @@ class _Sender:
             for creation in ended:
                 pet = in_flight.pop(creation.key)
                 answered = self.ended(creation, pet)
-                rtt = creation.seconds if answered else None
-                limit.observe(rtt=rtt, throttled=creation.retried)
+                limit.observe(answered=answered, throttled=creation.retried)
             self.flush()
 
     def flush(self) -> None:
