@@ -63,8 +63,8 @@ logger = logging.getLogger(__name__)
 class SendResult:
     """How the send stage went: pets created, normalisations used, why it stopped early.
 
-    ``concurrency_final`` and ``concurrency_lowest`` are where the adaptive limit ended
-    and the fewest senders it allowed.
+    ``concurrency_final`` and ``concurrency_lowest`` are where the limit on POSTs in flight
+    ended and the fewest it allowed.
     """
 
     created: int
