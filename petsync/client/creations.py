@@ -20,6 +20,8 @@ import json
 from collections.abc import Callable, Generator
 from typing import NamedTuple
 
+import msgspec
+
 from petsync.client.body import parse_json
 from petsync.client.exchange import Answer, AnswerHeaders, RequestHeaders, Transfers
 from petsync.client.records import reason_of
@@ -178,10 +180,19 @@ class Creations:
 
 
 def created_pet(status: int, body: bytes | bytearray, shown: str) -> Pet:
-    """The Pet a createPet's 2xx answer (``status``, ``body``) holds; ``shown`` is its URL."""
+    """The Pet a createPet's 2xx answer (``status``, ``body``) holds; ``shown`` is its URL.
+
+    msgspec reads a body it can read in a fraction of ``json.loads``' time, to the same
+    values; one it refuses (NaN, a number beyond a double, UTF-16, ...) is read by
+    ``json.loads`` as before, with its reasons.
+    """
     try:
         try:
-            return parse_pet(parse_json(body))
+            try:
+                value = _decode_json(body)
+            except msgspec.DecodeError:
+                value = parse_json(body)
+            return parse_pet(value)
         except RecursionError:
             raise ProtocolError("the body is JSON nested too deeply to be a Pet") from None
     except (ProtocolError, ValueError) as exc:
@@ -193,8 +204,18 @@ def created_pet(status: int, body: bytes | bytearray, shown: str) -> Pet:
 
 
 def post_body(pet: NewPet) -> bytes:
-    """createPet's body: the NewPet as httpx's ``json=`` encodes it (compact, UTF-8, no NaN)."""
-    return _encode_json(pet.to_json()).encode("utf-8")
+    """createPet's body: the NewPet as httpx's ``json=`` encodes it (compact, UTF-8, no NaN).
+
+    msgspec writes the same bytes for a NewPet's name, number and status, in a fraction of
+    the time; what it cannot write goes through ``json`` as before, to fail as before.
+    """
+    value = pet.to_json()
+    try:
+        return _encode_fast(value)
+    except Exception:  # a name that is not text UTF-8 can carry (a lone surrogate)
+        return _encode_json(value).encode("utf-8")
 
 
 _encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_encode_fast = msgspec.json.Encoder().encode
+_decode_json = msgspec.json.Decoder().decode

@@ -8,12 +8,18 @@ import random
 import socket
 
 import httpx
+import pytest
 
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig, RetryPolicy
-from petsync.client.creations import Creation, Creations
+from petsync.client.creations import Creation, Creations, created_pet, post_body
 from petsync.core.apikey import ApiKey
-from petsync.core.errors import OutcomeUnknownError, RetriesExhaustedError, TransportError
+from petsync.core.errors import (
+    OutcomeUnknownError,
+    ProtocolError,
+    RetriesExhaustedError,
+    TransportError,
+)
 from petsync.core.models import NewPet, PetStatus
 from tests.conftest import FakeClock, StartServer
 
@@ -162,3 +168,28 @@ def test_a_wait_with_nothing_in_flight_returns_at_once(fake_clock: FakeClock) ->
     with mock_client(transport, fake_clock) as client, client.creations() as creations:
         assert creations.wait(60.0) == []
     assert fake_clock.sleeps == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Rex",
+        'Bella "Boo" Smith',
+        "Rex, the Brave",
+        "Zoë Müller",
+        "猫咪 😀",
+        "tab\tnew\nline\x00\x1f\x7f\\",
+    ],
+    ids=["plain", "quotes", "comma", "accents", "cjk-emoji", "controls"],
+)
+def test_a_post_body_is_the_bytes_httpx_json_sends(name: str) -> None:
+    pet = NewPet(name, 2**63 - 1, PetStatus.SOLD)
+    assert post_body(pet) == httpx.Request("POST", BASE, json=pet.to_json()).content
+
+
+def test_a_body_msgspec_refuses_is_read_as_json_loads_reads_it() -> None:
+    # json.loads reads NaN, which is no int64: the reason is the one it always gave.
+    with pytest.raises(ProtocolError, match=r"^POST u answered 201 but its body is not a Pet"):
+        created_pet(201, b'{"id": NaN, "name": "Rex", "categoryId": 1}', "u")
+    body = '{"id": 7, "name": "Rex", "categoryId": 1}'.encode("utf-16")
+    assert created_pet(201, body, "u").id == 7  # UTF-16: json.loads reads it, msgspec not
