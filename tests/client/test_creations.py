@@ -21,6 +21,8 @@ from petsync.core.errors import (
     TransportError,
 )
 from petsync.core.models import NewPet, PetStatus
+from tests.client.loopback import Harness, Loopback, _read_request
+from tests.client.test_wire import kept_alive, response
 from tests.conftest import FakeClock, StartServer
 
 BASE = "https://pets.example/v1"
@@ -193,3 +195,29 @@ def test_a_body_msgspec_refuses_is_read_as_json_loads_reads_it() -> None:
         created_pet(201, b'{"id": NaN, "name": "Rex", "categoryId": 1}', "u")
     body = '{"id": 7, "name": "Rex", "categoryId": 1}'.encode("utf-16")
     assert created_pet(201, body, "u").id == 7  # UTF-16: json.loads reads it, msgspec not
+
+
+def test_a_post_in_flight_whose_kept_alive_connection_drops_is_not_re_sent(
+    live: Harness,
+) -> None:
+    # The server answers the first POST, reads the second and closes without an answer: it
+    # may have created the pet. libcurl would re-send on a new connection a request it could
+    # rewind; a POST in flight must come back as outcome unknown instead, sent once.
+    created = response(b'{"id": 7, "name": "Rex", "categoryId": 3}', status="201 Created")
+
+    def answer_then_drop(server: Loopback, conn: socket.socket) -> None:
+        server.send(conn, created)
+        server.requests.append(_read_request(conn))  # the second POST, read, no answer
+
+    server = live.serve(answer_then_drop, kept_alive(created))
+    config = ClientConfig(server.base_url, ApiKey("k"), retry=RetryPolicy(max_attempts=3))
+    client = live.client(config)
+    with client.creations() as creations:
+        creations.start(2, NewPet("Rex", 3))
+        (first,) = all_ended(creations)
+        creations.start(3, NewPet("Tom", 4))
+        (second,) = all_ended(creations)
+    assert first.pet is not None and first.pet.id == 7
+    assert isinstance(second.error, OutcomeUnknownError)
+    assert [r.split(b"\r\n", 1)[0] for r in server.requests] == [b"POST /v1/pets HTTP/1.1"] * 2
+    assert server.connections == 1 and client.requests == 2
