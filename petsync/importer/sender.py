@@ -152,7 +152,8 @@ class _Sender:
         self.created = 0
         self.mismatched: list[int] = []
         self.records: list[RowRecord] = []  # outcomes to journal, in one write
-        self.syncing: tuple[int, list[tuple[int, NewPet]]] | None = None  # (mark, rows)
+        # Batches journaled `sending`, their sync asked of the journal: (mark, rows), in order.
+        self.syncing: deque[tuple[int, list[tuple[int, NewPet]]]] = deque()
 
     def halt(self, reason: Said, error: PetsyncError | None = None) -> None:
         with self.lock:
@@ -177,9 +178,8 @@ class _Sender:
                 try:
                     self.send_all(source, creations, ready)
                 finally:
-                    if self.syncing is not None:
-                        ready.extend(self.syncing[1])
-                        self.syncing = None
+                    while self.syncing:
+                        ready.extend(self.syncing.popleft()[1])
                     self.records.extend(_not_sent(row) for row, _ in ready)
                     ready.clear()
                     self.flush()
@@ -193,34 +193,38 @@ class _Sender:
         """Keep the limit's number of POSTs in flight, each row journaled first, until the
         rows run out or the run stops; then wait for those in flight.
 
-        ``ready`` holds rows journaled ``sending`` on disk, not yet started; the next batch
-        is synced by the journal's sync thread while the rows before it are in flight
-        (``self.syncing``), and joins ``ready`` once durable. Rows journaled and not yet
-        answered stay within the sending window.
+        ``ready`` holds rows journaled ``sending`` on disk, not yet started. When they fall
+        to the requests allowed in flight, the rows the window has room for are journaled as
+        the next batch, synced by the journal's sync thread while the rows before it are in
+        flight (``self.syncing``); a batch joins ``ready`` once durable. A slow disk thus
+        holds several batches in one sync, and rows journaled and not yet answered stay
+        within the sending window.
         """
-        limit, journal, stopped = self.limit, self.journal, self.stopped
+        limit, journal, stopped, syncing = self.limit, self.journal, self.stopped, self.syncing
         in_flight: dict[int, NewPet] = {}  # started, not yet ended
         window = self.config.sending_window
         while True:
             if not stopped.is_set():
-                if self.syncing is not None and journal.durable(self.syncing[0]):
-                    ready.extend(self.syncing[1])
-                    self.syncing = None
-                if self.syncing is None and len(ready) <= limit.permits:
-                    batch = source.take(window - len(ready) - len(in_flight))
+                while syncing and journal.durable(syncing[0][0]):
+                    ready.extend(syncing.popleft()[1])
+                permits = limit.permits
+                if len(ready) <= permits:
+                    waiting = sum(len(rows) for _, rows in syncing)
+                    room = window - len(ready) - waiting - len(in_flight)
+                    batch = source.take(room) if room >= min(permits, window - permits) else []
                     if batch and not stopped.is_set():
                         mark = journal.mark_sending([row for row, _ in batch], wait=False)
-                        self.syncing = (mark, batch)
-                while ready and len(in_flight) < limit.permits and not stopped.is_set():
+                        syncing.append((mark, batch))
+                while ready and len(in_flight) < permits and not stopped.is_set():
                     row, pet = ready.popleft()
                     if self.progress is not None:
                         self.progress.row_sent()
                     creations.start(row, pet)
                     in_flight[row] = pet
             if not in_flight:
-                if self.syncing is None or stopped.is_set():
+                if not syncing or stopped.is_set():
                     return
-                journal.wait_durable(self.syncing[0])  # nothing else to do meanwhile
+                journal.wait_durable(syncing[0][0])  # nothing else to do meanwhile
                 continue
             ended = creations.wait(POLL_SECONDS)
             for creation in ended:
