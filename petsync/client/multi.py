@@ -64,6 +64,9 @@ class CurlTransfers:
         self._drive(done)
         if done or not self._running or timeout <= 0:
             return done
+        due = self._multi.timeout()  # when libcurl next has work of its own (ms; -1: none)
+        if due >= 0:
+            timeout = min(timeout, due / 1000)
         began = time.monotonic()
         if self._multi.select(timeout) <= 0 and time.monotonic() - began < timeout:
             # Back at once with no socket ready: libcurl had none to wait on. Do not spin.
