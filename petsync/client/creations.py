@@ -35,25 +35,22 @@ Attempts = Generator[float | None, Answer | None, tuple[int, AnswerHeaders, byte
 
 class Creation(NamedTuple):
     """How one createPet ended: the ``pet`` created, or the ``error`` (a petsync error, as
-    :meth:`~petsync.client.client.PetstoreClient.create_pet` raises it); ``seconds`` from
-    its start to its end, ``retried`` when it waited to be sent again (a 429, a refusal).
-    A tuple: one is made per POST."""
+    :meth:`~petsync.client.client.PetstoreClient.create_pet` raises it); ``retried`` when it
+    waited to be sent again (a 429, a refusal). A tuple: one is made per POST."""
 
     key: int
     pet: Pet | None
     error: Exception | None
-    seconds: float
     retried: bool
 
 
 class _Request:
-    __slots__ = ("attempts", "body", "key", "retried", "started")
+    __slots__ = ("attempts", "body", "key", "retried")
 
-    def __init__(self, key: int, attempts: Attempts, body: bytes, started: float) -> None:
+    def __init__(self, key: int, attempts: Attempts, body: bytes) -> None:
         self.key = key
         self.attempts = attempts
         self.body = body
-        self.started = started
         self.retried = False
 
 
@@ -95,7 +92,7 @@ class Creations:
         """Start the POST of ``pet``; it leaves at the next :meth:`wait`."""
         self._tags += 1
         body = post_body(pet)
-        request = _Request(key, self._attempts(body), body, self._clock())
+        request = _Request(key, self._attempts(body), body)
         self._requests[self._tags] = request
         self._step(self._tags, request, next(request.attempts))
 
@@ -161,8 +158,7 @@ class Creations:
         done: list[Creation],
     ) -> None:
         del self._requests[tag]
-        seconds = self._clock() - request.started
-        done.append(Creation(request.key, pet, error, seconds, request.retried))
+        done.append(Creation(request.key, pet, error, request.retried))
 
     def close(self) -> None:
         """Let go of the transfers; POSTs still in flight are abandoned unanswered."""

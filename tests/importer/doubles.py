@@ -75,9 +75,9 @@ class OneAfterAnother:
         while self.started:
             key, pet = self.started.popleft()
             try:
-                done.append(Creation(key, self.create(pet), None, 0.001, retried=False))
+                done.append(Creation(key, self.create(pet), None, retried=False))
             except Exception as exc:
-                done.append(Creation(key, None, exc, 0.001, retried=False))
+                done.append(Creation(key, None, exc, retried=False))
         return done
 
     def close(self) -> None:

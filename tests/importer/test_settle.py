@@ -73,7 +73,7 @@ class Losing:
         return done
 
     def unknown(self, key: int, message: str) -> Creation:
-        return Creation(key, None, OutcomeUnknownError(message, url=self.url), 0.001, False)
+        return Creation(key, None, OutcomeUnknownError(message, url=self.url), False)
 
     def close(self) -> None:
         self.real.close()
