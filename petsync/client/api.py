@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
+from petsync.client.creations import Creation
 from petsync.client.listing import Page
 from petsync.client.read_ahead import RequestSlots
 from petsync.client.seen_ids import SeenBudget
-from petsync.core.models import NewPet, Pet, PetStatus
+from petsync.core.models import NewPet, PetStatus
 
 
 class ListingView(Protocol):
@@ -74,7 +75,25 @@ class PetLister(RequestCounts, Protocol):
     ) -> ListingView: ...
 
 
-class PetCreator(RequestCounts, Protocol):
-    """createPet, as the import uses it."""
+class PetCreations(Protocol):
+    """createPet for many pets at once, from one thread (see
+    :class:`~petsync.client.creations.Creations`): started, then collected as they end."""
 
-    def create_pet(self, pet: NewPet) -> Pet: ...
+    @property
+    def in_flight(self) -> int: ...
+
+    def start(self, key: int, pet: NewPet) -> None: ...
+
+    def wait(self, timeout: float) -> list[Creation]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> PetCreations: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+class PetCreator(RequestCounts, Protocol):
+    """createPet, as the import uses it: many POSTs in flight from its sending thread."""
+
+    def creations(self) -> PetCreations: ...

@@ -17,14 +17,13 @@ listPets pages through :class:`Listing`, the one paging loop driving the strateg
 
 from __future__ import annotations
 
-import json as json_text
 import logging
 import os
 import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +33,11 @@ from petsync._version import USER_AGENT
 from petsync.client.auth import BearerAuth
 from petsync.client.body import ACCEPTED_ENCODINGS, Shown, parse_json, read_body, shown_of
 from petsync.client.config import DEFAULT_PAGE_LIMIT, ClientConfig, check_trust_settings
+from petsync.client.creations import Attempts, Creations, created_pet, post_body
 from petsync.client.exchange import AnswerHeaders, Exchange, HttpxExchange
 from petsync.client.failures import FailureTranslator
 from petsync.client.listing import Listing, PageReader, Tally
+from petsync.client.multi import transfers_over
 from petsync.client.pagination import PageRequest
 from petsync.client.proxy import choose_proxy
 from petsync.client.read_ahead import PageAbandoned, RequestSlots
@@ -234,16 +235,23 @@ class PetstoreClient:
         :class:`~petsync.core.errors.OutcomeUnknownError`: the pet may exist; it is never re-sent.
         """
         shown = self._pets_shown
-        content = _encode_json(pet.to_json()).encode("utf-8")
-        status, _, body = self._send("POST", self._pets_target, content=content, shown=shown)
-        try:
-            return _pet(parse_json(body))
-        except (ProtocolError, ValueError) as exc:
-            raise ProtocolError(
-                f"POST {shown} answered {status} but its body is not "
-                f"a Pet ({reason_of(exc)}); the pet was probably created: list the pets to check "
-                "before sending it again"
-            ) from exc
+        status, _, body = self._send("POST", self._pets_target, content=post_body(pet), shown=shown)
+        return created_pet(status, body, shown)
+
+    def creations(self) -> Creations:
+        """createPet for many pets at once, driven from the calling thread (the import's):
+        each POST under :meth:`create_pet`'s rules, all carried by libcurl's multi interface
+        (with a test's transport: the exchange, one after another). Close it when done."""
+        target = ("POST", self._pets_target, self._post_headers)
+        shown = self._pets_shown
+        return Creations(
+            transfers_over(self._exchange),
+            lambda body: self._attempts("POST", self._pets_target, body, shown=shown),
+            target,
+            shown,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
 
     def get_pet(self, pet_id: int) -> FetchedPet:
         """getPet (deprecated: removal 5 December 2030). Emits a DeprecationWarning."""
@@ -377,20 +385,50 @@ class PetstoreClient:
         shown: Shown | None = None,
         abandoned: Callable[[], bool] | None = None,
     ) -> tuple[int, AnswerHeaders, bytes | bytearray]:
-        """Send with retries; return a 2xx answer's status, headers and decoded body, or
-        raise the translated error.
+        """Send with retries (:meth:`_attempts`, driven over the exchange in this thread);
+        return a 2xx answer's status, headers and decoded body, or raise the translated error.
+        """
+        headers = self._get_headers if content is None else self._post_headers
+        run = self._attempts(method, url, content, tally=tally, shown=shown, abandoned=abandoned)
+        try:
+            step = next(run)
+            while True:
+                if step is not None:  # a wait before the next attempt
+                    self._sleep(step)
+                    step = run.send(None)
+                    continue
+                try:
+                    answer = self._exchange.send(method, url, headers, content)
+                except (httpx.RequestError, httpx.InvalidURL) as exc:
+                    step = run.throw(exc)
+                else:
+                    step = run.send(answer)
+        except StopIteration as ended:
+            result: tuple[int, AnswerHeaders, bytes | bytearray] = ended.value
+            return result
+
+    def _attempts(
+        self,
+        method: str,
+        url: str,
+        content: bytes | None,
+        *,
+        tally: Tally | None = None,
+        shown: Shown | None = None,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> Attempts:
+        """One request's attempts, with no I/O of its own: it yields None for "send now" (the
+        exchange's answer is sent back, its httpx failure thrown in) or seconds to wait; it
+        returns a 2xx answer's status, headers and decoded body, or raises the translated
+        error. :meth:`_send` drives one; :class:`~petsync.client.creations.Creations` many.
 
         ``url`` is written as httpx writes it (the wire parses nothing of its own);
-        ``content`` is a JSON body, encoded as httpx encodes ``json=`` (:func:`_encode_json`).
-
-        Each attempt runs under the wire's request deadline and has its body read
-        within the size limit; a body over the limit raises :class:`ProtocolError` at once
-        (the server would send it again). ``shown`` (the URL redacted, or how to make it) and
-        the retry schedule are made only when a message or a retry needs them.
+        ``content`` is a JSON body, encoded as httpx encodes ``json=``. Each body is read
+        within the size limit; one over it raises :class:`ProtocolError` at once (the server
+        would send it again). ``shown`` (the URL redacted, or how to make it) and the retry
+        schedule are made only when a message or a retry needs them.
         """
         label: Shown = shown if shown is not None else (lambda: self.shown(url))
-        headers: Sequence[tuple[bytes, bytes]]
-        headers = self._get_headers if content is None else self._post_headers
         started = self._clock()
         schedule: RetrySchedule | None = None
         while True:
@@ -400,7 +438,8 @@ class PetstoreClient:
                 schedule.attempt()
             self._count(tally, retry=False)
             try:
-                answer = self._exchange.send(method, url, headers, content)
+                answer = yield None
+                assert answer is not None  # the driver sends the answer back
                 try:
                     body = read_body(answer, self._config.max_response_bytes, method, label)
                 finally:
@@ -433,7 +472,7 @@ class PetstoreClient:
             if abandoned is not None and abandoned():
                 raise PageAbandoned(text)
             self._count(tally, retry=True)
-            self._sleep(delay)
+            yield delay
 
 
 class _Pages:
@@ -449,12 +488,6 @@ class _Pages:
 
     def close(self) -> None:
         pass
-
-
-# A JSON body as httpx encodes ``json=``: compact, UTF-8, no NaN.
-_encode_json = json_text.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False
-).encode
 
 
 def _pet(value: object) -> Pet:

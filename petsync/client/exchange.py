@@ -8,6 +8,10 @@ client asks of the wire. Production's is :class:`~petsync.client.wire.CurlExchan
 (libcurl); :class:`HttpxExchange` carries the same exchange through any httpx transport, so
 a test's ``httpx.MockTransport`` (or respx) sits below the same client code.
 
+:class:`Transfers` is the same seam for many requests in flight from one thread (the
+import's POSTs): libcurl's multi interface in production, the exchange itself, one request
+after another, in a test (:mod:`petsync.client.multi`).
+
 No httpx request or response is built on production's path: a page costs its bytes, a few
 header lines and this module's two small objects. Failures are httpx's exceptions, the
 contract the translator (:mod:`petsync.client.failures`) reads.
@@ -82,6 +86,15 @@ class AnswerHeaders(Mapping[str, str]):
     def get(self, key: str, default: _T, /) -> str | _T: ...
 
     def get(self, key: str, default: object = None, /) -> object:
+        if self._fields is None and key.isascii():
+            # Before any table: a scan of the few raw fields. An ASCII value reads the same
+            # in all three encodings, so only a non-ASCII one needs the table's.
+            wanted = key.lower().encode("ascii")
+            found = [value for name, value in self.raw if name.lower() == wanted]
+            if not found:
+                return default
+            if all(map(bytes.isascii, found)):
+                return ", ".join([value.decode("ascii") for value in found])
         values = self._table().get(key.lower())
         return ", ".join(values) if values else default
 
@@ -156,6 +169,24 @@ class Exchange(Protocol):
 
     def send(self, method: str, url: str, headers: RequestHeaders, body: bytes | None) -> Answer:
         """Send one request (no retry here); raise httpx's exceptions for what failed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Transfers(Protocol):
+    """Many requests in flight at once, driven from one thread: each started with a tag,
+    its outcome collected when it ends (:mod:`petsync.client.multi`)."""
+
+    def start(
+        self, tag: int, method: str, url: str, headers: RequestHeaders, body: bytes | None
+    ) -> None:
+        """Start one request (no retry here); its outcome comes from :meth:`finished`."""
+        ...
+
+    def finished(self, timeout: float) -> list[tuple[int, Answer | Exception]]:
+        """The requests that ended since the last call, each with its answer or the httpx
+        exception it failed with; waits up to ``timeout`` seconds when none has yet."""
         ...
 
     def close(self) -> None: ...

@@ -126,8 +126,21 @@ class CurlExchange:
 
     def send(self, method: str, url: str, headers: RequestHeaders, body: bytes | None) -> Answer:
         handle = self._handle()
-        curl, answer = handle.curl, handle.answer
-        answer.clear()  # anything a failed transfer left
+        self.prepare(handle, method, url, headers, body)
+        try:
+            handle.curl.perform()
+        except pycurl.error as exc:
+            raise self.translated(handle, exc, method, url) from None
+        finally:
+            handle.done(method)
+        return handle.answered()
+
+    def prepare(
+        self, handle: CurlHandle, method: str, url: str, headers: RequestHeaders, body: bytes | None
+    ) -> None:
+        """Set ``handle`` up for one request (what changed since its last one only)."""
+        curl = handle.curl
+        handle.answer.clear()  # anything a failed transfer left
         if url != handle.url:  # an import's POSTs all go to one URL
             curl.setopt(pycurl.URL, url)
             handle.url = url
@@ -154,21 +167,22 @@ class CurlExchange:
                 handle.header_lines = sent
             handle.headers = headers
         handle.got = get
-        try:
-            curl.perform()
-        except pycurl.error as exc:
-            raise self._translated(curl, exc, method, url, answer) from None
-        finally:
-            if method not in ("GET", "POST"):
-                curl.setopt(pycurl.CUSTOMREQUEST, None)
-        fields, pieces = answer.take()
-        return Answer(curl.getinfo(pycurl.RESPONSE_CODE), AnswerHeaders(fields), pieces)
 
-    def _handle(self) -> _Handle:
+    def _handle(self) -> CurlHandle:
         """This thread's libcurl handle (its connection kept alive between requests)."""
-        handle: _Handle | None = getattr(self._local, "handle", None)
-        if handle is not None:
-            return handle
+        handle: CurlHandle | None = getattr(self._local, "handle", None)
+        if handle is None:
+            handle = self.new_handle()
+            with self._lock:
+                if self._closed:
+                    handle.curl.close()
+                    raise httpx.ConnectError("the client is closed")
+                self._handles.append(handle.curl)
+            self._local.handle = handle
+        return handle
+
+    def new_handle(self) -> CurlHandle:
+        """A libcurl handle set up with this exchange's bounds, route and certificates."""
         limits = self._limits
         curl = pycurl.Curl()
         curl.setopt(pycurl.NOSIGNAL, 1)  # threads: no SIGALRM for DNS timeouts
@@ -188,18 +202,13 @@ class CurlExchange:
         # petsync's, chosen from the environment the client was given.
         curl.setopt(pycurl.PROXY, str(self.proxy.url) if self.proxy is not None else "")
         curl.setopt(pycurl.NOPROXY, "")
-        handle = _Handle(curl)
-        with self._lock:
-            if self._closed:
-                curl.close()
-                raise httpx.ConnectError("the client is closed")
-            self._handles.append(curl)
-        self._local.handle = handle
-        return handle
+        return CurlHandle(curl)
 
-    def _translated(
-        self, curl: pycurl.Curl, exc: pycurl.error, method: str, url: str, answer: _Answer
+    def translated(
+        self, handle: CurlHandle, exc: pycurl.error, method: str, url: str
     ) -> httpx.RequestError:
+        """libcurl's failure of ``handle``'s transfer as the seam's (httpx's) exception."""
+        curl, answer = handle.curl, handle.answer
         code, text = exc.args[0], str(exc.args[1]) if len(exc.args) > 1 else ""
         request = httpx.Request(method, url)  # what httpx's exceptions carry (a failure only)
         message = f"{text} (libcurl error {code})"
@@ -292,7 +301,7 @@ class _Answer:
         return None
 
 
-class _Handle:
+class CurlHandle:
     """One thread's libcurl handle, its answer collector, and the headers it was last given."""
 
     __slots__ = ("answer", "curl", "got", "header_lines", "headers", "url")
@@ -306,3 +315,13 @@ class _Handle:
         self.url: str | None = None  # as last given to libcurl
         curl.setopt(pycurl.HEADERFUNCTION, self.answer.lines.append)
         curl.setopt(pycurl.WRITEFUNCTION, self.answer.body.append)
+
+    def done(self, method: str) -> None:
+        """After a transfer, ended or failed: a custom method is not kept for the next."""
+        if method not in ("GET", "POST"):
+            self.curl.setopt(pycurl.CUSTOMREQUEST, None)
+
+    def answered(self) -> Answer:
+        """The answer of the transfer that just ended."""
+        fields, pieces = self.answer.take()
+        return Answer(self.curl.getinfo(pycurl.RESPONSE_CODE), AnswerHeaders(fields), pieces)

@@ -19,10 +19,12 @@ The last line for a row wins. ``sending`` is written and synced to disk *before*
 leaves: a row whose last state is ``sending`` may or may not have been created (the
 process died mid-request) and counts as uncertain, so it is never re-sent on its own.
 ``sending`` lines are written in batches (one write, one sync for several rows about to be
-sent); concurrent callers share a sync (group commit). Outcome lines (``created``,
-``rejected``, ``uncertain``, ``unsent``) are written at once, so a killed process loses
-none, and synced with the next batch or at close: losing one in a power cut only turns a
-known outcome into an uncertain one, never into a duplicate.
+sent); concurrent callers share a sync (group commit). A batch can be synced by the
+journal's own sync thread while its writer goes on (:meth:`Journal.mark_sending` with
+``wait=False``, then :meth:`Journal.durable`): its rows may leave only once it is durable.
+Outcome lines (``created``, ``rejected``, ``uncertain``, ``unsent``) are written at once,
+so a killed process loses none, and synced with the next batch or at close: losing one in a
+power cut only turns a known outcome into an uncertain one, never into a duplicate.
 
 A torn last line (a crash mid-write) is dropped on open. An exclusive lock keeps two runs
 off one journal.
@@ -81,6 +83,9 @@ class Journal:
         self._written = 0
         self._synced = 0
         self._syncing = False
+        self._wanted = 0  # what the sync thread is asked to make durable
+        self._syncer: threading.Thread | None = None
+        self._sync_error: PetsyncError | None = None
 
     @classmethod
     def open(
@@ -139,18 +144,59 @@ class Journal:
             os.close(fd)
             raise
 
-    def mark_sending(self, rows: Sequence[int]) -> None:
-        """Record that ``rows`` are about to be POSTed; returns once that is on disk.
+    def mark_sending(self, rows: Sequence[int], *, wait: bool = True) -> int:
+        """Record that ``rows`` are about to be POSTed (one write); returns the mark
+        :meth:`durable` takes.
 
-        One write and one sync for the whole batch; concurrent callers share syncs.
+        Returns once the lines are on disk (one sync for the batch; concurrent callers
+        share syncs), or with ``wait=False`` at once, the sync left to the journal's sync
+        thread: the rows must not leave before :meth:`durable` says so.
         """
         with self._cond:
-            seq = self._write([RowRecord(row, RowState.SENDING) for row in rows])
-            while self._synced < seq:
+            mark = self._write([RowRecord(row, RowState.SENDING) for row in rows])
+            if not wait:
+                self._wanted = mark
+                if self._syncer is None:
+                    self._syncer = threading.Thread(
+                        target=self._sync_behind, name="petsync-journal-sync", daemon=True
+                    )
+                    self._syncer.start()
+                self._cond.notify_all()
+                return mark
+        self.wait_durable(mark)
+        return mark
+
+    def durable(self, mark: int) -> bool:
+        """Whether the lines written up to ``mark`` are on disk; raises what the sync
+        thread met."""
+        if self._sync_error is not None:
+            raise self._sync_error
+        return self._synced >= mark
+
+    def wait_durable(self, mark: int) -> None:
+        """Return once the lines written up to ``mark`` are on disk (syncing if no one is)."""
+        with self._cond:
+            while self._synced < mark:
+                if self._sync_error is not None:
+                    raise self._sync_error
                 if self._syncing:
                     self._cond.wait()
                     continue
                 self._sync_locked()
+
+    def _sync_behind(self) -> None:
+        """The sync thread: makes the journal durable up to what it was asked, until close."""
+        with self._cond:
+            while self._fd >= 0:
+                if self._wanted <= self._synced or self._syncing:
+                    self._cond.wait()
+                    continue
+                try:
+                    self._sync_locked()
+                except PetsyncError as exc:
+                    self._sync_error = exc
+                    self._cond.notify_all()
+                    return
 
     def record_baseline(self, baseline: Baseline) -> None:
         """Record the catalogue before the first POST (one line), synced before returning."""
@@ -173,10 +219,11 @@ class Journal:
             self._written += 1
         self.sync()
 
-    def record(self, record: RowRecord) -> None:
-        """Record an outcome; on disk at the next :meth:`mark_sending`, :meth:`sync` or close."""
+    def record(self, *records: RowRecord) -> None:
+        """Record outcomes (one write); on disk at the next :meth:`mark_sending`,
+        :meth:`sync` or close."""
         with self._cond:
-            self._write([record])
+            self._write(records)
 
     def sync(self) -> None:
         """Make every line written so far durable."""
@@ -198,6 +245,7 @@ class Journal:
                 while self._syncing:  # never close the descriptor under a running sync
                     self._cond.wait()
                 fd, self._fd = self._fd, -1
+                self._cond.notify_all()  # the sync thread ends
             os.close(fd)
             self.states.close()
 
@@ -210,7 +258,7 @@ class Journal:
     def _write(self, records: Sequence[RowRecord]) -> int:
         if self._fd < 0:  # closed: a descriptor number may since name another file
             raise PetsyncError(f"journal {self.path} is closed; nothing more is recorded")
-        data = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
+        data = "".join(map(_line, records))
         try:
             os.write(self._fd, data.encode())  # one write: O_APPEND keeps lines whole
         except OSError as exc:
@@ -241,6 +289,27 @@ class Journal:
         self.fsyncs += 1
         self.fsync_seconds += elapsed
         self._synced = max(self._synced, target)
+
+
+def _line(record: RowRecord) -> str:
+    """A record's journal line: ``json.dumps`` of its JSON, written directly for the lines
+    every row has (``sending``, then ``created`` with its id), a few microseconds each."""
+    if (
+        record.code is None
+        and record.field is None
+        and record.message is None
+        and record.http_status is None
+        and record.via is None
+        and record.candidates is None
+        and record.pet is None
+        and type(record.row) is int
+    ):
+        state = record.state  # a StrEnum: formats as its value
+        if record.id is None:
+            return f'{{"row": {record.row}, "state": "{state}"}}\n'
+        if type(record.id) is int:
+            return f'{{"row": {record.row}, "state": "{state}", "id": {record.id}}}\n'
+    return json.dumps(record.to_json(), ensure_ascii=False) + "\n"
 
 
 def _datasync(fd: int) -> None:

@@ -1,13 +1,13 @@
-"""The send stage: worker threads POST the valid rows not yet done, each journaled first.
+"""The send stage: one thread keeps the valid rows not yet done in flight, each journaled first.
 
-``concurrency`` worker threads share one client (any
-:class:`~petsync.client.api.PetCreator`); an adaptive
-:class:`~petsync.importer.concurrency_limit.ConcurrencyLimit` decides how many of them send
-at once. A worker with a permit takes a batch of valid rows not yet done from the row
-checked rows (taking them itself, under one lock: no feeder thread, no hand-off per
-row), journals the batch ``sending`` (durably, one sync) and POSTs its rows one after
-another, journaling each outcome. Batches share a window of rows journaled but not yet
-answered (what a crash can leave uncertain), so fewer senders take bigger batches.
+The sending thread drives the client's :meth:`~petsync.client.api.PetCreator.creations`:
+many POSTs in flight at once from this one thread (libcurl's multi interface), as many as an
+adaptive :class:`~petsync.importer.concurrency_limit.ConcurrencyLimit` allows (at most
+``concurrency``). It takes rows from the checked rows in batches, journals each batch
+``sending`` (durably, one sync) before any of its rows leaves, starts them as requests in
+flight end, and journals the outcomes of the requests that end together in one write.
+Rows journaled but not yet answered (what a crash can leave uncertain) stay within the
+sending window.
 
 Outcomes per row: created (201); rejected by the API (a 4xx other than 401/429: final);
 uncertain (sent, then a timeout, a dropped connection or a 5xx: the pet may exist, so it
@@ -26,13 +26,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from petsync.client.api import PetCreator
+from petsync.client.api import PetCreations, PetCreator
+from petsync.client.creations import Creation
 from petsync.core.errors import (
     ApiError,
     AuthenticationError,
@@ -62,8 +63,8 @@ logger = logging.getLogger(__name__)
 class SendResult:
     """How the send stage went: pets created, normalisations used, why it stopped early.
 
-    ``concurrency_final`` and ``concurrency_lowest`` are where the adaptive limit ended
-    and the fewest senders it allowed.
+    ``concurrency_final`` and ``concurrency_lowest`` are where the limit on POSTs in flight
+    ended and the fewest it allowed.
     """
 
     created: int
@@ -102,15 +103,11 @@ def send_rows(
     via = checked.path.name if checked.fed_back else None
     sender = _Sender(config, client, journal, clock, progress, via=via)
     source = _RowSource(checked.rows, sender, KnownRows(journal.states, ledger))
-    workers = [
-        threading.Thread(
-            target=sender.work, args=(source,), name=f"petsync-import-{i}", daemon=True
-        )
-        for i in range(config.concurrency)
-    ]
-    for worker in workers:
-        worker.start()
-    interrupted = _join(workers, sender, stop, checked.path)
+    worker = threading.Thread(
+        target=sender.work, args=(source,), name="petsync-import", daemon=True
+    )
+    worker.start()
+    interrupted = _join(worker, sender, stop, checked.path)
     if source.error is not None:
         raise source.error
     if interrupted:
@@ -127,7 +124,8 @@ def send_rows(
 
 
 class _Sender:
-    """Shared state of the worker threads: the stop flag, the error budget, counters."""
+    """The sending thread's state: the stop flag (also set by the main thread), the error
+    budget, the counters, and the outcome lines not yet written."""
 
     def __init__(
         self,
@@ -153,6 +151,9 @@ class _Sender:
         self.errors = 0
         self.created = 0
         self.mismatched: list[int] = []
+        self.records: list[RowRecord] = []  # outcomes to journal, in one write
+        # Batches journaled `sending`, their sync asked of the journal: (mark, rows), in order.
+        self.syncing: deque[tuple[int, list[tuple[int, NewPet]]]] = deque()
 
     def halt(self, reason: Said, error: PetsyncError | None = None) -> None:
         with self.lock:
@@ -161,73 +162,95 @@ class _Sender:
                 self.stopped.set()
 
     def count_rejection(self) -> None:
-        with self.lock:
-            self.errors += 1
-            limit = self.config.max_errors
-            reached = limit is not None and self.errors >= limit
-        if reached:
+        self.errors += 1
+        limit = self.config.max_errors
+        if limit is not None and self.errors >= limit:
             self.halt(MAX_ERRORS.given(limit) + " reached; the remaining rows are pending")
 
     def work(self, source: _RowSource) -> None:
-        """One worker: under a permit, take a batch, journal it `sending`, POST its rows."""
+        """The sending thread: rows journaled `sending`, then in flight, until none is left.
+
+        Rows journaled and not started when the run stops are journaled unsent.
+        """
+        ready: deque[tuple[int, NewPet]] = deque()  # journaled `sending` (durably), not started
         try:
-            while not self.stopped.is_set():
-                if not self.limit.acquire(self.stopped):
-                    return
-                batch: list[tuple[int, NewPet]] = []
+            with self.client.creations() as creations:
                 try:
-                    # Fewer senders (a saturated server) take bigger batches: fewer syncs
-                    # and hand-offs; the window bounds the rows a crash can leave uncertain.
-                    batch = source.take(self.limit.permits)
-                    if not batch or self.stopped.is_set():
-                        return  # rows taken at a stop were not journaled: they stay pending
-                    self.journal.mark_sending([number for number, _ in batch])
-                    self.send_batch(batch)
+                    self.send_all(source, creations, ready)
                 finally:
-                    self.limit.release()
-                    source.done(len(batch))
-        except BaseException as exc:  # a bug must not leave the others waiting
+                    while self.syncing:
+                        ready.extend(self.syncing.popleft()[1])
+                    self.records.extend(_not_sent(row) for row, _ in ready)
+                    ready.clear()
+                    self.flush()
+        except BaseException as exc:  # a bug must not leave the main thread waiting
             error = exc if isinstance(exc, PetsyncError) else PetsyncError(repr(exc))
             self.halt(f"unexpected error: {exc!r}", error)
 
-    def send_batch(self, batch: list[tuple[int, NewPet]]) -> None:
-        """POST a journaled batch, one row after another; rows a stop kept back are unsent."""
-        started = 0
-        try:
-            for index, (row, pet) in enumerate(batch):
-                if self.stopped.is_set():
+    def send_all(
+        self, source: _RowSource, creations: PetCreations, ready: deque[tuple[int, NewPet]]
+    ) -> None:
+        """Keep the limit's number of POSTs in flight, each row journaled first, until the
+        rows run out or the run stops; then wait for those in flight.
+
+        ``ready`` holds rows journaled ``sending`` on disk, not yet started. When they fall
+        to the requests allowed in flight, the rows the window has room for are journaled as
+        the next batch, synced by the journal's sync thread while the rows before it are in
+        flight (``self.syncing``); a batch joins ``ready`` once durable. A slow disk thus
+        holds several batches in one sync, and rows journaled and not yet answered stay
+        within the sending window.
+        """
+        limit, journal, stopped, syncing = self.limit, self.journal, self.stopped, self.syncing
+        in_flight: dict[int, NewPet] = {}  # started, not yet ended
+        window = self.config.sending_window
+        while True:
+            if not stopped.is_set():
+                while syncing and journal.durable(syncing[0][0]):
+                    ready.extend(syncing.popleft()[1])
+                permits = limit.permits
+                if len(ready) <= permits:
+                    waiting = sum(len(rows) for _, rows in syncing)
+                    room = window - len(ready) - waiting - len(in_flight)
+                    batch = source.take(room) if room >= min(permits, window - permits) else []
+                    if batch and not stopped.is_set():
+                        mark = journal.mark_sending([row for row, _ in batch], wait=False)
+                        syncing.append((mark, batch))
+                while ready and len(in_flight) < permits and not stopped.is_set():
+                    row, pet = ready.popleft()
+                    if self.progress is not None:
+                        self.progress.row_sent()
+                    creations.start(row, pet)
+                    in_flight[row] = pet
+            if not in_flight:
+                if not syncing or stopped.is_set():
                     return
-                started = index + 1  # from here on the row may have left
-                if self.progress is not None:
-                    self.progress.row_sent()
-                self.timed_send(row, pet)
-        finally:
-            for row, _ in batch[started:]:
-                self.not_sent(row)
+                journal.wait_durable(syncing[0][0])  # nothing else to do meanwhile
+                continue
+            ended = creations.wait(POLL_SECONDS)
+            for creation in ended:
+                pet = in_flight.pop(creation.key)
+                answered = self.ended(creation, pet)
+                limit.observe(answered=answered, throttled=creation.retried)
+            self.flush()
 
-    def not_sent(self, row: int) -> None:
-        """A row journaled ``sending`` that the stop kept from leaving: surely not created."""
-        self.journal.record(RowRecord(row, RowState.UNSENT, message="not sent: the run stopped"))
+    def flush(self) -> None:
+        """Journal the outcomes gathered since the last flush, in one write."""
+        if self.records:
+            records, self.records = self.records, []
+            self.journal.record(*records)
 
-    def timed_send(self, row: int, pet: NewPet) -> None:
-        """Send (under a permit of the adaptive limit), telling the limit its round trip."""
-        retries, started = self.client.retries, self.clock()
-        answered = False
+    def ended(self, creation: Creation, pet: NewPet) -> bool:
+        """Journal one POST's outcome; True when the API answered it."""
+        # The row was journaled `sending` (on disk) before it was started.
+        row = creation.key
         try:
-            answered = self.send(row, pet)
-        finally:
-            rtt = self.clock() - started if answered else None
-            throttled = self.client.retries > retries  # a 429 (or refusal) was waited out
-            self.limit.observe(rtt=rtt, throttled=throttled)
-
-    def send(self, row: int, pet: NewPet) -> bool:
-        """POST one row and journal its outcome; True when the API answered it."""
-        # The worker journaled this row as `sending` (on disk) with its batch.
-        try:
-            created = self.client.create_pet(pet)
+            if creation.error is not None:
+                raise creation.error
+            created = creation.pet
+            assert created is not None
         except AuthenticationError as exc:
             # 401: refused before any work, so surely not created; nothing counts as rejected.
-            self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
+            self.records.append(RowRecord(row, RowState.UNSENT, message=str(exc)))
             self.halt("the API refused the key (401)", exc)
         except OutcomeUnknownError as exc:
             self._uncertain(row, exc, None)
@@ -246,7 +269,7 @@ class _Sender:
                 )
                 return True
             if 400 <= exc.http_status < 500 and exc.http_status != 429:
-                self.journal.record(
+                self.records.append(
                     RowRecord(
                         row,
                         RowState.REJECTED,
@@ -277,7 +300,7 @@ class _Sender:
         else:
             pet_sent = content_of(pet) if self.via is not None else None
             differs = _echo_differs(pet, created)
-            self.journal.record(
+            self.records.append(
                 RowRecord(
                     row,
                     RowState.CREATED,
@@ -287,10 +310,9 @@ class _Sender:
                     message=differs,
                 )
             )
-            with self.lock:
-                self.created += 1
-                if differs is not None:
-                    self.mismatched.append(row)
+            self.created += 1
+            if differs is not None:
+                self.mismatched.append(row)
             if differs is not None:
                 logger.warning(
                     "import_row_echo_differs",
@@ -308,7 +330,7 @@ class _Sender:
         self._tell("uncertain")
         if status is None:
             status = _status_in(exc)
-        self.journal.record(
+        self.records.append(
             RowRecord(row, RowState.UNCERTAIN, message=str(exc), http_status=status, via=self.via)
         )
         logger.warning(
@@ -316,7 +338,7 @@ class _Sender:
         )
 
     def _unsent(self, row: int, exc: PetsyncError) -> None:
-        self.journal.record(RowRecord(row, RowState.UNSENT, message=str(exc)))
+        self.records.append(RowRecord(row, RowState.UNSENT, message=str(exc)))
         self.halt("stopped: " + exc.words + "; re-run the same command to resume", exc)
 
 
@@ -347,12 +369,11 @@ def _status_in(exc: PetsyncError) -> int | None:
 
 
 class _RowSource:
-    """The send stage's rows, as the check left them, taken by the workers under one lock.
+    """The send stage's rows, as the check left them, taken by the sending thread.
 
-    Only rows to send are handed out; invalid rows count against ``--max-errors``. Rows
-    handed out and not yet :meth:`done` stay within ``config.sending_window``. An exception
-    while reading (or a Ctrl-C test double) is kept in ``error`` and re-raised by the main
-    thread once the workers are done.
+    Only rows to send are handed out; invalid rows count against ``--max-errors``. An
+    exception while reading (or a Ctrl-C test double) is kept in ``error`` and re-raised by
+    the main thread once the sending thread is done.
     """
 
     def __init__(self, rows: Iterable[CheckedRow], sender: _Sender, known: KnownRows) -> None:
@@ -361,109 +382,90 @@ class _RowSource:
         self.known = known
         self.normalisations: Counter[str] = Counter()
         self.error: BaseException | None = None
-        self.window = sender.config.sending_window
-        self.outstanding = 0
-        self.cond = threading.Condition(threading.Lock())
 
-    def take(self, senders: int) -> list[tuple[int, NewPet]]:
-        """The next rows to send: a share of the window for one of ``senders``, at least one.
-
-        Waits while the window is full (other senders hold it and are sending); fewer rows at
-        the end of the file, none at a stop.
-        """
+    def take(self, count: int) -> list[tuple[int, NewPet]]:
+        """The next rows to send, at most ``count``: fewer at the end of the file, none at a
+        stop."""
         batch: list[tuple[int, NewPet]] = []
         sender, resend = self.sender, self.sender.config.resend_uncertain
-        with self.cond:
-            while self.outstanding >= self.window:
-                if sender.stopped.is_set():
-                    return batch
-                self.cond.wait(timeout=0.1)
-            if self.error is not None:
-                return batch
-            count = max(1, min(self.window // max(1, senders), self.window - self.outstanding))
-            try:
-                while len(batch) < count and not sender.stopped.is_set():
-                    row = next(self.rows, None)
-                    if row is None:
-                        break
-                    pet = row.pet
-                    if sender.progress is not None:
-                        sender.progress.row_read(valid=pet is not None)
-                    if pet is None:
-                        if not row.whole and self._done(row.number):
-                            continue  # fixed and created through a fix file: not a reject
-                        sender.count_rejection()
-                        continue
-                    if row.normalisations:
-                        self.normalisations.update(row.normalisations)
-                    if row.repeat_of is not None:
-                        continue  # a repeat of an earlier row: sent once, with that row
-                    if _should_send(self.known.get(row.number), resend):
-                        batch.append((row.number, pet))
-            except BaseException as exc:
-                self.error = exc
-                sender.halt("interrupted")
-                return []  # nothing journaled yet: these rows stay pending
-            self.outstanding += len(batch)
+        progress = sender.progress
+        if self.error is not None:
+            return batch
+        try:
+            while len(batch) < count and not sender.stopped.is_set():
+                row = next(self.rows, None)
+                if row is None:
+                    break
+                pet = row.pet
+                if progress is not None:
+                    progress.row_read(valid=pet is not None)
+                if pet is None:
+                    if not row.whole and self._done(row.number):
+                        continue  # fixed and created through a fix file: not a reject
+                    sender.count_rejection()
+                    continue
+                if row.normalisations:
+                    self.normalisations.update(row.normalisations)
+                if row.repeat_of is not None:
+                    continue  # a repeat of an earlier row: sent once, with that row
+                if _should_send(self.known.get(row.number), resend):
+                    batch.append((row.number, pet))
+        except BaseException as exc:
+            self.error = exc
+            sender.halt("interrupted")
+            return []  # nothing journaled yet: these rows stay pending
         return batch
 
     def _done(self, number: int) -> bool:
         record = self.known.get(number)
         return record is not None and record.state in _MAY_EXIST
 
-    def done(self, rows: int) -> None:
-        """A batch of ``rows`` rows was answered or journaled unsent: free its window share."""
-        if rows:
-            with self.cond:
-                self.outstanding -= rows
-                self.cond.notify()
 
-
-# How often the main thread looks at the stop request while the workers send: the wait has
-# a timeout so that signal handlers (which run on the main thread) run promptly.
+# How often the main thread looks at the stop request while the sending thread sends (the
+# wait has a timeout so that signal handlers, which run on the main thread, run promptly),
+# and the sending thread at its own stop flag while it waits for answers.
 POLL_SECONDS = 0.05
 
 
-def _join(
-    workers: list[threading.Thread],
-    sender: _Sender,
-    stop: StopRequest | None,
-    path: Path,
-) -> bool:
-    """Wait for the workers to finish their POSTs, even through Ctrl-C; True if pressed.
+def _join(worker: threading.Thread, sender: _Sender, stop: StopRequest | None, path: Path) -> bool:
+    """Wait for the sending thread to finish its POSTs, even through Ctrl-C; True if pressed.
 
-    A stop request halts the workers (no new row) and gives the POSTs in flight
-    ``stop.grace_seconds``; past that the workers are left behind (daemon threads) and
-    their rows stay ``sending`` in the journal.
+    A stop request halts it (no new row) and gives the POSTs in flight
+    ``stop.grace_seconds``; past that it is left behind (a daemon thread) and the rows it
+    has in flight stay ``sending`` in the journal.
     """
     interrupted = False
     deadline: float | None = None
-    for worker in workers:
-        while worker.is_alive():
-            if stop is not None and stop.requested and deadline is None:
-                sender.halt(
-                    f"stopped by {stop.description}; requests already sent were given up to "
-                    f"{stop.grace_seconds:g} s to finish; re-run the same command to resume",
-                    stop.error(
-                        f"the import of {path} was stopped by {stop.description}; the "
-                        "outputs are written; re-run the same command to resume"
-                    ),
-                )
-                deadline = time.monotonic() + stop.grace_seconds
-            if deadline is not None and time.monotonic() >= deadline:
-                logger.warning(
-                    "import_grace_expired",
-                    extra={"fields": {"workers_still_sending": sum(w.is_alive() for w in workers)}},
-                )
-                return interrupted
-            try:
-                worker.join(timeout=POLL_SECONDS)
-            except KeyboardInterrupt:
-                # Leaving now would abandon POSTs in flight with no outcome journaled;
-                # each ends within the client's timeouts.
-                interrupted = True
-                sender.halt("interrupted")
+    while worker.is_alive():
+        if stop is not None and stop.requested and deadline is None:
+            sender.halt(
+                f"stopped by {stop.description}; requests already sent were given up to "
+                f"{stop.grace_seconds:g} s to finish; re-run the same command to resume",
+                stop.error(
+                    f"the import of {path} was stopped by {stop.description}; the "
+                    "outputs are written; re-run the same command to resume"
+                ),
+            )
+            deadline = time.monotonic() + stop.grace_seconds
+        if deadline is not None and time.monotonic() >= deadline:
+            logger.warning(
+                "import_grace_expired",
+                extra={"fields": {"workers_still_sending": int(worker.is_alive())}},
+            )
+            return interrupted
+        try:
+            worker.join(timeout=POLL_SECONDS)
+        except KeyboardInterrupt:
+            # Leaving now would abandon POSTs in flight with no outcome journaled;
+            # each ends within the client's timeouts.
+            interrupted = True
+            sender.halt("interrupted")
     return interrupted
+
+
+def _not_sent(row: int) -> RowRecord:
+    """A row journaled ``sending`` that the stop kept from leaving: surely not created."""
+    return RowRecord(row, RowState.UNSENT, message="not sent: the run stopped")
 
 
 class SendProgress(Protocol):

@@ -1,4 +1,5 @@
-"""Test doubles of the import tests: an instant in-memory client, and a recorder of syncs.
+"""Test doubles of the import tests: an instant in-memory client, its POSTs in flight, and a
+recorder of syncs.
 
 Plain classes, not fixtures: a test builds the one it needs.
 """
@@ -8,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from petsync.client.creations import Creation
 from petsync.client.listing import Page
 from petsync.client.records import PetColumns
 from petsync.core.models import NewPet, Pet, PetStatus
@@ -51,8 +54,45 @@ class EmptyListing:
         yield Page(PetColumns.empty(), invalid=[], url="memory:")
 
 
+class OneAfterAnother:
+    """A double's POSTs in flight (a :class:`~petsync.client.api.PetCreations`): each
+    started one is sent by ``create`` when outcomes are waited for, in the order started;
+    what ``create`` raises is that POST's error."""
+
+    def __init__(self, create: Callable[[NewPet], Pet]) -> None:
+        self.create = create
+        self.started: deque[tuple[int, NewPet]] = deque()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.started)
+
+    def start(self, key: int, pet: NewPet) -> None:
+        self.started.append((key, pet))
+
+    def wait(self, timeout: float) -> list[Creation]:
+        done = []
+        while self.started:
+            key, pet = self.started.popleft()
+            try:
+                done.append(Creation(key, self.create(pet), None, retried=False))
+            except Exception as exc:
+                done.append(Creation(key, None, exc, retried=False))
+        return done
+
+    def close(self) -> None:
+        self.started.clear()
+
+    def __enter__(self) -> OneAfterAnother:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
 class InstantClient:
-    """Creates pets in memory, instantly (an :class:`~petsync.importer.run.ImportClient`)."""
+    """Creates pets in memory, instantly (an :class:`~petsync.importer.run.ImportClient`):
+    :meth:`create_pet` makes each POST's pet; a test overrides it to vary that."""
 
     base_url = "https://pets.invalid/v1"  # names its journals' home; never connected to
     requests = 0
@@ -66,6 +106,9 @@ class InstantClient:
         with self.lock:
             self.calls += 1
             return Pet(id=self.calls, name=pet.name, categoryId=pet.categoryId)
+
+    def creations(self) -> OneAfterAnother:
+        return OneAfterAnother(self.create_pet)
 
     def list_pets(self, status: PetStatus | None = None, *, limit: int = 20) -> EmptyListing:
         return EmptyListing()

@@ -1,75 +1,42 @@
-"""The adaptive limit on POSTs in flight: flat round trips keep it high, queueing lowers it."""
+"""The limit on POSTs in flight: the maximum, halved at each 429, grown back while answered."""
 
 from __future__ import annotations
-
-import threading
 
 from petsync.importer.concurrency_limit import ConcurrencyLimit
 
 
-def settle(limit: ConcurrencyLimit, rtt_of: object, rounds: int = 300) -> None:
-    for _ in range(rounds):
-        assert limit.acquire(threading.Event())
-        limit.release(rtt=rtt_of(limit.permits), throttled=False)  # type: ignore[operator]
+def answered(limit: ConcurrencyLimit, requests: int) -> None:
+    for _ in range(requests):
+        limit.observe(answered=True, throttled=False)
 
 
-def test_flat_round_trips_keep_the_maximum() -> None:
+def test_answered_requests_keep_the_maximum() -> None:
     limit = ConcurrencyLimit(8)
-    settle(limit, lambda permits: 0.020)
-    assert limit.permits == 8
-
-
-def test_round_trips_that_grow_with_the_load_pull_it_down_to_two() -> None:
-    limit = ConcurrencyLimit(8)
-    settle(limit, lambda permits: 0.001, rounds=1)  # the first request, alone: 1 ms
-    settle(limit, lambda permits: 0.001 * permits)  # a near server: requests only queue
-    assert limit.permits == 2  # one at the server, one being prepared: like a plain loop
-    assert int(limit.lowest) == 2
-
-
-def test_one_slow_round_trip_cuts_the_limit_by_a_bounded_step() -> None:
-    limit = ConcurrencyLimit(8)
-    settle(limit, lambda permits: 0.001, rounds=1)
-    assert limit.acquire(threading.Event())
-    limit.release(rtt=1.0, throttled=False)  # a thousand times the fastest: a hiccup
-    # The gradient is floored at 0.25: 0.8 * 8 + 0.2 * (8 * 0.25 + sqrt(8)) = 7.37
-    assert round(limit.limit, 2) == 7.37
-
-
-def test_observe_adapts_the_limit_of_a_permit_held_for_several_requests() -> None:
-    limit = ConcurrencyLimit(8)
-    assert limit.acquire(threading.Event())
-    limit.observe(rtt=None, throttled=True)
-    limit.observe(rtt=None, throttled=True)
-    assert (limit.permits, limit.in_flight) == (2, 1)
-    limit.release()
-    assert (limit.permits, limit.in_flight) == (2, 0)
+    answered(limit, 300)
+    assert (limit.permits, limit.lowest) == (8, 8)
 
 
 def test_429_halves_the_limit_and_it_grows_back() -> None:
     limit = ConcurrencyLimit(8)
     for expected in (4, 2, 1, 1):
-        assert limit.acquire(threading.Event())
-        limit.release(rtt=None, throttled=True)
+        limit.observe(answered=False, throttled=True)
         assert limit.permits == expected
-    settle(limit, lambda permits: 0.020, rounds=100)
+    assert limit.lowest == 1
+    answered(limit, 10)
+    assert 1 < limit.permits < 8  # a step at a time, not at once
+    answered(limit, 100)
     assert limit.permits == 8
-
-
-def test_acquire_waits_at_the_limit_and_gives_up_when_stopped() -> None:
-    limit = ConcurrencyLimit(2)
-    running = threading.Event()
-    assert limit.acquire(running) and limit.acquire(running)
-    stopped = threading.Event()
-    stopped.set()
-    assert limit.acquire(stopped) is False
-    assert limit.in_flight == 2
-    limit.release(rtt=0.01, throttled=False)
-    assert limit.acquire(stopped) is True  # a permit is free: no wait, no give-up
 
 
 def test_unanswered_requests_do_not_move_the_limit() -> None:
     limit = ConcurrencyLimit(8)
-    assert limit.acquire(threading.Event())
-    limit.release(rtt=None, throttled=False)
-    assert (limit.permits, limit.in_flight, limit.min_rtt) == (8, 0, None)
+    limit.observe(answered=False, throttled=True)
+    limit.observe(answered=False, throttled=False)  # a timeout, a refusal not retried
+    assert limit.permits == 4
+
+
+def test_a_limit_of_one_stays_one() -> None:
+    limit = ConcurrencyLimit(1)
+    limit.observe(answered=False, throttled=True)
+    answered(limit, 10)
+    assert (limit.permits, limit.lowest) == (1, 1)

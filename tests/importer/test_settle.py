@@ -14,8 +14,9 @@ import pytest
 
 from petsync.client.client import PetstoreClient
 from petsync.client.config import ClientConfig
+from petsync.client.creations import Creation, Creations
 from petsync.core.errors import OutcomeUnknownError
-from petsync.core.models import NewPet, Pet, PetStatus
+from petsync.core.models import NewPet, PetStatus
 from petsync.importer.config import ImportConfig
 from petsync.importer.outcome import ImportReport
 from petsync.importer.run import run_import
@@ -35,15 +36,53 @@ class LosingClient(PetstoreClient):
         super().__init__(ClientConfig(base_url=srv.base_url, api_key=srv.api_key))
         self.plan = {name: list(steps) for name, steps in plan.items()}
 
-    def create_pet(self, pet: NewPet) -> Pet:
+    def creations(self) -> Losing:
+        return Losing(super().creations(), self.plan, self.base_url)
+
+
+class Losing:
+    """The real client's POSTs in flight, with the outcomes ``plan`` names lost."""
+
+    def __init__(self, real: Creations, plan: dict[str, list[str]], url: str) -> None:
+        self.real, self.plan, self.url = real, plan, url
+        self.dropped: list[int] = []
+        self.lost: set[int] = set()
+
+    @property
+    def in_flight(self) -> int:
+        return self.real.in_flight + len(self.dropped)
+
+    def start(self, key: int, pet: NewPet) -> None:
         steps = self.plan.get(pet.name)
         step = steps.pop(0) if steps else "ok"
         if step == "dropped":
-            raise OutcomeUnknownError("connection reset while sending", url=self.base_url)
-        created = super().create_pet(pet)
+            self.dropped.append(key)
+            return
         if step == "lost":
-            raise OutcomeUnknownError("connection reset before the answer", url=self.base_url)
-        return created
+            self.lost.add(key)
+        self.real.start(key, pet)
+
+    def wait(self, timeout: float) -> list[Creation]:
+        reset = "connection reset while sending"
+        done = [self.unknown(key, reset) for key in self.dropped]
+        self.dropped.clear()
+        for ended in self.real.wait(0.0 if done else timeout):
+            if ended.key in self.lost and ended.pet is not None:
+                ended = self.unknown(ended.key, "connection reset before the answer")
+            done.append(ended)
+        return done
+
+    def unknown(self, key: int, message: str) -> Creation:
+        return Creation(key, None, OutcomeUnknownError(message, url=self.url), False)
+
+    def close(self) -> None:
+        self.real.close()
+
+    def __enter__(self) -> Losing:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def run(
