@@ -322,13 +322,34 @@ def test_importing_the_cli_loads_no_data_or_network_library() -> None:
     # `petsync --help` and `import petsync` stay fast: what a command needs loads when it runs.
     code = (
         "import sys, petsync, petsync.cli.main; "
-        f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})); "
+        "loaded = {m.split('.')[0] for m, module in sys.modules.items() if module}; "
+        f"heavy = sorted(loaded & set({HEAVY!r})); "
         "print(heavy)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_command_lines_client_loads_no_command_line_of_httpx() -> None:
+    # httpx imports its own command line (rich, pygments) when they are installed, as they
+    # are in the test environment: the petsync command line refuses it, a library caller not.
+    code = (
+        "import sys, {first}; import petsync.client.client, httpx; "
+        "print('rich' in sys.modules, callable(httpx.main))"
+    )
+    shown = {}
+    for first in ("petsync.cli", "petsync"):
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(first=first)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        shown[first] = out.stdout.strip()
+    assert shown == {"petsync.cli": "False True", "petsync": "True True"}
 
 
 def test_export_killed_mid_way_leaves_the_previous_snapshot(
