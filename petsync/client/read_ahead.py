@@ -134,6 +134,9 @@ class RequestSlots:
         """Read nothing more ahead in this run (a request needed a retry): pages still
         queued are not asked for (their futures cancelled); pages in flight are kept."""
         self._throttled.set()
+        self._cancel_queued()
+
+    def _cancel_queued(self) -> None:
         with self._lock:
             dropped = [*self._hurried, *(job for q in self._queues.values() for job in q)]
             self._hurried.clear()
@@ -242,6 +245,8 @@ class RequestSlots:
         return job
 
     def close(self) -> None:
+        """Send nothing more, and wait for the requests in flight."""
+        self._cancel_queued()
         self._pool.shutdown(wait=True)
 
     def __enter__(self) -> RequestSlots:

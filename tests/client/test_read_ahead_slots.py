@@ -153,3 +153,20 @@ def test_a_listing_reads_twice_its_share_of_slots_ahead_within_the_bound(
 ) -> None:
     with RequestSlots(slots) as run_slots:
         assert run_slots.window == window
+
+
+def test_closing_sends_nothing_more_and_waits_for_the_requests_in_flight() -> None:
+    jobs, listing = Jobs(), object()
+    slots = RequestSlots(1, window=4)
+    sent = _asked(slots, jobs, "p1", listing)
+    queued = _asked(slots, jobs, "p2", listing)
+    dropped = threading.Event()
+    queued.add_done_callback(lambda future: dropped.set())
+    jobs.wait_started("p1")
+    closing = threading.Thread(target=slots.close)
+    closing.start()
+    assert dropped.wait(GATE_SECONDS) and queued.cancelled()
+    assert not sent.done() and closing.is_alive()  # p1 is still in flight: close waits
+    jobs.end("p1")
+    closing.join(GATE_SECONDS)
+    assert not closing.is_alive() and sent.result(0) == "p1" and jobs.started == ["p1"]
