@@ -13,10 +13,12 @@ page read ahead past the proven end, or after a guess that did not hold (the ser
 its page size), is dropped unseen; a failure of such a page is dropped with it.
 
 :class:`RequestSlots` bounds the requests in flight at once, shared by every listing of a
-run (the export's ``--concurrency``): a listing's own request waits for a slot, a page read
-ahead takes a free one or is not asked for. After the first retry anywhere (a refused,
-throttled or failed request) nothing more is read ahead in the run: a server that pushes
-back gets one request per listing at a time, each under the usual retry rules.
+run (the export's ``--concurrency``): a listing's own request waits for a slot and goes
+first; pages read ahead queue for the slots, and each request that ends passes its slot to
+the next of them at once, so the slots stay busy while the listings handle their pages.
+After the first retry anywhere (a refused, throttled or failed request) nothing more is
+read ahead in the run and pages still queued are not asked for: a server that pushes back
+gets one request per listing at a time, each under the usual retry rules.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from petsync.client.exchange import AnswerHeaders
@@ -82,54 +85,168 @@ class PageAbandoned(Exception):
     """A page read ahead is no longer wanted: its retries stop (raised by the client)."""
 
 
+class _Job:
+    """One page read ahead for a listing (``owner``), waiting for a slot or running in one."""
+
+    __slots__ = ("future", "owner", "work")
+
+    def __init__(self, work: Callable[[], Fetched], owner: object) -> None:
+        self.work = work
+        self.owner = owner
+        self.future: Future[Fetched] = Future()
+
+
 class RequestSlots:
     """The requests a run may have in flight at once, shared by its listings' threads.
 
-    ``window`` bounds the pages one listing reads ahead. Close it (or use it as a context
+    A listing's own request waits for a slot and goes first (:meth:`held`); then a page read
+    ahead that its listing already waits for (:meth:`hurry`). Other pages read ahead queue
+    per listing (:meth:`ask`), and a slot that a request frees passes at once, on the
+    thread that sent it, to the next page of the listing with the fewest in flight: the
+    slots stay busy whether or not a listing has come back for its pages yet, and no
+    listing runs far ahead of the others into pages past its end. ``window`` bounds the
+    pages one listing reads ahead, sent or queued. Close it (or use it as a context
     manager) once every listing has ended, to end its threads.
     """
 
     def __init__(self, slots: int, *, window: int | None = None) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
-        self.window = min(slots, MAX_WINDOW) if window is None else window
-        self._free = threading.BoundedSemaphore(slots)
+        self.window = _window(slots) if window is None else window
+        self._free = slots
+        self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
+        self._waiting = 0  # listings waiting for a slot for their own request
+        self._hurried: deque[_Job] = deque()  # pages their listings wait for
+        self._queues: dict[object, deque[_Job]] = {}  # each listing's other pages, in order
+        self._sent: dict[object, int] = {}  # each listing's pages read ahead in flight
         self._pool = ThreadPoolExecutor(
             max_workers=min(slots, MAX_THREADS), thread_name_prefix="petsync-ahead"
         )
         self._throttled = threading.Event()
+        self._own = _OwnSlot(self)
 
     @property
     def throttled(self) -> bool:
         return self._throttled.is_set()
 
     def throttle(self) -> None:
-        """Read nothing more ahead in this run (a request needed a retry)."""
+        """Read nothing more ahead in this run (a request needed a retry): pages still
+        queued are not asked for (their futures cancelled); pages in flight are kept."""
         self._throttled.set()
+        self._cancel_queued()
 
-    def held(self) -> threading.BoundedSemaphore:
-        """One slot, waited for, held while the ``with`` block runs (a listing's own request):
-        the semaphore itself, no generator per page."""
-        return self._free
+    def _cancel_queued(self) -> None:
+        with self._lock:
+            dropped = [*self._hurried, *(job for q in self._queues.values() for job in q)]
+            self._hurried.clear()
+            self._queues.clear()
+        for job in dropped:
+            job.future.cancel()
 
-    def try_submit(self, work: Callable[[], Fetched]) -> Future[Fetched] | None:
-        """Run ``work`` in a free slot, or None when none is free or the run is throttled."""
-        if self.throttled or not self._free.acquire(blocking=False):
+    def held(self) -> AbstractContextManager[object]:
+        """One slot, waited for ahead of any page read ahead, held while the ``with`` block
+        runs (a listing's own request); one object for every request, not one per page."""
+        return self._own
+
+    def _take(self) -> None:
+        with self._lock:
+            self._waiting += 1
+            while not self._free:
+                self._freed.wait()
+            self._waiting -= 1
+            self._free -= 1
+
+    def ask(self, work: Callable[[], Fetched], owner: object) -> Future[Fetched] | None:
+        """Run ``work`` (a page read ahead for the listing ``owner``) in a slot, after the
+        pages that listing asked for before it; None when the run is throttled. Cancel the
+        future to take it back while it waits."""
+        if self.throttled:
             return None
+        job = _Job(work, owner)
+        with self._lock:
+            queue = self._queues.setdefault(owner, deque())
+            start = self._free > 0 and not self._waiting and not self._hurried and not queue
+            if start:
+                self._free -= 1
+                self._sent[owner] = self._sent.get(owner, 0) + 1
+            else:
+                queue.append(job)
+        if start:
+            self._start(job)
+        return job.future
 
-        def run() -> Fetched:
-            try:
-                return work()
-            finally:
-                self._free.release()
+    def hurry(self, future: Future[Fetched], owner: object) -> None:
+        """Send the page of ``future`` (read ahead for ``owner``) before any other page read
+        ahead, if it still waits for a slot: its listing is waiting for it."""
+        with self._lock:
+            queue = self._queues.get(owner)
+            job = None if queue is None else next((j for j in queue if j.future is future), None)
+            if queue is None or job is None:  # sent already, or dropped
+                return
+            queue.remove(job)
+            self._hurried.append(job)
+            if not self._free or self._waiting:
+                return
+            job = self._next()
+        if job is not None:
+            self._start(job)
 
+    def _next(self) -> _Job | None:
+        """The page read ahead that takes a free slot (held by the caller), under the lock;
+        None when a listing waits for one of its own, or nothing is queued."""
+        while not self._waiting:
+            if self._hurried:
+                job = self._hurried.popleft()
+            else:
+                queued = [owner for owner, queue in self._queues.items() if queue]
+                if not queued:
+                    return None
+                owner = min(queued, key=lambda owner: self._sent.get(owner, 0))
+                job = self._queues[owner].popleft()
+            if not job.future.cancelled():
+                self._free -= 1
+                self._sent[job.owner] = self._sent.get(job.owner, 0) + 1
+                return job
+        return None
+
+    def _start(self, job: _Job) -> None:
         try:
-            return self._pool.submit(run)
-        except RuntimeError:  # closed: the run is ending
-            self._free.release()
-            return None
+            self._pool.submit(self._run, job)
+        except RuntimeError:  # closed: the run is ending, nothing more is sent
+            next_job: _Job | None = job
+            while next_job is not None:
+                next_job.future.cancel()
+                next_job = self._release(next_job.owner)
+
+    def _run(self, job: _Job) -> None:
+        """Run ``job`` and then, in the same slot and thread, the next page queued."""
+        next_job: _Job | None = job
+        while next_job is not None:
+            if next_job.future.set_running_or_notify_cancel():
+                try:
+                    fetched = next_job.work()
+                except BaseException as exc:  # the listing reads it from the future
+                    next_job.future.set_exception(exc)
+                else:
+                    next_job.future.set_result(fetched)
+            next_job = self._release(next_job.owner)
+
+    def _release(self, owner: object = None) -> _Job | None:
+        """Free a slot (of a page read ahead for ``owner``, if given), or hand it to the
+        next page queued (returned)."""
+        with self._lock:
+            if owner is not None:
+                self._sent[owner] -= 1
+            self._free += 1
+            job = self._next()
+            if job is None:
+                self._freed.notify()
+        return job
 
     def close(self) -> None:
+        """Send nothing more, and wait for the requests in flight."""
+        self._cancel_queued()
         self._pool.shutdown(wait=True)
 
     def __enter__(self) -> RequestSlots:
@@ -137,6 +254,30 @@ class RequestSlots:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class _OwnSlot:
+    """The ``with`` block of a listing's own request (:meth:`RequestSlots.held`)."""
+
+    __slots__ = ("_slots",)
+
+    def __init__(self, slots: RequestSlots) -> None:
+        self._slots = slots
+
+    def __enter__(self) -> None:
+        self._slots._take()
+
+    def __exit__(self, *exc_info: object) -> None:
+        job = self._slots._release()
+        if job is not None:
+            self._slots._start(job)
+
+
+def _window(slots: int) -> int:
+    """Pages one listing reads ahead: twice the slots (the pages still to be sent keep the
+    slots busy while it handles those that came), within MAX_WINDOW; one slot reads
+    nothing ahead."""
+    return 1 if slots == 1 else min(2 * slots, MAX_WINDOW)
 
 
 class _Ahead:
@@ -152,7 +293,7 @@ class _Ahead:
 
 
 class ReadAhead:
-    """One listing's pages in flight before the paging loop reached them, in order.
+    """One listing's pages asked for before the paging loop reached them, in order.
 
     The listing's thread alone calls it: :meth:`fetch` for each page the loop has decided to
     fetch, :meth:`plan` with the requests the strategy expects next, :meth:`close` at the
@@ -169,12 +310,16 @@ class ReadAhead:
 
     def fetch(self, request: PageRequest) -> Fetched:
         """The page at ``request``: read ahead if it was (a failure is raised here, as its
-        own fetch would have raised it), else fetched now in a slot of the run's."""
+        own fetch would have raised it), else fetched now in the next free slot. A page
+        still queued for a slot goes to the head of the queue."""
         while self._pending:
             ahead = self._pending.popleft()
             if ahead.request.text == request.text and ahead.future is not None:
+                self._slots.hurry(ahead.future, self)  # the listing waits for it now
                 try:
                     return self._measured(ahead.future.result())
+                except CancelledError:  # the run was throttled before it was sent
+                    break
                 finally:
                     self._settle(ahead)
             self._drop(ahead)
@@ -194,8 +339,8 @@ class ReadAhead:
         return fetched
 
     def plan(self, requests: list[PageRequest]) -> None:
-        """Read ahead ``requests`` (the pages expected next, in order) as slots allow; pages
-        read ahead that are not among them are dropped."""
+        """Read ahead ``requests`` (the pages expected next, in order) within the window;
+        pages read ahead that are not among them are dropped."""
         kept = 0
         for ahead in self._pending:
             if kept < len(requests) and ahead.request.text == requests[kept].text:
@@ -207,7 +352,7 @@ class ReadAhead:
         window = min(self._slots.window, max(1, WINDOW_BYTES // self._largest))
         for request in requests[kept:window]:
             ahead = _Ahead(request, self._slots)
-            ahead.future = self._slots.try_submit(self._work(ahead))
+            ahead.future = self._slots.ask(self._work(ahead), self)
             if ahead.future is None:
                 return
             self._pending.append(ahead)
@@ -222,6 +367,8 @@ class ReadAhead:
 
     def _drop(self, ahead: _Ahead) -> None:
         ahead.abandoned.set()
+        if ahead.future is not None:
+            ahead.future.cancel()  # never sent, if it still waited for a slot
         self._dropped.append(ahead)
 
     def _settle(self, ahead: _Ahead) -> None:
@@ -235,7 +382,7 @@ class ReadAhead:
         while self._pending:
             self._drop(self._pending.popleft())
         for ahead in self._dropped:
-            if ahead.future is not None:
+            if ahead.future is not None and not ahead.future.cancelled():
                 ahead.future.exception()  # waits; whatever it was, nobody reads it
             self._settle(ahead)
         self._dropped.clear()

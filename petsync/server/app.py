@@ -140,8 +140,6 @@ class PetstoreApp:
 
     async def _gate(self, request: Request) -> Response | None:
         faults = self.faults
-        if faults.latency_ms > 0:
-            await self._sleep(faults.latency_ms / 1000.0)
         if faults.roll(faults.fail_rate):
             return error_response(503, "injected fault: the service is unavailable; retry later")
         wait = self._bucket.take()
@@ -169,23 +167,48 @@ class PetstoreApp:
         return None
 
     def guarded(self, handler: Endpoint) -> Endpoint:
-        """Wrap an operation: faults, then the key, then the handler; errors become Error."""
+        """Wrap an operation: the latency, faults, then the key, then the handler; errors
+        become Error.
+
+        A read's answer is made while its latency runs (started first, at the request's
+        arrival), as a far server works while the network carries the answer back: requests
+        that wake together then queue only for their sending, not for this one thread's
+        work on each (at 8 concurrent pages of 20 ms that queue added 3 to 5 ms a page). A
+        write waits its latency out first, so nothing is stored sooner than a far request
+        would arrive.
+        """
 
         async def endpoint(request: Request) -> Response:
-            refusal = await self._gate(request)
-            if refusal is not None:
-                return refusal
+            latency = self.faults.latency_ms / 1000.0
+            if latency <= 0:
+                return await self._answer(handler, request)
+            if request.method != "GET":
+                await self._sleep(latency)
+                return await self._answer(handler, request)
+            waited = asyncio.ensure_future(self._sleep(latency))
             try:
-                return await handler(request)
-            except BadRequest as exc:
-                return error_response(400, str(exc))
-            except StoreFullError:
-                return error_response(500, "no id left to assign: a pet holds id 2**63-1")
-            except Exception:
-                logger.exception("request_failed", extra={"fields": {"path": request.url.path}})
-                return error_response(500, "internal error; see the server log")
+                await asyncio.sleep(0)  # the wait's timer is set before the work begins
+                answer = await self._answer(handler, request)
+                await waited
+            finally:
+                waited.cancel()  # (done already, unless the request itself was cancelled)
+            return answer
 
         return endpoint
+
+    async def _answer(self, handler: Endpoint, request: Request) -> Response:
+        refusal = await self._gate(request)
+        if refusal is not None:
+            return refusal
+        try:
+            return await handler(request)
+        except BadRequest as exc:
+            return error_response(400, str(exc))
+        except StoreFullError:
+            return error_response(500, "no id left to assign: a pet holds id 2**63-1")
+        except Exception:
+            logger.exception("request_failed", extra={"fields": {"path": request.url.path}})
+            return error_response(500, "internal error; see the server log")
 
     # -- operations --------------------------------------------------------------------------
 

@@ -76,3 +76,58 @@ def test_requests_waiting_out_latency_do_not_block_each_other() -> None:
         return [a.status_code for a in answers]
 
     assert asyncio.run(run()) == [200, 200, 200]
+
+
+def test_a_read_is_answered_from_work_done_while_its_latency_runs() -> None:
+    async def run() -> tuple[list[str], int]:
+        steps: list[str] = []
+        release = asyncio.Event()
+
+        class Store(PetStore):
+            def page_after(self, *args: object, **kwargs: object) -> list[tuple[object, ...]]:
+                steps.append("read")
+                return super().page_after(*args, **kwargs)  # type: ignore[arg-type]
+
+        async def sleep(seconds: float) -> None:
+            steps.append("waiting")
+            await asyncio.wait_for(release.wait(), timeout=5)
+            steps.append("waited")
+
+        config = ServerConfig(api_key=ApiKey(KEY), faults=Faults(latency_ms=20))
+        app = create_app(config, Store(), sleep=sleep)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t/v1") as client:
+            answer = asyncio.ensure_future(client.get("/pets", headers=HEADERS))
+            for _ in range(1000):  # the page is read while the wait has not ended
+                if "read" in steps:
+                    break
+                await asyncio.sleep(0)
+            assert "read" in steps and not answer.done()
+            release.set()
+            return steps, (await answer).status_code
+
+    # The wait begins first, at the request's arrival; the page is read inside it.
+    assert asyncio.run(run()) == (["waiting", "read", "waited"], 200)
+
+
+def test_a_write_stores_nothing_before_its_latency_has_run() -> None:
+    async def run() -> tuple[int, int, int]:
+        release = asyncio.Event()
+        waiting = asyncio.Event()
+
+        async def sleep(seconds: float) -> None:
+            waiting.set()
+            await asyncio.wait_for(release.wait(), timeout=5)
+
+        store = PetStore()
+        config = ServerConfig(api_key=ApiKey(KEY), faults=Faults(latency_ms=20))
+        app = create_app(config, store, sleep=sleep)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t/v1") as client:
+            answer = asyncio.ensure_future(client.post("/pets", json=NEW_PET, headers=HEADERS))
+            await asyncio.wait_for(waiting.wait(), timeout=5)
+            before = store.count()
+            release.set()
+            return before, (await answer).status_code, store.count()
+
+    assert asyncio.run(run()) == (0, 201, 1)
