@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -192,16 +193,11 @@ def _fold_block(
         snapshot = _NO_PETS
     ids = to_numpy(snapshot.column("id"))
     open_ids = to_numpy(piece.column("id"))
-    if len(ids):
-        pos = np.minimum(np.searchsorted(ids, open_ids), len(ids) - 1)
-        present = ids[pos] == open_ids
-    else:
-        pos = np.zeros(len(open_ids), dtype=np.int64)
-        present = np.zeros(len(open_ids), dtype=bool)
+    pos, present = _locate(open_ids, ids)
     matched = np.zeros(len(ids), dtype=bool)  # the night's pets that had an open version
     matched[pos[present]] = True
     equal = np.zeros(len(open_ids), dtype=bool)
-    equal[present] = _same_content(snapshot, matched, piece, present)
+    equal[present] = _same_content(snapshot, matched, piece, present, pos)
     differ = present & ~equal
     absent = ~present
     close = differ | absent if trusted else differ
@@ -240,6 +236,31 @@ def _fold_block(
     if not trusted and absent.any():  # an untrusted night keeps the pets it lacks
         out = _in_id_order(out, piece.filter(bool_array(absent)))
     return out
+
+
+def _locate(
+    open_ids: npt.NDArray[np.int64], ids: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Where each open version's pet is among the night's ``ids`` (both sorted, unique), and
+    whether it is there at all (``pos`` means nothing where it is not).
+
+    A block's ids are nearly always dense (a catalogue numbers its pets), so a table over
+    their range answers in a few passes; sparse ids are searched, a binary search each.
+    """
+    if not len(ids) or not len(open_ids):
+        return np.zeros(len(open_ids), dtype=np.int64), np.zeros(len(open_ids), dtype=bool)
+    low = min(int(ids[0]), int(open_ids[0]))
+    span = max(int(ids[-1]), int(open_ids[-1])) - low + 1
+    if span > _DENSE * (len(ids) + len(open_ids)):
+        pos = np.minimum(np.searchsorted(ids, open_ids), len(ids) - 1)
+        return pos, ids[pos] == open_ids
+    table = np.full(span, -1, dtype=np.int64)
+    table[ids - low] = np.arange(len(ids))
+    pos = table[open_ids - low]
+    return pos, pos >= 0
+
+
+_DENSE = 4  # a table over the ids' range at most this many times their count
 
 
 def _days(date: dt.date) -> int:
@@ -291,11 +312,15 @@ def _in_id_order(versions: pa.Table, others: pa.Table) -> pa.Table:
     return merged.take(int64_array(np.argsort(to_numpy(merged.column("id")), kind="stable")))
 
 
+_STRING_COLUMNS = [c for c in CONTENT_COLUMNS if c != "categoryId"]
+
+
 def _same_content(
-    rows: pa.Table, matched: np.ndarray, piece: pa.Table, present: np.ndarray
+    rows: pa.Table, matched: np.ndarray, piece: pa.Table, present: np.ndarray, pos: np.ndarray
 ) -> np.ndarray:
     """Whether each ``matched`` snapshot row has the content of the piece's version at the
-    same place among the ``present`` ones (both in id order): one answer per match.
+    same place among the ``present`` ones (both in id order; ``pos`` maps the piece's rows to
+    the snapshot's): one answer per match.
 
     Compared column by column; a null status equals only a null status. Both sides are
     filtered, not gathered: a mask that keeps nearly everything copies in runs, ten times
@@ -305,13 +330,17 @@ def _same_content(
     same = np.ones(count, dtype=bool)
     if not count:
         return same
-    new_rows = rows.select(CONTENT_COLUMNS)
+    # Numbers are compared in numpy, at their places; strings filtered, then compared.
+    at = pos[present]
+    categories = to_numpy(rows.column("categoryId"))[at]
+    same &= categories == to_numpy(piece.column("categoryId"))[present]
+    new_rows = rows.select(_STRING_COLUMNS)
     if not matched.all():
         new_rows = new_rows.filter(bool_array(matched))
-    versions = piece.select(CONTENT_COLUMNS)
+    versions = piece.select(_STRING_COLUMNS)
     if not present.all():
         versions = versions.filter(bool_array(present))
-    for column in CONTENT_COLUMNS:
+    for column in _STRING_COLUMNS:
         new, old = new_rows.column(column), versions.column(column)
         equal = true_mask(pc.equal(new, old))  # null where either is null
         if new.null_count or old.null_count:

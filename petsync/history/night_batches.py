@@ -70,18 +70,20 @@ def night_pieces(info: SnapshotInfo) -> Iterator[Iterator[pa.Table]]:
         return
     night = _Night.open(info)
     with contextlib.ExitStack() as stack:
-        runs = night.runs()
-        if runs is not None:
-            streams = [night.rows(start, stop, stack) for start, stop in runs]
-            yield _checked(night, merge_sorted(streams, PET_SCHEMA))
-            return
+        yield _in_id_order(night, stack)
+
+
+def _in_id_order(night: _Night, stack: contextlib.ExitStack) -> Iterator[pa.Table]:
+    """The night's pieces in id order, then the check that the object read is still the one
+    opened. Its runs are found at the first piece asked for: on the thread that reads
+    ahead, while the open versions are read on another."""
+    runs = night.runs()
+    if runs is not None:
+        streams = [night.rows(start, stop, stack) for start, stop in runs]
+        yield from merge_sorted(streams, PET_SCHEMA)
+    else:
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="petsync-history-"))
-        yield _checked(night, in_id_order(night.rows(0, night.num_rows, stack), Path(scratch)))
-
-
-def _checked(night: _Night, pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """The pieces, then the check that the object read is still the one opened."""
-    yield from pieces
+        yield from in_id_order(night.rows(0, night.num_rows, stack), Path(scratch))
     night.unchanged()
 
 
