@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench_export import compile_tree
 from harness import (
     REPO,
     Run,
@@ -389,6 +390,8 @@ def main() -> None:
     args = parser.parse_args()
     parts = args.only or ["update", "rebuild", "report"]
     print_header("petsync history and report")
+    if args.old_tree is not None:
+        print(compile_tree(args.old_tree), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
         work = Path(tmp)
         if "update" in parts:

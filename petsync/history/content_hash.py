@@ -31,6 +31,8 @@ def content_hash(table: pa.Table) -> pa.Array:
         return int64_array(np.zeros(0, dtype=np.int64))
     names = table.column("name").combine_chunks()
     statuses = table.column("status").combine_chunks()
+    if pa.types.is_dictionary(statuses.type):  # coded (status_codes): the strings themselves
+        statuses = statuses.cast(pa.string())
     if _needs_escapes(names) or _needs_escapes(statuses):
         return _hash_rows(_json_rows_in_python(names, statuses, table.column("categoryId")))
     return _hash_rows(_json_rows(names, statuses, table.column("categoryId").combine_chunks()))

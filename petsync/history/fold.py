@@ -34,14 +34,14 @@ from petsync.core.arrow_arrays import (
     date32_array,
     int64_array,
     to_numpy,
-    true_mask,
 )
 from petsync.core.errors import InputError
-from petsync.formats.schema import PET_SCHEMA
 from petsync.history.content_hash import content_hash
+from petsync.history.status_codes import NIGHT_SCHEMA, codes, names
 from petsync.history.table import (
     CONTENT_COLUMNS,
     HISTORY_SCHEMA,
+    OPEN_SCHEMA,
     Night,
     empty_history,
 )
@@ -124,7 +124,7 @@ def _unique(pieces: Iterable[pa.Table], date: dt.date) -> Iterator[pa.Table]:
     for piece in pieces:
         if not piece.num_rows:
             continue
-        piece = piece.select(["id", *CONTENT_COLUMNS]).combine_chunks()
+        piece = piece.select(["id", *CONTENT_COLUMNS]).unify_dictionaries().combine_chunks()
         ids = to_numpy(piece.column("id"))
         if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):
             raise ValueError("the night's pets must come in id order")  # a caller's bug
@@ -178,10 +178,13 @@ def _fold_block(
     the same range; returns the block's open versions after the night."""
     if snapshot is not None and snapshot.num_rows:
         tally.pets += snapshot.num_rows
+        status = snapshot.column("status").chunk(0)
+        counts = np.bincount(codes(status) + 1)
         tally.by_status.update(
             {
-                (NO_STATUS if row["values"] is None else str(row["values"])): int(row["counts"])
-                for row in pc.value_counts(snapshot.column("status")).to_pylist()
+                NO_STATUS if name is None else name: int(count)
+                for name, count in zip(names(status), counts.tolist(), strict=False)
+                if count
             }
         )
     if piece is None or not piece.num_rows:
@@ -208,12 +211,18 @@ def _fold_block(
     else:
         tally.kept += int(absent.sum())
     if differ.any():
-        old = piece.column("status").filter(bool_array(differ)).to_pylist()
-        new = snapshot.column("status").take(int64_array(pos[differ])).to_pylist()
+        old_status, new_status = piece.column("status").chunk(0), snapshot.column("status").chunk(0)
+        old, new = codes(old_status)[differ], codes(new_status)[pos[differ]]
+        moved = old != new
+        pairs, counts = np.unique(np.stack([old[moved], new[moved]]), axis=1, return_counts=True)
+        said = names(old_status, new_status)
         tally.changes.update(
-            f"{a or NO_STATUS}{ARROW}{b or NO_STATUS}"
-            for a, b in zip(old, new, strict=True)
-            if a != b
+            {
+                f"{said[a + 1] or NO_STATUS}{ARROW}{said[b + 1] or NO_STATUS}": int(count)
+                for a, b, count in zip(
+                    pairs[0].tolist(), pairs[1].tolist(), counts.tolist(), strict=True
+                )
+            }
         )
     if close.any():
         ending = piece.filter(bool_array(close))
@@ -269,7 +278,7 @@ def _days(date: dt.date) -> int:
 
 _EPOCH = dt.date(1970, 1, 1)
 _NO_ROWS = np.zeros(0, dtype=np.int64)  # no kept versions
-_NO_PETS = pa.Table.from_batches([], schema=PET_SCHEMA)  # (pa.array() would import pandas)
+_NO_PETS = pa.Table.from_batches([], schema=NIGHT_SCHEMA)  # (pa.array() would import pandas)
 
 
 def _open_versions(
@@ -302,17 +311,14 @@ def _open_versions(
             "valid_from": date32_array(valid_from),
             "valid_to": pa.nulls(count, pa.date32()),
         },
-        schema=HISTORY_SCHEMA,
+        schema=OPEN_SCHEMA,
     )
 
 
 def _in_id_order(versions: pa.Table, others: pa.Table) -> pa.Table:
     """Two tables of the history schema, disjoint in id, as one in id order."""
-    merged = pa.concat_tables([versions, others.cast(HISTORY_SCHEMA)])
+    merged = pa.concat_tables([versions, others.cast(OPEN_SCHEMA)]).unify_dictionaries()
     return merged.take(int64_array(np.argsort(to_numpy(merged.column("id")), kind="stable")))
-
-
-_STRING_COLUMNS = [c for c in CONTENT_COLUMNS if c != "categoryId"]
 
 
 def _same_content(
@@ -330,20 +336,18 @@ def _same_content(
     same = np.ones(count, dtype=bool)
     if not count:
         return same
-    # Numbers are compared in numpy, at their places; strings filtered, then compared.
+    # Categories and status codes are compared in numpy, at their places (a pet without
+    # status has the null code on both sides); names filtered, then compared by Arrow.
     at = pos[present]
     categories = to_numpy(rows.column("categoryId"))[at]
     same &= categories == to_numpy(piece.column("categoryId"))[present]
-    new_rows = rows.select(_STRING_COLUMNS)
+    statuses = codes(rows.column("status").chunk(0))[at]
+    same &= statuses == codes(piece.column("status").chunk(0))[present]
+    new = rows.column("name")
     if not matched.all():
-        new_rows = new_rows.filter(bool_array(matched))
-    versions = piece.select(_STRING_COLUMNS)
+        new = new.filter(bool_array(matched))
+    old = piece.column("name")
     if not present.all():
-        versions = versions.filter(bool_array(present))
-    for column in _STRING_COLUMNS:
-        new, old = new_rows.column(column), versions.column(column)
-        equal = true_mask(pc.equal(new, old))  # null where either is null
-        if new.null_count or old.null_count:
-            equal |= to_numpy(pc.is_null(new)) & to_numpy(pc.is_null(old))
-        same &= equal
+        old = old.filter(bool_array(present))
+    same &= to_numpy(pc.equal(new, old))  # names are never null
     return same

@@ -126,10 +126,16 @@ def merge_sorted(
                 held += cut
                 cursor.offset += cut
         if held >= OUT_ROWS:
-            yield _sorted(pa.Table.from_batches(slices, schema=schema))
+            yield _sorted(_one_piece(slices, schema))
             slices, held = [], 0
     if slices:
-        yield _sorted(pa.Table.from_batches(slices, schema=schema))
+        yield _sorted(_one_piece(slices, schema))
+
+
+def _one_piece(slices: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    """The slices as one table; streams' dictionary columns (a coded status) may each have
+    their own dictionary, brought to one first."""
+    return pa.Table.from_batches(slices, schema=schema).unify_dictionaries()
 
 
 class _Spill:
