@@ -37,7 +37,7 @@ from petsync.core.arrow_arrays import (
 )
 from petsync.core.errors import InputError
 from petsync.history.content_hash import content_hash
-from petsync.history.status_codes import NIGHT_SCHEMA, codes, names
+from petsync.history.status_codes import NIGHT_SCHEMA, NULL_CODE, codes, names, status_of
 from petsync.history.table import (
     CONTENT_COLUMNS,
     HISTORY_SCHEMA,
@@ -178,8 +178,8 @@ def _fold_block(
     the same range; returns the block's open versions after the night."""
     if snapshot is not None and snapshot.num_rows:
         tally.pets += snapshot.num_rows
-        status = snapshot.column("status").chunk(0)
-        counts = np.bincount(codes(status) + 1)
+        status = status_of(snapshot)
+        counts = np.bincount(codes(status) - NULL_CODE)
         tally.by_status.update(
             {
                 NO_STATUS if name is None else name: int(count)
@@ -199,8 +199,10 @@ def _fold_block(
     pos, present = _locate(open_ids, ids)
     matched = np.zeros(len(ids), dtype=bool)  # the night's pets that had an open version
     matched[pos[present]] = True
+    old_status, new_status = status_of(piece), status_of(snapshot)
+    old_codes, new_codes = codes(old_status), codes(new_status)
     equal = np.zeros(len(open_ids), dtype=bool)
-    equal[present] = _same_content(snapshot, matched, piece, present, pos)
+    equal[present] = _same_content(snapshot, matched, piece, present, pos, (new_codes, old_codes))
     differ = present & ~equal
     absent = ~present
     close = differ | absent if trusted else differ
@@ -211,17 +213,14 @@ def _fold_block(
     else:
         tally.kept += int(absent.sum())
     if differ.any():
-        old_status, new_status = piece.column("status").chunk(0), snapshot.column("status").chunk(0)
-        old, new = codes(old_status)[differ], codes(new_status)[pos[differ]]
-        moved = old != new
-        pairs, counts = np.unique(np.stack([old[moved], new[moved]]), axis=1, return_counts=True)
+        old, new = old_codes[differ] - NULL_CODE, new_codes[pos[differ]] - NULL_CODE
         said = names(old_status, new_status)
+        moves, counts = np.unique((old * len(said) + new)[old != new], return_counts=True)
+        shown = [NO_STATUS if name is None else name for name in said]
         tally.changes.update(
             {
-                f"{said[a + 1] or NO_STATUS}{ARROW}{said[b + 1] or NO_STATUS}": int(count)
-                for a, b, count in zip(
-                    pairs[0].tolist(), pairs[1].tolist(), counts.tolist(), strict=True
-                )
+                f"{shown[move // len(said)]}{ARROW}{shown[move % len(said)]}": count
+                for move, count in zip(moves.tolist(), counts.tolist(), strict=True)
             }
         )
     if close.any():
@@ -322,27 +321,29 @@ def _in_id_order(versions: pa.Table, others: pa.Table) -> pa.Table:
 
 
 def _same_content(
-    rows: pa.Table, matched: np.ndarray, piece: pa.Table, present: np.ndarray, pos: np.ndarray
+    rows: pa.Table,
+    matched: np.ndarray,
+    piece: pa.Table,
+    present: np.ndarray,
+    pos: np.ndarray,
+    status_codes: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray:
     """Whether each ``matched`` snapshot row has the content of the piece's version at the
     same place among the ``present`` ones (both in id order; ``pos`` maps the piece's rows to
-    the snapshot's): one answer per match.
+    the snapshot's, ``status_codes`` are both sides' status codes): one answer per match.
 
-    Compared column by column; a null status equals only a null status. Both sides are
-    filtered, not gathered: a mask that keeps nearly everything copies in runs, ten times
-    faster than a take.
+    Compared column by column; a null status equals only a null status (its code is
+    NULL_CODE on both sides). Names are filtered, not gathered: a mask that keeps nearly
+    everything copies in runs, ten times faster than a take.
     """
     count = int(matched.sum())
     same = np.ones(count, dtype=bool)
     if not count:
         return same
-    # Categories and status codes are compared in numpy, at their places (a pet without
-    # status has the null code on both sides); names filtered, then compared by Arrow.
     at = pos[present]
-    categories = to_numpy(rows.column("categoryId"))[at]
-    same &= categories == to_numpy(piece.column("categoryId"))[present]
-    statuses = codes(rows.column("status").chunk(0))[at]
-    same &= statuses == codes(piece.column("status").chunk(0))[present]
+    new_codes, old_codes = status_codes
+    same &= new_codes[at] == old_codes[present]
+    same &= to_numpy(rows.column("categoryId"))[at] == to_numpy(piece.column("categoryId"))[present]
     new = rows.column("name")
     if not matched.all():
         new = new.filter(bool_array(matched))

@@ -45,7 +45,7 @@ class StatusCodes:
     def coded(self, column: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
         """``column`` (strings, or a dictionary of strings) as codes over :attr:`values`."""
         if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+            column = _one_chunk(column)
         if not pa.types.is_dictionary(column.type):
             column = pc.dictionary_encode(column)
         names = column.dictionary.cast(pa.string()).to_pylist()
@@ -83,6 +83,15 @@ def codes(column: pa.DictionaryArray) -> npt.NDArray[np.int32]:
     return np.where(to_numpy(pc.is_valid(indices)), raw, NULL_CODE).astype(np.int32)
 
 
+def status_of(table: pa.Table) -> pa.DictionaryArray:
+    """A coded table's status column as one array."""
+    return _one_chunk(table.column("status"))
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def _raw(indices: pa.Array) -> npt.NDArray[np.int32]:
     """An int32 array's values from its start to its end, whatever is under its nulls."""
     data = indices.buffers()[1]
@@ -108,7 +117,8 @@ def coded_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def names(column: pa.DictionaryArray, others: pa.DictionaryArray | None = None) -> list[str | None]:
-    """What each code of ``column`` (and of ``others``) means, by code + 1: ``[None, ...]``.
+    """What each code of ``column`` (and of ``others``) means, by code - :data:`NULL_CODE`:
+    ``[None, ...]``.
 
     Coded at different lengths of one list, the longer dictionary names both's codes.
     """
