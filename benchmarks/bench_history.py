@@ -125,7 +125,7 @@ def publish(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from petsync.formats.folders import ROW_GROUP_ROWS
+    from petsync.formats.folders import ROW_GROUP_ROWS, UNDICTIONARIED
     from petsync.formats.schema import PET_SCHEMA
     from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
 
@@ -149,7 +149,14 @@ def publish(
         "status": pa.array(STATUS_VALUES, pa.string()).take(pa.array(listing[order])),
     }
     table = pa.table(columns).cast(PET_SCHEMA)
-    pq.write_table(table, folder / PARQUET_NAME, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    dictionaries = [name for name in table.column_names if name not in UNDICTIONARIED]
+    pq.write_table(
+        table,
+        folder / PARQUET_NAME,
+        compression="zstd",
+        row_group_size=ROW_GROUP_ROWS,
+        use_dictionary=dictionaries,
+    )
     manifest = {"snapshot_date": date.isoformat(), "complete": complete, "pets": table.num_rows}
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
     return folder / PARQUET_NAME
