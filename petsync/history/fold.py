@@ -176,31 +176,32 @@ def _fold_block(
 ) -> pa.Table:
     """One block: the open versions ``piece`` and the night's pets ``snapshot`` with ids in
     the same range; returns the block's open versions after the night."""
-    if snapshot is not None and snapshot.num_rows:
+    if snapshot is None:
+        snapshot = _NO_PETS
+    new_status = status_of(snapshot)
+    new_codes = codes(new_status)
+    if snapshot.num_rows:
         tally.pets += snapshot.num_rows
-        status = status_of(snapshot)
-        counts = np.bincount(codes(status) - NULL_CODE)
+        counts = np.bincount(new_codes - NULL_CODE)
         tally.by_status.update(
             {
                 NO_STATUS if name is None else name: int(count)
-                for name, count in zip(names(status), counts.tolist(), strict=False)
+                for name, count in zip(names(new_status), counts.tolist(), strict=False)
                 if count
             }
         )
     if piece is None or not piece.num_rows:
-        if snapshot is None:
+        if not snapshot.num_rows:
             return empty_history()
         tally.added += snapshot.num_rows
         return _open_versions(snapshot, day, _NO_ROWS, _NO_ROWS, _NO_ROWS)
-    if snapshot is None:
-        snapshot = _NO_PETS
     ids = to_numpy(snapshot.column("id"))
     open_ids = to_numpy(piece.column("id"))
     pos, present = _locate(open_ids, ids)
     matched = np.zeros(len(ids), dtype=bool)  # the night's pets that had an open version
     matched[pos[present]] = True
-    old_status, new_status = status_of(piece), status_of(snapshot)
-    old_codes, new_codes = codes(old_status), codes(new_status)
+    old_status = status_of(piece)
+    old_codes = codes(old_status)
     equal = np.zeros(len(open_ids), dtype=bool)
     equal[present] = _same_content(snapshot, matched, piece, present, pos, (new_codes, old_codes))
     differ = present & ~equal

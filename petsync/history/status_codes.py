@@ -25,12 +25,15 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from petsync.core.arrow_arrays import to_numpy
 from petsync.core.models import STATUS_VALUES
 from petsync.formats.schema import PET_SCHEMA
 
 STATUS_TYPE = pa.dictionary(pa.int32(), pa.string())
 NULL_CODE = -1  # a pet without status
+# The same as an Arrow scalar, taken from an array: pa.scalar() would import pandas.
+_NULL_SCALAR = pa.Array.from_buffers(
+    pa.int32(), 1, [None, pa.py_buffer(np.array([NULL_CODE], dtype=np.int32))]
+)[0]
 
 
 class StatusCodes:
@@ -77,10 +80,9 @@ class StatusCodes:
 def codes(column: pa.DictionaryArray) -> npt.NDArray[np.int32]:
     """The codes of a coded column, :data:`NULL_CODE` where a pet has no status."""
     indices = column.indices
-    raw = _raw(indices)[indices.offset :]
-    if not indices.null_count:
-        return raw
-    return np.where(to_numpy(pc.is_valid(indices)), raw, NULL_CODE).astype(np.int32)
+    if indices.null_count:
+        indices = pc.fill_null(indices, _NULL_SCALAR)
+    return _raw(indices)[indices.offset :]
 
 
 def status_of(table: pa.Table) -> pa.DictionaryArray:
