@@ -10,13 +10,8 @@ export publishes them), every program a whole process measured with ``os.wait4``
   package in DIR). Targets: <= 2.0x the read at 5,000,000 pets, peak RSS <= 400 MiB at
   5,000,000 and at 20,000,000 pets (flat), the table growing by the changed rows only.
 * ``rebuild``: ``petsync history --rebuild`` over each of ``--nights`` nights at
-  ``--rebuild-pets`` pets: time per night should stay flat (linear in nights) and peak RSS
-  flat.
-
-Snapshots are written as an export writes them: row groups of 131,072 rows, in the order
-the listings stored them. ``--layout listings`` (the default): listing after listing, each
-in id order; ``--layout pages``: pages of 1,000 pets from each listing in turn, as listings
-running concurrently store them.
+  ``--rebuild-pets`` pets (with ``--old-tree``, the old code's right after): time per night
+  should stay flat (linear in nights) and peak RSS flat.
 * ``report``: ``petsync report`` over ``--report-nights`` nights (the bundle cache warm, as
   after the first report on a machine) and the page's render time in headless Chromium
   (navigation to every chart drawn). Targets: <= 2 s, HTML <= 5 MB.
@@ -24,6 +19,14 @@ running concurrently store them.
     python benchmarks/bench_history.py                         # 1M pets, 3 rounds
     python benchmarks/bench_history.py --pets 100000 --rounds 1 --nights 2,4 --report-nights 30
     python benchmarks/bench_history.py --pets 5000000 --only update --old-tree /tmp/old
+    python benchmarks/bench_history.py --pets 20000000 --only update --data /tmp/history-data
+
+Snapshots are written as an export writes them: row groups of 131,072 rows, in the order
+the listings stored them. ``--layout listings`` (the default): listing after listing, each
+in id order; ``--layout pages``: pages of 1,000 pets from each listing in turn, as listings
+running concurrently store them. ``--data DIR`` keeps the update's two snapshots and the
+first night's history in DIR, and the next run with the same sizes starts from them
+(delete DIR when the snapshots' writing changes).
 """
 
 from __future__ import annotations
@@ -299,27 +302,36 @@ def bench_update(
 # -- rebuild -----------------------------------------------------------------------------------
 
 
-def bench_rebuild(work: Path, pets: int, nights: list[int], layout: str) -> None:
+def bench_rebuild(
+    work: Path, pets: int, nights: list[int], layout: str, old_tree: Path | None
+) -> None:
     print(f"\n## Rebuild: {pets:,} pets, 1% changed a night, over {nights} nights\n", flush=True)
     source = work / "rebuild-source"
     in_child(make_nights, source, pets, max(nights), 0.01, layout)
     partitions = sorted((source / "pets").iterdir())
-    print("| nights | wall s | s per night | CPU s | CPU s per night | peak RSS MiB | versions |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    trees: list[tuple[str, Path | None]] = [("petsync history --rebuild", None)]
+    if old_tree is not None:  # the same nights, the old code right after the new
+        trees.append(("old petsync", old_tree))
+    print("| program | nights | wall s | s per night | CPU s | CPU s per night | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for count in sorted(nights):
         out = work / f"rebuild-{count}"
         (out / "pets").mkdir(parents=True)
         for partition in partitions[:count]:
             (out / "pets" / partition.name).symlink_to(partition)
-        args = [*petsync_cmd(), "history", str(out), "--rebuild", "--json"]
-        run = run_process("rebuild", args, dict(os.environ), work)
-        assert run.ok, run.problem
-        versions = run_json(run)["versions"]
-        print(
-            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.cpu:.2f} | "
-            f"{run.cpu / count:.2f} | {run.rss_mib:.0f} | {versions:,} |",
-            flush=True,
-        )
+        versions = []
+        for name, tree in trees:
+            args = [*petsync_cmd(tree), "history", str(out), "--rebuild", "--json"]
+            run = run_process("rebuild", args, dict(os.environ), work)
+            assert run.ok, run.problem
+            versions.append(run_json(run)["versions"])
+            print(
+                f"| {name} | {count} | {run.wall:.2f} | {run.wall / count:.2f} | "
+                f"{run.cpu:.2f} | {run.cpu / count:.2f} | {run.rss_mib:.0f} |",
+                flush=True,
+            )
+        assert len(set(versions)) == 1, f"the trees disagree: {versions} versions"
+    print(f"\nversions after {max(nights)} nights: {versions[0]:,}")
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -387,7 +399,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["update", "rebuild", "report"], action="append")
     parser.add_argument("--layout", choices=["listings", "pages"], default="listings")
     parser.add_argument(
-        "--old-tree", type=Path, help="also time the update by the petsync package in this folder"
+        "--old-tree",
+        type=Path,
+        help="also time the update and the rebuild by the petsync package in this folder",
     )
     parser.add_argument(
         "--data",
@@ -413,7 +427,7 @@ def main() -> None:
             )
         if "rebuild" in parts:
             nights = [int(n) for n in args.nights.split(",")]
-            bench_rebuild(work, args.rebuild_pets, nights, args.layout)
+            bench_rebuild(work, args.rebuild_pets, nights, args.layout, args.old_tree)
         if "report" in parts:
             bench_report(work, args.report_nights, args.report_pets)
     print_footer()
