@@ -12,6 +12,8 @@ import pyarrow.compute as pc
 
 from petsync.core.arrow_arrays import int64_array
 
+HASH_ROWS = 1 << 14  # rows whose JSON is built at a time
+
 # The bytes JSON escapes (encode_basestring: quote, backslash, controls); text without them
 # is written as it is between quotes.
 _ESCAPED = np.zeros(256, dtype=bool)
@@ -27,6 +29,12 @@ def content_hash(table: pa.Table) -> pa.Array:
     Versions are told apart by comparing their content itself; the hash is a convenience
     for readers (equal content, equal hash).
     """
+    if table.num_rows > HASH_ROWS:  # a night of new pets: its JSON a slice at a time
+        parts = [
+            content_hash(table.slice(start, HASH_ROWS))
+            for start in range(0, table.num_rows, HASH_ROWS)
+        ]
+        return pa.concat_arrays(parts)
     if not table.num_rows:
         return int64_array(np.zeros(0, dtype=np.int64))
     names = table.column("name").combine_chunks()
