@@ -39,7 +39,7 @@ from petsync.core.errors import InputError
 from petsync.formats.registry import format_of_manifest
 from petsync.formats.schema import COLUMNS, conform
 from petsync.history.id_order import OUT_ROWS, in_id_order, merge_sorted
-from petsync.history.status_codes import NIGHT_SCHEMA, StatusCodes, coded_table
+from petsync.history.status_codes import NIGHT_SCHEMA, StatusCodes, bare_codes, coded_table
 from petsync.storage.layout import RUN_ID_KEY, SnapshotInfo
 from petsync.storage.location import parse_location
 
@@ -90,10 +90,10 @@ def _in_id_order(
     if runs is not None:
         streams = [night.rows(start, stop, stack, statuses) for start, stop in runs]
         yield from merge_sorted(streams, NIGHT_SCHEMA)
-    else:  # spilled as strings: a scratch file holds one dictionary, and statuses may grow
+    else:  # spilled as bare codes: a scratch file holds one dictionary, and statuses grow
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="petsync-history-"))
-        pieces = in_id_order(night.rows(0, night.num_rows, stack), Path(scratch))
-        yield from (coded_table(piece, statuses) for piece in pieces)
+        rows = (bare_codes(batch) for batch in night.rows(0, night.num_rows, stack, statuses))
+        yield from (statuses.named(piece) for piece in in_id_order(rows, Path(scratch)))
     night.unchanged()
 
 

@@ -76,6 +76,23 @@ class StatusCodes:
             )
         return pa.DictionaryArray.from_arrays(indices, values)
 
+    def named(self, table: pa.Table) -> pa.Table:
+        """A table of :func:`bare_codes` with its status coded again, over :attr:`values`."""
+        index = table.schema.get_field_index("status")
+        indices = table.column(index).combine_chunks()
+        coded = pa.DictionaryArray.from_arrays(indices, self.values)
+        return table.set_column(index, pa.field("status", STATUS_TYPE), coded)
+
+
+def bare_codes(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch whose coded status is its codes alone (int32, null for no status): how a
+    spilled night is written, the dictionary kept by :class:`StatusCodes` meanwhile."""
+    columns = [
+        column.indices if name == "status" else column
+        for name, column in zip(batch.schema.names, batch.columns, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
 
 def codes(column: pa.DictionaryArray) -> npt.NDArray[np.int32]:
     """The codes of a coded column, :data:`NULL_CODE` where a pet has no status."""
