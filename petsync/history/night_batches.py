@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
-READ_ROWS = 1 << 17  # rows decoded from the snapshot at a time
+READ_ROWS = 1 << 16  # rows decoded from the snapshot at a time
 # Every reader reads one row group at a time: pyarrow pre-buffers (reads in one request per
 # row group, on an object store) every row group a read asks for and keeps it until the
 # next read, so a read of the whole file would end up holding all of it.
