@@ -12,7 +12,7 @@ hashing a string.
 The list only grows (a status the interface does not name is added when first seen), and
 from several threads at once: the night and the open versions are read on threads of their
 own. Tables whose pieces were coded at different lengths of the list are brought to one
-dictionary by :func:`one_dictionary` before they are combined.
+dictionary (``unify_dictionaries``) before they are combined.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class StatusCodes:
                 self._codes.update((n, len(self._names) + i) for i, n in enumerate(fresh))
                 self._names.extend(fresh)
                 self.values = _strings(self._names)
-            remap = np.array([self._codes.get(n, 0) for n in names], dtype=np.int32)
+            remap = np.array([self._codes[n] for n in names], dtype=np.int32)
             values = self.values
         indices = column.indices.cast(pa.int32())
         if not np.array_equal(remap, np.arange(len(remap), dtype=np.int32)):
