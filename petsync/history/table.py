@@ -174,7 +174,7 @@ EMPTY_STATE = HistoryState(nights=(), open_file=None, closed_files=(), generatio
 
 
 PIECE_ROWS = 1 << 17  # open versions read and written this many at a time
-RELEASE_GROUPS = 4  # row groups written between two returns of freed memory to the system
+RELEASE_GROUPS = 16  # row groups written between two returns of freed memory to the system
 
 # How the table's files are encoded (every reader of Parquet reads them): dictionaries for the
 # few-valued columns; ids, in order, as deltas; the hash, random bits, stored as they are

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from petsync.core.errors import InputError
@@ -244,6 +245,9 @@ def _fold(
                 quarantined=int(info.manifest.get("quarantined", 0) or 0),
                 drop_flagged=drop_flagged(info),
             )
+        # A night's pieces were made on some threads and freed on others: what the allocator
+        # keeps of them goes back to the system before the next night's.
+        pa.default_memory_pool().release_unused()
         if open_file and open_file != state.open_file:
             files.remove(open_file)  # a night of this run: no state names it
         open_file = open_name(generation)
