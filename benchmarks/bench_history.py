@@ -10,13 +10,8 @@ export publishes them), every program a whole process measured with ``os.wait4``
   package in DIR). Targets: <= 2.0x the read at 5,000,000 pets, peak RSS <= 400 MiB at
   5,000,000 and at 20,000,000 pets (flat), the table growing by the changed rows only.
 * ``rebuild``: ``petsync history --rebuild`` over each of ``--nights`` nights at
-  ``--rebuild-pets`` pets: time per night should stay flat (linear in nights) and peak RSS
-  flat.
-
-Snapshots are written as an export writes them: row groups of 131,072 rows, in the order
-the listings stored them. ``--layout listings`` (the default): listing after listing, each
-in id order; ``--layout pages``: pages of 1,000 pets from each listing in turn, as listings
-running concurrently store them.
+  ``--rebuild-pets`` pets (with ``--old-tree``, the old code's right after): time per night
+  should stay flat (linear in nights) and peak RSS flat.
 * ``report``: ``petsync report`` over ``--report-nights`` nights (the bundle cache warm, as
   after the first report on a machine) and the page's render time in headless Chromium
   (navigation to every chart drawn). Targets: <= 2 s, HTML <= 5 MB.
@@ -24,6 +19,14 @@ running concurrently store them.
     python benchmarks/bench_history.py                         # 1M pets, 3 rounds
     python benchmarks/bench_history.py --pets 100000 --rounds 1 --nights 2,4 --report-nights 30
     python benchmarks/bench_history.py --pets 5000000 --only update --old-tree /tmp/old
+    python benchmarks/bench_history.py --pets 20000000 --only update --data /tmp/history-data
+
+Snapshots are written as an export writes them: row groups of 131,072 rows, in the order
+the listings stored them. ``--layout listings`` (the default): listing after listing, each
+in id order; ``--layout pages``: pages of 1,000 pets from each listing in turn, as listings
+running concurrently store them. ``--data DIR`` keeps the update's two snapshots and the
+first night's history in DIR, and the next run with the same sizes starts from them
+(delete DIR when the snapshots' writing changes).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench_export import compile_tree
 from harness import (
     REPO,
     Run,
@@ -71,22 +75,16 @@ def petsync_cmd(tree: Path | None = None) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def statuses() -> np.ndarray:
-    import numpy as np
-
-    return np.array(STATUS_VALUES, dtype=object)
-
-
 def catalogue(pets: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """A catalogue as arrays: ids, categories and status codes (an index into
+    :data:`STATUS_VALUES`, 3 for no status). A pet's name is ``pet {id}``, made when the
+    snapshot is written: 20,000,000 Python strings would take longer than the benchmark."""
     import numpy as np
 
-    STATUSES = statuses()
-    ids = np.arange(1, pets + 1, dtype=np.int64)
     return {
-        "id": ids,
-        "name": np.array([f"pet {i}" for i in ids], dtype=object),
+        "id": np.arange(1, pets + 1, dtype=np.int64),
         "categoryId": rng.integers(1, 50, pets, dtype=np.int64),
-        "status": STATUSES[rng.integers(0, 4, pets)],
+        "status": rng.integers(0, 4, pets, dtype=np.int8),
     }
 
 
@@ -97,35 +95,21 @@ def next_night(
     10% new). Returns the new catalogue, the next free id and how many were touched."""
     import numpy as np
 
-    STATUSES = statuses()
     n = len(pets["id"])
     touched = max(int(n * fraction), 10)
     picks = rng.choice(n, touched, replace=False)
     change, remove = picks[: touched * 8 // 10], picks[touched * 8 // 10 : touched * 9 // 10]
     added = touched - len(change) - len(remove)
     status = pets["status"].copy()
-    status[change] = STATUSES[(rng.integers(1, 4, len(change)) + _index(status[change])) % 4]
+    status[change] = (rng.integers(1, 4, len(change)) + status[change]) % 4  # another status
     keep = np.ones(n, dtype=bool)
     keep[remove] = False
-    new_ids = np.arange(next_id, next_id + added, dtype=np.int64)
     out = {
-        "id": np.concatenate([pets["id"][keep], new_ids]),
-        "name": np.concatenate(
-            [pets["name"][keep], np.array([f"pet {i}" for i in new_ids], dtype=object)]
-        ),
+        "id": np.concatenate([pets["id"][keep], np.arange(next_id, next_id + added)]),
         "categoryId": np.concatenate([pets["categoryId"][keep], rng.integers(1, 50, added)]),
-        "status": np.concatenate([status[keep], STATUSES[rng.integers(0, 4, added)]]),
+        "status": np.concatenate([status[keep], rng.integers(0, 4, added, dtype=np.int8)]),
     }
     return out, next_id + added, touched
-
-
-def _index(values: np.ndarray) -> np.ndarray:
-    import numpy as np
-
-    codes = np.full(len(values), 3, dtype=np.int64)
-    for code, status in enumerate(STATUS_VALUES[:3]):
-        codes[values == status] = code
-    return codes
 
 
 PAGE = 1_000  # pets a page, in the ``pages`` layout
@@ -141,9 +125,10 @@ def publish(
     """A snapshot as an export publishes it: pets.parquet and a manifest, in its partition."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from petsync.formats.folders import ROW_GROUP_ROWS
+    from petsync.formats.folders import ROW_GROUP_ROWS, UNDICTIONARIED
     from petsync.formats.schema import PET_SCHEMA
     from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
 
@@ -151,7 +136,7 @@ def publish(
     folder.mkdir(parents=True, exist_ok=True)
     # In an export's order: its listings (available, pending, sold, then the status-less
     # pets the sweep finds), each in id order, one after the other or page by page in turn.
-    listing = _index(pets["status"])
+    listing = pets["status"]
     order = np.argsort(listing, kind="stable")
     if layout == "pages":
         rank = np.empty(len(order), dtype=np.int64)  # a pet's place in its listing
@@ -159,11 +144,22 @@ def publish(
             members = order[listing[order] == code]
             rank[members] = np.arange(len(members))
         order = np.lexsort((listing, rank // PAGE))
-    table = pa.table(
-        {k: pa.array(v[order], PET_SCHEMA.field(k).type) for k, v in pets.items()},
-        schema=PET_SCHEMA,
+    ids = pa.array(pets["id"][order], pa.int64())
+    columns = {
+        "id": ids,
+        "name": pc.binary_join_element_wise("pet ", pc.cast(ids, pa.string()), ""),
+        "categoryId": pa.array(pets["categoryId"][order], pa.int64()),
+        "status": pa.array(STATUS_VALUES, pa.string()).take(pa.array(listing[order])),
+    }
+    table = pa.table(columns).cast(PET_SCHEMA)
+    dictionaries = [name for name in table.column_names if name not in UNDICTIONARIED]
+    pq.write_table(
+        table,
+        folder / PARQUET_NAME,
+        compression="zstd",
+        row_group_size=ROW_GROUP_ROWS,
+        use_dictionary=dictionaries,
     )
-    pq.write_table(table, folder / PARQUET_NAME, compression="zstd", row_group_size=ROW_GROUP_ROWS)
     manifest = {"snapshot_date": date.isoformat(), "complete": complete, "pets": table.num_rows}
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
     return folder / PARQUET_NAME
@@ -223,34 +219,52 @@ def make_nights(
 
 
 def bench_update(
-    work: Path, pets: int, fraction: float, rounds: int, layout: str, old_tree: Path | None
+    work: Path,
+    pets: int,
+    fraction: float,
+    rounds: int,
+    layout: str,
+    old_tree: Path | None,
+    data: Path | None,
 ) -> None:
     print(
         f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed, {layout} layout\n",
         flush=True,
     )
-    master = work / "update"
-    started = time.monotonic()
-    made = in_child(make_update, master, pets, fraction, layout)
+    # With --data, the two snapshots and the first night's history are made once and kept.
+    master = (data or work) / f"update-{pets}-{fraction}-{layout}"
+    ready = master / "ready.json"
+    if not ready.exists():
+        shutil.rmtree(master, ignore_errors=True)
+        started = time.monotonic()
+        made = in_child(make_update, master / "out", pets, fraction, layout)
+        print(f"made two snapshots in {time.monotonic() - started:.1f} s", flush=True)
+        # The history of the first night only: the second snapshot moved aside meanwhile.
+        parquet = Path(made["parquet"])
+        aside = master / "aside"
+        shutil.move(parquet.parent, aside)
+        first = run_process(
+            "build",
+            [*petsync_cmd(), "history", str(master / "out"), "--json"],
+            dict(os.environ),
+            work,
+        )
+        assert first.ok, first.problem
+        shutil.move(aside, parquet.parent)
+        shutil.move(master / "out" / "history", master / "history-night1")
+        made["versions"] = run_json(first)["versions"]
+        ready.write_text(json.dumps(made))
+    made = json.loads(ready.read_text())
     touched, parquet = int(made["touched"]), Path(made["parquet"])
-    print(f"made two snapshots in {time.monotonic() - started:.1f} s", flush=True)
-    # The history of the first night only: the snapshot of the second moved aside meanwhile.
-    aside = work / "aside"
-    shutil.move(parquet.parent, aside)
-    first = run_process(
-        "build", [*petsync_cmd(), "history", str(master), "--json"], dict(os.environ), work
-    )
-    assert first.ok, first.problem
-    versions_before = int(run_json(first)["versions"])  # type: ignore[call-overload]
-    shutil.move(aside, parquet.parent)
-    saved = work / "history-night1"
-    shutil.copytree(master / "history", saved)
+    versions_before = int(made["versions"])
+    saved = master / "history-night1"
+    pets_dir = master / "out" / "pets"
 
     def update_args(tree: Path | None = None) -> Callable[[Path], list[str]]:
         def args(run_dir: Path) -> list[str]:
             out = run_dir / "out"
             out.mkdir()
-            (out / "pets").symlink_to(master / "pets")
+            (out / "pets").symlink_to(pets_dir)
             shutil.copytree(saved, out / "history")
             return [*petsync_cmd(tree), "history", str(out), "--json"]
 
@@ -288,27 +302,36 @@ def bench_update(
 # -- rebuild -----------------------------------------------------------------------------------
 
 
-def bench_rebuild(work: Path, pets: int, nights: list[int], layout: str) -> None:
+def bench_rebuild(
+    work: Path, pets: int, nights: list[int], layout: str, old_tree: Path | None
+) -> None:
     print(f"\n## Rebuild: {pets:,} pets, 1% changed a night, over {nights} nights\n", flush=True)
     source = work / "rebuild-source"
     in_child(make_nights, source, pets, max(nights), 0.01, layout)
     partitions = sorted((source / "pets").iterdir())
-    print("| nights | wall s | s per night | CPU s | CPU s per night | peak RSS MiB | versions |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    trees: list[tuple[str, Path | None]] = [("petsync history --rebuild", None)]
+    if old_tree is not None:  # the same nights, the old code right after the new
+        trees.append(("old petsync", old_tree))
+    print("| program | nights | wall s | s per night | CPU s | CPU s per night | peak RSS MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for count in sorted(nights):
         out = work / f"rebuild-{count}"
         (out / "pets").mkdir(parents=True)
         for partition in partitions[:count]:
             (out / "pets" / partition.name).symlink_to(partition)
-        args = [*petsync_cmd(), "history", str(out), "--rebuild", "--json"]
-        run = run_process("rebuild", args, dict(os.environ), work)
-        assert run.ok, run.problem
-        versions = run_json(run)["versions"]
-        print(
-            f"| {count} | {run.wall:.2f} | {run.wall / count:.2f} | {run.cpu:.2f} | "
-            f"{run.cpu / count:.2f} | {run.rss_mib:.0f} | {versions:,} |",
-            flush=True,
-        )
+        versions = []
+        for name, tree in trees:
+            args = [*petsync_cmd(tree), "history", str(out), "--rebuild", "--json"]
+            run = run_process("rebuild", args, dict(os.environ), work)
+            assert run.ok, run.problem
+            versions.append(run_json(run)["versions"])
+            print(
+                f"| {name} | {count} | {run.wall:.2f} | {run.wall / count:.2f} | "
+                f"{run.cpu:.2f} | {run.cpu / count:.2f} | {run.rss_mib:.0f} |",
+                flush=True,
+            )
+        assert len(set(versions)) == 1, f"the trees disagree: {versions} versions"
+    print(f"\nversions after {max(nights)} nights: {versions[0]:,}")
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -376,18 +399,35 @@ def main() -> None:
     parser.add_argument("--only", choices=["update", "rebuild", "report"], action="append")
     parser.add_argument("--layout", choices=["listings", "pages"], default="listings")
     parser.add_argument(
-        "--old-tree", type=Path, help="also time the update by the petsync package in this folder"
+        "--old-tree",
+        type=Path,
+        help="also time the update and the rebuild by the petsync package in this folder",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="keep the update's snapshots and first history here, and reuse them next time",
     )
     args = parser.parse_args()
     parts = args.only or ["update", "rebuild", "report"]
     print_header("petsync history and report")
+    if args.old_tree is not None:
+        print(compile_tree(args.old_tree), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-history-") as tmp:
         work = Path(tmp)
         if "update" in parts:
-            bench_update(work, args.pets, args.changed, args.rounds, args.layout, args.old_tree)
+            bench_update(
+                work,
+                args.pets,
+                args.changed,
+                args.rounds,
+                args.layout,
+                args.old_tree,
+                args.data,
+            )
         if "rebuild" in parts:
             nights = [int(n) for n in args.nights.split(",")]
-            bench_rebuild(work, args.rebuild_pets, nights, args.layout)
+            bench_rebuild(work, args.rebuild_pets, nights, args.layout, args.old_tree)
         if "report" in parts:
             bench_report(work, args.report_nights, args.report_pets)
     print_footer()

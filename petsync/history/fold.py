@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,14 +34,14 @@ from petsync.core.arrow_arrays import (
     date32_array,
     int64_array,
     to_numpy,
-    true_mask,
 )
 from petsync.core.errors import InputError
-from petsync.formats.schema import PET_SCHEMA
 from petsync.history.content_hash import content_hash
+from petsync.history.status_codes import NIGHT_SCHEMA, NULL_CODE, codes, names, status_of
 from petsync.history.table import (
     CONTENT_COLUMNS,
     HISTORY_SCHEMA,
+    OPEN_SCHEMA,
     Night,
     empty_history,
 )
@@ -123,7 +124,7 @@ def _unique(pieces: Iterable[pa.Table], date: dt.date) -> Iterator[pa.Table]:
     for piece in pieces:
         if not piece.num_rows:
             continue
-        piece = piece.select(["id", *CONTENT_COLUMNS]).combine_chunks()
+        piece = piece.select(["id", *CONTENT_COLUMNS]).unify_dictionaries().combine_chunks()
         ids = to_numpy(piece.column("id"))
         if len(ids) > 1 and not bool(np.all(ids[1:] >= ids[:-1])):
             raise ValueError("the night's pets must come in id order")  # a caller's bug
@@ -175,33 +176,34 @@ def _fold_block(
 ) -> pa.Table:
     """One block: the open versions ``piece`` and the night's pets ``snapshot`` with ids in
     the same range; returns the block's open versions after the night."""
-    if snapshot is not None and snapshot.num_rows:
+    if snapshot is None:
+        snapshot = _NO_PETS
+    new_status = status_of(snapshot)
+    new_codes = codes(new_status)
+    if snapshot.num_rows:
         tally.pets += snapshot.num_rows
+        counts = np.bincount(new_codes - NULL_CODE)
         tally.by_status.update(
             {
-                (NO_STATUS if row["values"] is None else str(row["values"])): int(row["counts"])
-                for row in pc.value_counts(snapshot.column("status")).to_pylist()
+                NO_STATUS if name is None else name: int(count)
+                for name, count in zip(names(new_status), counts.tolist(), strict=False)
+                if count
             }
         )
     if piece is None or not piece.num_rows:
-        if snapshot is None:
+        if not snapshot.num_rows:
             return empty_history()
         tally.added += snapshot.num_rows
         return _open_versions(snapshot, day, _NO_ROWS, _NO_ROWS, _NO_ROWS)
-    if snapshot is None:
-        snapshot = _NO_PETS
     ids = to_numpy(snapshot.column("id"))
     open_ids = to_numpy(piece.column("id"))
-    if len(ids):
-        pos = np.minimum(np.searchsorted(ids, open_ids), len(ids) - 1)
-        present = ids[pos] == open_ids
-    else:
-        pos = np.zeros(len(open_ids), dtype=np.int64)
-        present = np.zeros(len(open_ids), dtype=bool)
+    pos, present = _locate(open_ids, ids)
     matched = np.zeros(len(ids), dtype=bool)  # the night's pets that had an open version
     matched[pos[present]] = True
+    old_status = status_of(piece)
+    old_codes = codes(old_status)
     equal = np.zeros(len(open_ids), dtype=bool)
-    equal[present] = _same_content(snapshot, matched, piece, present)
+    equal[present] = _same_content(snapshot, matched, piece, present, pos, (new_codes, old_codes))
     differ = present & ~equal
     absent = ~present
     close = differ | absent if trusted else differ
@@ -212,12 +214,15 @@ def _fold_block(
     else:
         tally.kept += int(absent.sum())
     if differ.any():
-        old = piece.column("status").filter(bool_array(differ)).to_pylist()
-        new = snapshot.column("status").take(int64_array(pos[differ])).to_pylist()
+        old, new = old_codes[differ] - NULL_CODE, new_codes[pos[differ]] - NULL_CODE
+        said = names(old_status, new_status)
+        moves, counts = np.unique((old * len(said) + new)[old != new], return_counts=True)
+        shown = [NO_STATUS if name is None else name for name in said]
         tally.changes.update(
-            f"{a or NO_STATUS}{ARROW}{b or NO_STATUS}"
-            for a, b in zip(old, new, strict=True)
-            if a != b
+            {
+                f"{shown[move // len(said)]}{ARROW}{shown[move % len(said)]}": count
+                for move, count in zip(moves.tolist(), counts.tolist(), strict=True)
+            }
         )
     if close.any():
         ending = piece.filter(bool_array(close))
@@ -242,13 +247,38 @@ def _fold_block(
     return out
 
 
+def _locate(
+    open_ids: npt.NDArray[np.int64], ids: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Where each open version's pet is among the night's ``ids`` (both sorted, unique), and
+    whether it is there at all (``pos`` means nothing where it is not).
+
+    A block's ids are nearly always dense (a catalogue numbers its pets), so a table over
+    their range answers in a few passes; sparse ids are searched, a binary search each.
+    """
+    if not len(ids) or not len(open_ids):
+        return np.zeros(len(open_ids), dtype=np.int64), np.zeros(len(open_ids), dtype=bool)
+    low = min(int(ids[0]), int(open_ids[0]))
+    span = max(int(ids[-1]), int(open_ids[-1])) - low + 1
+    if span > _DENSE * (len(ids) + len(open_ids)):
+        pos = np.minimum(np.searchsorted(ids, open_ids), len(ids) - 1)
+        return pos, ids[pos] == open_ids
+    table = np.full(span, -1, dtype=np.int64)
+    table[ids - low] = np.arange(len(ids))
+    pos = table[open_ids - low]
+    return pos, pos >= 0
+
+
+_DENSE = 4  # a table over the ids' range at most this many times their count
+
+
 def _days(date: dt.date) -> int:
     return (date - _EPOCH).days
 
 
 _EPOCH = dt.date(1970, 1, 1)
 _NO_ROWS = np.zeros(0, dtype=np.int64)  # no kept versions
-_NO_PETS = pa.Table.from_batches([], schema=PET_SCHEMA)  # (pa.array() would import pandas)
+_NO_PETS = pa.Table.from_batches([], schema=NIGHT_SCHEMA)  # (pa.array() would import pandas)
 
 
 def _open_versions(
@@ -281,40 +311,45 @@ def _open_versions(
             "valid_from": date32_array(valid_from),
             "valid_to": pa.nulls(count, pa.date32()),
         },
-        schema=HISTORY_SCHEMA,
+        schema=OPEN_SCHEMA,
     )
 
 
 def _in_id_order(versions: pa.Table, others: pa.Table) -> pa.Table:
     """Two tables of the history schema, disjoint in id, as one in id order."""
-    merged = pa.concat_tables([versions, others.cast(HISTORY_SCHEMA)])
+    merged = pa.concat_tables([versions, others.cast(OPEN_SCHEMA)]).unify_dictionaries()
     return merged.take(int64_array(np.argsort(to_numpy(merged.column("id")), kind="stable")))
 
 
 def _same_content(
-    rows: pa.Table, matched: np.ndarray, piece: pa.Table, present: np.ndarray
+    rows: pa.Table,
+    matched: np.ndarray,
+    piece: pa.Table,
+    present: np.ndarray,
+    pos: np.ndarray,
+    status_codes: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray:
     """Whether each ``matched`` snapshot row has the content of the piece's version at the
-    same place among the ``present`` ones (both in id order): one answer per match.
+    same place among the ``present`` ones (both in id order; ``pos`` maps the piece's rows to
+    the snapshot's, ``status_codes`` are both sides' status codes): one answer per match.
 
-    Compared column by column; a null status equals only a null status. Both sides are
-    filtered, not gathered: a mask that keeps nearly everything copies in runs, ten times
-    faster than a take.
+    Compared column by column; a null status equals only a null status (its code is
+    NULL_CODE on both sides). Names are filtered, not gathered: a mask that keeps nearly
+    everything copies in runs, ten times faster than a take.
     """
     count = int(matched.sum())
     same = np.ones(count, dtype=bool)
     if not count:
         return same
-    new_rows = rows.select(CONTENT_COLUMNS)
+    at = pos[present]
+    new_codes, old_codes = status_codes
+    same &= new_codes[at] == old_codes[present]
+    same &= to_numpy(rows.column("categoryId"))[at] == to_numpy(piece.column("categoryId"))[present]
+    new = rows.column("name")
     if not matched.all():
-        new_rows = new_rows.filter(bool_array(matched))
-    versions = piece.select(CONTENT_COLUMNS)
+        new = new.filter(bool_array(matched))
+    old = piece.column("name")
     if not present.all():
-        versions = versions.filter(bool_array(present))
-    for column in CONTENT_COLUMNS:
-        new, old = new_rows.column(column), versions.column(column)
-        equal = true_mask(pc.equal(new, old))  # null where either is null
-        if new.null_count or old.null_count:
-            equal |= to_numpy(pc.is_null(new)) & to_numpy(pc.is_null(old))
-        same &= equal
+        old = old.filter(bool_array(present))
+    same &= to_numpy(pc.equal(new, old))  # names are never null
     return same

@@ -37,8 +37,9 @@ import pyarrow as pa
 from petsync.core.arrow_arrays import to_numpy
 from petsync.core.errors import InputError
 from petsync.formats.registry import format_of_manifest
-from petsync.formats.schema import COLUMNS, PET_SCHEMA, conform
+from petsync.formats.schema import COLUMNS, conform
 from petsync.history.id_order import OUT_ROWS, in_id_order, merge_sorted
+from petsync.history.status_codes import NIGHT_SCHEMA, StatusCodes, bare_codes, coded_table
 from petsync.storage.layout import RUN_ID_KEY, SnapshotInfo
 from petsync.storage.location import parse_location
 
@@ -54,8 +55,11 @@ MAX_RUNS = 16  # runs in id order read side by side, each by its own reader
 
 
 @contextlib.contextmanager
-def night_pieces(info: SnapshotInfo) -> Iterator[Iterator[pa.Table]]:
-    """The night's pets (the snapshot schema's columns) as tables in id order.
+def night_pieces(
+    info: SnapshotInfo, statuses: StatusCodes | None = None
+) -> Iterator[Iterator[pa.Table]]:
+    """The night's pets (the snapshot schema's columns, status coded by ``statuses``, else
+    by a list of its own) as tables in id order.
 
     A scratch folder the runs may spill to lives in the system's temporary directory
     (``TMPDIR``) until the block ends.
@@ -63,25 +67,33 @@ def night_pieces(info: SnapshotInfo) -> Iterator[Iterator[pa.Table]]:
     >>> with night_pieces(info) as pieces:                       # doctest: +SKIP
     ...     pets = sum(piece.num_rows for piece in pieces)
     """
+    statuses = statuses or StatusCodes()
     kind = format_of_manifest(info.manifest)
     if kind.reads_whole:
         table = kind.read_night(info, known_only=True)  # whole, through the table's library
-        yield (pa.Table.from_batches([b]) for b in table.to_batches(OUT_ROWS))
+        yield (
+            coded_table(pa.Table.from_batches([b]), statuses) for b in table.to_batches(OUT_ROWS)
+        )
         return
     night = _Night.open(info)
     with contextlib.ExitStack() as stack:
-        runs = night.runs()
-        if runs is not None:
-            streams = [night.rows(start, stop, stack) for start, stop in runs]
-            yield _checked(night, merge_sorted(streams, PET_SCHEMA))
-            return
+        yield _in_id_order(night, stack, statuses)
+
+
+def _in_id_order(
+    night: _Night, stack: contextlib.ExitStack, statuses: StatusCodes
+) -> Iterator[pa.Table]:
+    """The night's pieces in id order, then the check that the object read is still the one
+    opened. Its runs are found at the first piece asked for: on the thread that reads
+    ahead, while the open versions are read on another."""
+    runs = night.runs()
+    if runs is not None:
+        streams = [night.rows(start, stop, stack, statuses) for start, stop in runs]
+        yield from merge_sorted(streams, NIGHT_SCHEMA)
+    else:  # spilled as bare codes: a scratch file holds one dictionary, and statuses grow
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="petsync-history-"))
-        yield _checked(night, in_id_order(night.rows(0, night.num_rows, stack), Path(scratch)))
-
-
-def _checked(night: _Night, pieces: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """The pieces, then the check that the object read is still the one opened."""
-    yield from pieces
+        rows = (bare_codes(batch) for batch in night.rows(0, night.num_rows, stack, statuses))
+        yield from (statuses.named(piece) for piece in in_id_order(rows, Path(scratch)))
     night.unchanged()
 
 
@@ -90,7 +102,7 @@ class _Night:
     """A snapshot's Parquet file, opened as many times as it is read side by side."""
 
     info: SnapshotInfo
-    open_file: Callable[[], pq.ParquetFile]
+    open_file: Callable[[bool], pq.ParquetFile]  # True: the status column as a dictionary
     unchanged: Callable[[], None]
     num_rows: int
     group_starts: list[int]  # the first row of each row group
@@ -113,12 +125,14 @@ class _Night:
             if not isinstance(shown, Path):
                 unchanged = _unchanged_check(info, filesystem, location.store_path)
 
-            def open_file() -> pq.ParquetFile:
+            def open_file(coded: bool = False) -> pq.ParquetFile:
                 return pq.ParquetFile(
-                    filesystem.open_input_file(location.store_path), pre_buffer=True
+                    filesystem.open_input_file(location.store_path),
+                    pre_buffer=True,
+                    read_dictionary=["status"] if coded else None,
                 )
 
-            with open_file() as handle:
+            with open_file(False) as handle:
                 schema, metadata = handle.schema_arrow, handle.metadata
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read {shown}: {exc}") from exc
@@ -140,7 +154,7 @@ class _Night:
         last: int | None = None
         position = 0
         try:
-            with self.open_file() as handle:
+            with self.open_file(False) as handle:
                 for batch in _batches(handle, range(len(self.group_starts)), 1 << 20, ["id"]):
                     column = batch.column(0)
                     if column.type != pa.int64() or column.null_count:
@@ -160,15 +174,22 @@ class _Night:
             raise InputError(f"cannot read {self.info.parquet_path}: {exc}") from exc
         return list(zip(starts, [*starts[1:], position], strict=True))
 
-    def rows(self, start: int, stop: int, stack: contextlib.ExitStack) -> Iterator[pa.RecordBatch]:
-        """The rows ``[start, stop)`` as conformed batches, read by a reader of their own."""
+    def rows(
+        self,
+        start: int,
+        stop: int,
+        stack: contextlib.ExitStack,
+        statuses: StatusCodes | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows ``[start, stop)`` as conformed batches, read by a reader of their own;
+        with ``statuses``, the status column read as the file stores it and coded."""
         if start >= stop:
             return
         first = bisect.bisect_right(self.group_starts, start) - 1
         last = bisect.bisect_left(self.group_starts, stop)
         shown = self.info.parquet_path
         try:
-            handle = stack.enter_context(self.open_file())
+            handle = stack.enter_context(self.open_file(statuses is not None))
             batches = _batches(handle, range(first, last), READ_ROWS, list(COLUMNS))
             position = self.group_starts[first]
             for batch in batches:
@@ -176,19 +197,35 @@ class _Night:
                 position += batch.num_rows
                 if high > low:
                     table = pa.Table.from_batches([batch.slice(low, high - low)])
-                    yield from conform(table.replace_schema_metadata(None)).to_batches()
+                    table = table.replace_schema_metadata(None)
+                    if statuses is None:
+                        yield from conform(table).to_batches()
+                    else:
+                        yield from _conform_coded(table, statuses).to_batches()
                 if position >= stop:
                     break
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read {shown}: {exc}") from exc
 
 
+def _conform_coded(table: pa.Table, statuses: StatusCodes) -> pa.Table:
+    """:func:`conform`'s checks and types, the status column coded instead of decoded."""
+    index = table.schema.get_field_index("status")
+    status = table.column(index)
+    plain = conform(table.set_column(index, "status", pa.nulls(len(table), pa.string())))
+    index = plain.schema.get_field_index("status")
+    return coded_table(plain.set_column(index, "status", status), statuses)
+
+
 def _batches(
     handle: pq.ParquetFile, groups: range, size: int, columns: list[str]
 ) -> Iterator[pa.RecordBatch]:
-    """The row groups' batches, read one row group at a time (see :data:`READ_ROWS`)."""
+    """The row groups' batches, read one row group at a time (see :data:`READ_ROWS`), each
+    decoded on the calling thread: the night's readers already run beside the fold."""
     for group in groups:
-        yield from handle.iter_batches(batch_size=size, row_groups=[group], columns=columns)
+        yield from handle.iter_batches(
+            batch_size=size, row_groups=[group], columns=columns, use_threads=False
+        )
 
 
 def _nothing() -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from petsync.core.errors import InputError
@@ -32,6 +33,7 @@ from petsync.formats.snapshots import future_horizon, list_snapshots
 from petsync.history.fold import fold_night
 from petsync.history.night_batches import night_pieces
 from petsync.history.read_ahead import read_ahead
+from petsync.history.status_codes import StatusCodes
 from petsync.history.table import (
     HISTORY_DIR,
     LOCK_OBJECT_NAME,
@@ -218,14 +220,18 @@ def _fold(
     nights: list[Night] = []
     closed_files = list(state.closed_files)
     open_file, generation = state.open_file, state.generation
+    statuses = StatusCodes()  # one code per status, in every piece of every night
     for info in snapshots:
         generation += 1
         with contextlib.ExitStack() as stack:
             # Three threads besides this one: the night's pets and the open versions read
             # ahead, the new open versions encoded, while this one compares.
-            pets = stack.enter_context(read_ahead(stack.enter_context(night_pieces(info)), "night"))
+            night = stack.enter_context(night_pieces(info, statuses))
+            pets = stack.enter_context(read_ahead(night, "night"))
             versions = stack.enter_context(
-                read_ahead(files.open_pieces(open_file) if open_file else iter(()), "open")
+                read_ahead(
+                    files.open_pieces(open_file, statuses) if open_file else iter(()), "open"
+                )
             )
             write = stack.enter_context(files.open_writer(open_name(generation)))
             folded = fold_night(
@@ -239,6 +245,9 @@ def _fold(
                 quarantined=int(info.manifest.get("quarantined", 0) or 0),
                 drop_flagged=drop_flagged(info),
             )
+        # A night's pieces were made on some threads and freed on others: what the allocator
+        # keeps of them goes back to the system before the next night's.
+        pa.default_memory_pool().release_unused()
         if open_file and open_file != state.open_file:
             files.remove(open_file)  # a night of this run: no state names it
         open_file = open_name(generation)
