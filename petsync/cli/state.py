@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.metadata
 import logging
 import traceback
 from collections.abc import Iterator, Mapping
@@ -237,6 +236,8 @@ def terminal_line(text: str) -> str:
 
 def bug_report_place() -> str | None:
     """Where to report a bug: the package's ``Issues`` URL, when its metadata names one."""
+    import importlib.metadata  # a bug's report only: it costs every command 13 ms
+
     try:
         urls: list[str] = importlib.metadata.metadata("petsync").get_all("Project-URL") or []
     except importlib.metadata.PackageNotFoundError:
