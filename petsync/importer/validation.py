@@ -32,8 +32,8 @@ from petsync.core.interface import CELL_LIMIT, ROW_CELL_LIMIT, ROW_CHAR_LIMIT
 from petsync.core.models import INT64_MAX, INT64_MIN, STATUS_VALUES, NewPet, PetStatus
 from petsync.core.text import shown_text
 from petsync.importer.columns import ColumnMap, category_key
+from petsync.importer.sheets.cell_problems import cell_problem_code
 from petsync.importer.sheets.sheet import CutCell, column_letters
-from petsync.importer.sheets.workbook import cell_problem_code
 
 
 class ErrorCode(StrEnum):

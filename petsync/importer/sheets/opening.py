@@ -17,7 +17,6 @@ from petsync.core.reading import open_regular
 from petsync.core.settings_table import DELIMITER, ENCODING, SHEET
 from petsync.importer.sheets.csv_sheet import open_csv
 from petsync.importer.sheets.sheet import WORKBOOK_SUFFIXES, ReadOptions, Spreadsheet, StopRequest
-from petsync.importer.sheets.workbook import open_workbook
 
 
 def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsheet:
@@ -34,6 +33,8 @@ def open_spreadsheet(path: Path, options: ReadOptions | None = None) -> Spreadsh
                     + DELIMITER
                     + " apply to CSV files only, not to workbooks"
                 )
+            from petsync.importer.sheets.workbook import open_workbook  # not for a CSV
+
             return open_workbook(source, path, options.sheet)
         if options.sheet:
             raise InputError(

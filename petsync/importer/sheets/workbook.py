@@ -19,7 +19,7 @@ cell (``#N/A``, ``#DIV/0!``) are blank. Number formats are not applied (a cell s
 ``007`` that holds the number 7 reads ``7``): store identifiers as text cells.
 
 What calamine cannot render rejects its row, naming the cell
-(:attr:`Spreadsheet.cell_problems`, :func:`cell_problem_code`):
+(:attr:`Spreadsheet.cell_problems`, :mod:`.cell_problems`):
 
 * a whole number from 2**53 on is read as the file writes it where the file holds its
   digits (.xlsx, .xlsm: :mod:`.xlsx_cells`; .ods: :mod:`.ods_content`); where the file
@@ -42,6 +42,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from petsync.importer.sheets.cell_problems import (
+    FORMULA_WITHOUT_VALUE,
+    NUMBER_NOT_EXACT,
+    NUMBER_ROUNDED,
+)
 from petsync.importer.sheets.held import held_workbook
 from petsync.importer.sheets.inflating import UnmeasuredWorkbook
 from petsync.importer.sheets.isolated_read import ISOLATED_SUFFIXES, read_in_child
@@ -93,34 +98,6 @@ def open_workbook(source: BinaryIO, path: Path, sheet_name: str | None) -> Sprea
     sheet.cached_records = records
     sheet.merged_ranges = merged
     return sheet
-
-
-FORMULA_WITHOUT_VALUE = (
-    "holds a formula with no saved value (the program that wrote the workbook did not "
-    "compute it); open the workbook in Excel or LibreOffice and save it, or type the value"
-)
-
-
-_NOT_EXACT_END = "(a leading apostrophe: '12345678901234567) and save the workbook again"
-NUMBER_NOT_EXACT = (
-    "holds {value}, a number the workbook stores only as a floating-point value, exact only "
-    "below 2^53 (9007199254740992): its last digits may be lost. Type it as text " + _NOT_EXACT_END
-)
-
-NUMBER_ROUNDED = (
-    "holds {value}, a whole number of 16 digits that the workbook stores with fewer "
-    "significant digits (LibreOffice keeps 15): its last digits are lost. Type it as text "
-    + _NOT_EXACT_END
-)
-
-
-def cell_problem_code(why: str) -> str:
-    """The ``petsync_error_code`` of a cell problem this reader found (its reason's kind).
-
-    >>> cell_problem_code(FORMULA_WITHOUT_VALUE)
-    'formula_without_value'
-    """
-    return "number_not_exact" if why.endswith(_NOT_EXACT_END) else "formula_without_value"
 
 
 def _records(
