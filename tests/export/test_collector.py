@@ -33,6 +33,21 @@ def test_collected_rows_keep_exact_int64_and_null_status(tmp_path: Path) -> None
     assert done.status_mismatches == 2
 
 
+def test_only_columns_with_few_values_are_written_with_a_dictionary(tmp_path: Path) -> None:
+    # A dictionary of ids or names, which all differ, costs time and size for nothing.
+    import pyarrow.parquet as pq
+
+    collector = PetCollector(tmp_path / "scratch")
+    collector.add(source_of(None), [Pet(i, f"pet {i}", i % 3, "sold") for i in range(50)])
+    write_files(collector.finish(), tmp_path / "pets.parquet", None)
+    group = pq.ParquetFile(tmp_path / "pets.parquet").metadata.row_group(0)
+    dictionaried = {
+        group.column(i).path_in_schema: group.column(i).has_dictionary_page
+        for i in range(group.num_columns)
+    }
+    assert dictionaried == {"id": False, "name": False, "categoryId": True, "status": True}
+
+
 def test_collecting_and_writing_do_not_import_pandas(tmp_path: Path) -> None:
     # pa.array() imports pandas on first use (~0.6 s, 35 MiB); the export never needs it.
     script = textwrap.dedent(

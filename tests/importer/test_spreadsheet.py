@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 import openpyxl
@@ -474,3 +476,21 @@ def test_an_error_after_a_long_record_names_its_line(tmp_path: Path) -> None:
     path = write(tmp_path, f'name,categoryId\n{long},1\nRex,2\n"Open,3\n'.encode())
     with pytest.raises(InputError, match=r"row 4 \(line 4\): the CSV is malformed"):
         read(path)
+
+
+def test_a_csv_file_is_read_without_loading_the_workbook_readers(tmp_path: Path) -> None:
+    # The workbook readers (zip, XML parsers) cost a CSV import start-up time for nothing;
+    # the whole import's modules, and the CSV read, leave them out.
+    path = tmp_path / "rows.csv"
+    path.write_text("name,categoryId\nRex,1\n", encoding="utf-8")
+    code = (
+        "import sys; import petsync.cli.main, petsync.importer.batch, petsync.importer.run; "
+        "from pathlib import Path; "
+        "from petsync.importer.sheets.opening import open_spreadsheet; "
+        f"sheet = open_spreadsheet(Path({str(path)!r})); "
+        "print(len(list(sheet.rows())), 'petsync.importer.sheets.workbook' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["1", "False"]
