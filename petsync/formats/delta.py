@@ -39,6 +39,7 @@ from petsync.formats.night import Night
 from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
 from petsync.formats.table_steps import (
     MANIFEST_KEY,
+    SCAN_ROWS,
     TableFormat,
     commit_manifest,
     dated_batches,
@@ -201,6 +202,27 @@ class Delta(TableFormat):
         if table is None:
             return None
         return table.to_pyarrow_table(filters=[(PARTITION_KEY, "=", date)])
+
+    def scan_batches(
+        self, location: Location, date: dt.date, version: int | None, columns: list[str]
+    ) -> Iterator[pa.RecordBatch] | None:
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        table = self.open(location, version)
+        if table is None:
+            return None
+        # One file and one batch read ahead, and no file's row groups read all at once in
+        # advance: pyarrow's defaults would hold a large night's file whole.
+        batches: Iterator[pa.RecordBatch] = table.to_pyarrow_dataset().to_batches(
+            columns=columns,
+            filter=pc.field(PARTITION_KEY) == pa.scalar(date),
+            batch_size=SCAN_ROWS,
+            batch_readahead=1,
+            fragment_readahead=1,
+            fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
+        )
+        return batches
 
     def holds(self, location: Location) -> bool:
         """True when ``OUT/pets`` holds a Delta table (its ``_delta_log`` exists)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +93,14 @@ class Folders:
 
     def list_nights(self, location: Location) -> list[SnapshotInfo]:
         return list_partitions(location)
+
+    def night_batches(self, info: SnapshotInfo) -> Iterator[pa.Table]:
+        """The night read whole, then handed on in pieces: a reader that must not hold a
+        whole night streams the Parquet file itself (:mod:`petsync.history.night_batches`)."""
+        import pyarrow as pa
+
+        table = self.read_night(info, known_only=True)
+        yield from (pa.Table.from_batches([batch]) for batch in table.to_batches())
 
     def read_night(self, info: SnapshotInfo, *, known_only: bool = False) -> pa.Table:
         """The night's Parquet file, read whole in one request; its footer must name the

@@ -220,6 +220,16 @@ class Iceberg(TableFormat):
         data: pa.Table = table.scan(row_filter=_on(date), snapshot_id=version).to_arrow()
         return data
 
+    def scan_batches(
+        self, location: Location, date: dt.date, version: int | None, columns: list[str]
+    ) -> Iterator[pa.RecordBatch] | None:
+        table = self.open(location)
+        if table is None:
+            return None
+        scan = table.scan(row_filter=_on(date), snapshot_id=version, selected_fields=tuple(columns))
+        batches: Iterator[pa.RecordBatch] = scan.to_arrow_batch_reader()  # a file at a time
+        return batches
+
     def holds(self, location: Location) -> bool:
         """True when OUT holds petsync's Iceberg table (its catalog file, or ``pets/metadata``)."""
         if location.local is not None:

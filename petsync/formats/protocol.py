@@ -13,6 +13,7 @@ int64), and size them.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -64,6 +65,11 @@ class SnapshotFormat(Protocol):
     def read_night(self, info: SnapshotInfo, *, known_only: bool = False) -> pa.Table:
         """One night's pets, ordered by id, in the snapshot schema (then its kept columns;
         ``known_only``: the snapshot schema's only, where the format can leave them out)."""
+        ...
+
+    def night_batches(self, info: SnapshotInfo) -> Iterator[pa.Table]:
+        """One night's pets in the snapshot schema's columns only, a piece at a time in no
+        set order (a format that :attr:`reads_whole`: memory flat in the night's size)."""
         ...
 
     def night_sizes(self, location: Location, dates: list[dt.date]) -> dict[dt.date, int]:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError, InputError, PetsyncError
 from petsync.core.settings_table import TABLE_FORMAT
 from petsync.formats.night import Committed, Night, StatusCounts
-from petsync.formats.schema import PET_SCHEMA, conform
+from petsync.formats.schema import COLUMNS, PET_SCHEMA, conform
 from petsync.formats.table_schema import (
     dated_schema,
     night_columns,
@@ -48,6 +48,7 @@ from petsync.storage.location import Location, parse_location
 QUARANTINE_DIR = "_quarantine"
 # The key of a commit's (or snapshot's) properties that holds the night's manifest.
 MANIFEST_KEY = "petsync.manifest"
+SCAN_ROWS = 1 << 16  # rows a streamed scan decodes at a time (history: memory flat)
 
 
 class TableFormat(ABC):
@@ -95,6 +96,13 @@ class TableFormat(ABC):
     def scan(self, location: Location, date: dt.date, version: int | None) -> pa.Table | None:
         """The rows of one date at a table version (None: the current one), all columns;
         None when there is no table."""
+
+    @abstractmethod
+    def scan_batches(
+        self, location: Location, date: dt.date, version: int | None, columns: list[str]
+    ) -> Iterator[pa.RecordBatch] | None:
+        """The rows of one date at a table version, ``columns`` only, a batch at a time and
+        in no set order, holding a few batches at most; None when there is no table."""
 
     @abstractmethod
     def holds(self, location: Location) -> bool:
@@ -186,6 +194,26 @@ class TableFormat(ABC):
         if data is None:
             raise InputError(f"no {self.title} table at {info.path}")
         return conform(night_columns(data, info.manifest)).sort_by("id")
+
+    def night_batches(self, info: SnapshotInfo) -> Iterator[pa.Table]:
+        """The pets of one night, as of the version that committed it, in the snapshot
+        schema's columns only, a piece at a time in no set order: memory stays flat in the
+        night's size (the history puts the pieces in id order itself)."""
+        version = info.manifest.get("table_version")
+        batches = self.scan_batches(
+            out_of(str(info.path)),
+            info.date,
+            version if isinstance(version, int) else None,
+            list(COLUMNS),
+        )
+        if batches is None:
+            raise InputError(f"no {self.title} table at {info.path}")
+        for batch in batches:
+            try:
+                yield conform(pa.Table.from_batches([batch]))
+            except ValueError as exc:
+                where = f"the night of {info.date} at {info.path}"
+                raise InputError(f"cannot read {where}: {exc}") from exc
 
     def night_at_version(self, location: Location, version: int) -> SnapshotInfo | None:
         """The night a table version committed (time travel), where the format has one."""

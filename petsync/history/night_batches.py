@@ -17,8 +17,8 @@ run, as for :func:`petsync.formats.snapshots.read_table`; on an object store the
 also be the one the read began with (same size and time): a night exported again while it
 was read is an error, never a mix.
 
-A night of a Delta or Iceberg table is read whole through its library, as
-:func:`~petsync.formats.snapshots.read_table` reads it (in id order), and handed on in pieces.
+A night of a Delta or Iceberg table is streamed by its library a batch at a time, in
+whatever order its files hold, and put in id order the same way; memory stays flat there too.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from petsync.core.arrow_arrays import to_numpy
 from petsync.core.errors import InputError
 from petsync.formats.registry import format_of_manifest
 from petsync.formats.schema import COLUMNS, conform
-from petsync.history.id_order import OUT_ROWS, in_id_order, merge_sorted
+from petsync.history.id_order import in_id_order, merge_sorted
 from petsync.history.status_codes import NIGHT_SCHEMA, StatusCodes, bare_codes, coded_table
 from petsync.storage.layout import RUN_ID_KEY, SnapshotInfo
 from petsync.storage.location import parse_location
@@ -69,11 +69,14 @@ def night_pieces(
     """
     statuses = statuses or StatusCodes()
     kind = format_of_manifest(info.manifest)
-    if kind.reads_whole:
-        table = kind.read_night(info, known_only=True)  # whole, through the table's library
-        yield (
-            coded_table(pa.Table.from_batches([b]), statuses) for b in table.to_batches(OUT_ROWS)
-        )
+    if kind.reads_whole:  # a table's night, streamed by its library in no set order
+        with tempfile.TemporaryDirectory(prefix="petsync-history-") as scratch:
+            rows = (
+                bare_codes(batch)
+                for piece in kind.night_batches(info)
+                for batch in coded_table(piece, statuses).to_batches()
+            )
+            yield (statuses.named(piece) for piece in in_id_order(rows, Path(scratch)))
         return
     night = _Night.open(info)
     with contextlib.ExitStack() as stack:
