@@ -187,10 +187,7 @@ class TableFormat(ABC):
     def read_night(self, info: SnapshotInfo, *, known_only: bool = False) -> pa.Table:
         """The pets of one night, as of the version that committed it, ordered by id, with
         the extra-field columns that night kept (as its Parquet snapshot would hold them)."""
-        version = info.manifest.get("table_version")
-        data = self.scan(
-            out_of(str(info.path)), info.date, version if isinstance(version, int) else None
-        )
+        data = self.scan(out_of(str(info.path)), info.date, committed_version(info))
         if data is None:
             raise InputError(f"no {self.title} table at {info.path}")
         return conform(night_columns(data, info.manifest)).sort_by("id")
@@ -199,12 +196,8 @@ class TableFormat(ABC):
         """The pets of one night, as of the version that committed it, in the snapshot
         schema's columns only, a piece at a time in no set order: memory stays flat in the
         night's size (the history puts the pieces in id order itself)."""
-        version = info.manifest.get("table_version")
         batches = self.scan_batches(
-            out_of(str(info.path)),
-            info.date,
-            version if isinstance(version, int) else None,
-            list(COLUMNS),
+            out_of(str(info.path)), info.date, committed_version(info), list(COLUMNS)
         )
         if batches is None:
             raise InputError(f"no {self.title} table at {info.path}")
@@ -218,6 +211,12 @@ class TableFormat(ABC):
     def night_at_version(self, location: Location, version: int) -> SnapshotInfo | None:
         """The night a table version committed (time travel), where the format has one."""
         return None
+
+
+def committed_version(info: SnapshotInfo) -> int | None:
+    """The table version that committed the night, from its manifest (None: the current)."""
+    version = info.manifest.get("table_version")
+    return version if isinstance(version, int) else None
 
 
 def engine(package: str, needed: str, name: str) -> Any:
