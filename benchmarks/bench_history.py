@@ -27,6 +27,13 @@ in id order; ``--layout pages``: pages of 1,000 pets from each listing in turn, 
 running concurrently store them. ``--data DIR`` keeps the update's two snapshots and the
 first night's history in DIR, and the next run with the same sizes starts from them
 (delete DIR when the snapshots' writing changes).
+
+``--table-format delta`` or ``iceberg`` commits the update's two nights to a table of that
+format instead, through petsync's own writer (as an export commits them), and reads the
+night with the table's library (``DeltaTable.to_pyarrow_table``; pyiceberg's scan) beside
+the update:
+
+    python benchmarks/bench_history.py --pets 5000000 --only update --table-format delta
 """
 
 from __future__ import annotations
@@ -115,27 +122,16 @@ def next_night(
 PAGE = 1_000  # pets a page, in the ``pages`` layout
 
 
-def publish(
-    out: Path,
-    date: dt.date,
-    pets: dict[str, np.ndarray],
-    complete: bool = True,
-    layout: str = "listings",
-) -> Path:
-    """A snapshot as an export publishes it: pets.parquet and a manifest, in its partition."""
+def night_table(pets: dict[str, np.ndarray], layout: str) -> Any:
+    """The night's pets in the snapshot schema, in an export's order: its listings
+    (available, pending, sold, then the status-less pets the sweep finds), each in id order,
+    one after the other or page by page in turn."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    from petsync.formats.folders import ROW_GROUP_ROWS, UNDICTIONARIED
     from petsync.formats.schema import PET_SCHEMA
-    from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
 
-    folder = partition_path(out, date)
-    folder.mkdir(parents=True, exist_ok=True)
-    # In an export's order: its listings (available, pending, sold, then the status-less
-    # pets the sweep finds), each in id order, one after the other or page by page in turn.
     listing = pets["status"]
     order = np.argsort(listing, kind="stable")
     if layout == "pages":
@@ -151,7 +147,25 @@ def publish(
         "categoryId": pa.array(pets["categoryId"][order], pa.int64()),
         "status": pa.array(STATUS_VALUES, pa.string()).take(pa.array(listing[order])),
     }
-    table = pa.table(columns).cast(PET_SCHEMA)
+    return pa.table(columns).cast(PET_SCHEMA)
+
+
+def publish(
+    out: Path,
+    date: dt.date,
+    pets: dict[str, np.ndarray],
+    complete: bool = True,
+    layout: str = "listings",
+) -> Path:
+    """A snapshot as an export publishes it: pets.parquet and a manifest, in its partition."""
+    import pyarrow.parquet as pq
+
+    from petsync.formats.folders import ROW_GROUP_ROWS, UNDICTIONARIED
+    from petsync.storage.layout import MANIFEST_NAME, PARQUET_NAME, partition_path
+
+    folder = partition_path(out, date)
+    folder.mkdir(parents=True, exist_ok=True)
+    table = night_table(pets, layout)
     dictionaries = [name for name in table.column_names if name not in UNDICTIONARIED]
     pq.write_table(
         table,
@@ -163,6 +177,55 @@ def publish(
     manifest = {"snapshot_date": date.isoformat(), "complete": complete, "pets": table.num_rows}
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
     return folder / PARQUET_NAME
+
+
+class _Rows:
+    """A night's rows as petsync's table writers read them (``NightRows``)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def batches(self, extra_columns: object = None) -> Any:
+        return iter(self.table.to_batches())
+
+
+def commit(
+    out: Path, date: dt.date, pets: dict[str, np.ndarray], table_format: str, layout: str
+) -> None:
+    """A night committed to a Delta or Iceberg table at ``out`` by petsync's own writer, its
+    manifest in the commit's properties (as an export commits it)."""
+    import uuid
+
+    from petsync.formats.night import Night
+    from petsync.formats.registry import format_named
+    from petsync.formats.table_steps import TableFormat
+    from petsync.storage.location import parse_location
+
+    kind = format_named(table_format)
+    assert isinstance(kind, TableFormat)
+    location = parse_location(str(out), what="out")
+    table = night_table(pets, layout)
+    run_id = uuid.uuid4().hex
+    night = Night(  # what write() reads of a night; the rest is the export's business
+        date=date,
+        location=location,
+        run_id=run_id,
+        rows=_Rows(table),
+        columns={},
+        trusted=True,
+        csv=False,
+        keep=None,
+        store=None,  # type: ignore[arg-type]
+        staged=None,  # type: ignore[arg-type]
+        lock=None,  # type: ignore[arg-type]
+    )
+    manifest = {
+        "snapshot_date": date.isoformat(),
+        "complete": True,
+        "pets": table.num_rows,
+        "run_id": run_id,
+    }
+    kind.write(night, kind.open(location), json.dumps(manifest))
 
 
 def run_json(run: Run) -> dict[str, object]:
@@ -201,6 +264,20 @@ def make_update(master: Path, pets: int, fraction: float, layout: str, result: P
     result.write_text(json.dumps({"touched": touched, "parquet": str(parquet)}))
 
 
+def make_table_night(
+    out: Path, pets: int, fraction: float, layout: str, table_format: str, night: int, result: Path
+) -> None:
+    """Commit the update's night 1 or 2 (the same catalogues as :func:`make_update`'s)."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    night1 = catalogue(pets, rng)
+    night2, _, touched = next_night(night1, fraction, rng, pets + 1)
+    date = START + dt.timedelta(days=night - 1)
+    commit(out, date, night1 if night == 1 else night2, table_format, layout)
+    result.write_text(json.dumps({"touched": touched, "date": date.isoformat()}))
+
+
 def make_nights(
     out: Path, pets: int, nights: int, fraction: float, layout: str, result: Path
 ) -> None:
@@ -226,47 +303,61 @@ def bench_update(
     layout: str,
     old_tree: Path | None,
     data: Path | None,
+    table_format: str = "parquet",
 ) -> None:
+    kept = "dated folders" if table_format == "parquet" else f"a {table_format} table"
     print(
-        f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed, {layout} layout\n",
+        f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed, {layout} layout, "
+        f"{kept}\n",
         flush=True,
     )
     # With --data, the two snapshots and the first night's history are made once and kept.
-    master = (data or work) / f"update-{pets}-{fraction}-{layout}"
+    tag = "" if table_format == "parquet" else f"-{table_format}"
+    master = (data or work) / f"update-{pets}-{fraction}-{layout}{tag}"
     ready = master / "ready.json"
+    out = master / "out"
+
+    def build_first() -> int:
+        first = run_process(
+            "build", [*petsync_cmd(), "history", str(out), "--json"], dict(os.environ), work
+        )
+        assert first.ok, first.problem
+        shutil.move(out / "history", master / "history-night1")
+        return int(run_json(first)["versions"])  # type: ignore[call-overload]
+
     if not ready.exists():
         shutil.rmtree(master, ignore_errors=True)
         started = time.monotonic()
-        made = in_child(make_update, master / "out", pets, fraction, layout)
+        if table_format == "parquet":
+            made = in_child(make_update, out, pets, fraction, layout)
+            # The history of the first night only: the second snapshot moved aside meanwhile.
+            parquet = Path(made["parquet"])
+            aside = master / "aside"
+            shutil.move(parquet.parent, aside)
+            made["versions"] = build_first()
+            shutil.move(aside, parquet.parent)
+        else:  # a table's nights are committed one after the other, the history between
+            out.mkdir(parents=True)
+            in_child(make_table_night, out, pets, fraction, layout, table_format, 1)
+            versions = build_first()
+            made = in_child(make_table_night, out, pets, fraction, layout, table_format, 2)
+            made["versions"] = versions
         print(f"made two snapshots in {time.monotonic() - started:.1f} s", flush=True)
-        # The history of the first night only: the second snapshot moved aside meanwhile.
-        parquet = Path(made["parquet"])
-        aside = master / "aside"
-        shutil.move(parquet.parent, aside)
-        first = run_process(
-            "build",
-            [*petsync_cmd(), "history", str(master / "out"), "--json"],
-            dict(os.environ),
-            work,
-        )
-        assert first.ok, first.problem
-        shutil.move(aside, parquet.parent)
-        shutil.move(master / "out" / "history", master / "history-night1")
-        made["versions"] = run_json(first)["versions"]
         ready.write_text(json.dumps(made))
     made = json.loads(ready.read_text())
-    touched, parquet = int(made["touched"]), Path(made["parquet"])
+    touched = int(made["touched"])
     versions_before = int(made["versions"])
     saved = master / "history-night1"
-    pets_dir = master / "out" / "pets"
 
     def update_args(tree: Path | None = None) -> Callable[[Path], list[str]]:
         def args(run_dir: Path) -> list[str]:
-            out = run_dir / "out"
-            out.mkdir()
-            (out / "pets").symlink_to(pets_dir)
-            shutil.copytree(saved, out / "history")
-            return [*petsync_cmd(tree), "history", str(out), "--json"]
+            run_out = run_dir / "out"
+            run_out.mkdir()
+            for entry in out.iterdir():  # the nights (and a table's catalog), shared
+                if not entry.name.startswith("."):  # the lock file stays the run's own
+                    (run_out / entry.name).symlink_to(entry)
+            shutil.copytree(saved, run_out / "history")
+            return [*petsync_cmd(tree), "history", str(run_out), "--json"]
 
         return args
 
@@ -278,9 +369,20 @@ def bench_update(
         nights = report["nights"]
         return None if isinstance(nights, list) and len(nights) == 1 else f"folded {nights}"
 
-    read = [sys.executable, "-c", f"import pyarrow.parquet as pq; pq.read_table({str(parquet)!r})"]
+    if table_format == "parquet":
+        baseline = "pyarrow read_table"
+        code = f"import pyarrow.parquet as pq; pq.read_table({made['parquet']!r})"
+    else:  # the night read whole by the table's library, as petsync's format opens it
+        baseline = f"{table_format} library read"
+        code = (
+            "import datetime as dt; from petsync.formats.registry import format_named; "
+            "from petsync.storage.location import parse_location; "
+            f"format_named({table_format!r}).scan(parse_location({str(out)!r}, what='out'), "
+            f"dt.date.fromisoformat({made['date']!r}), None)"
+        )
+    read = [sys.executable, "-c", code]
     variants = [
-        Variant("pyarrow read_table", lambda run_dir: read),
+        Variant(baseline, lambda run_dir: read),
         Variant("petsync history (one night)", update_args(), check_update),
     ]
     if old_tree is not None:
@@ -291,7 +393,7 @@ def bench_update(
         dict(os.environ),
         work,
     )
-    print_table(summarise(comparison), "pyarrow read_table", count=pets, unit="pet")
+    print_table(summarise(comparison), baseline, count=pets, unit="pet")
     print(
         f"\nchanged pets that night: {touched:,} ({touched / pets:.1%}: 80% new content, 10% "
         f"gone, 10% new); the table grew by {growth[0] if growth else 0:,} rows "
@@ -399,6 +501,12 @@ def main() -> None:
     parser.add_argument("--only", choices=["update", "rebuild", "report"], action="append")
     parser.add_argument("--layout", choices=["listings", "pages"], default="listings")
     parser.add_argument(
+        "--table-format",
+        choices=["parquet", "delta", "iceberg"],
+        default="parquet",
+        help="where the update's nights are kept: dated folders (default) or a table",
+    )
+    parser.add_argument(
         "--old-tree",
         type=Path,
         help="also time the update and the rebuild by the petsync package in this folder",
@@ -424,6 +532,7 @@ def main() -> None:
                 args.layout,
                 args.old_tree,
                 args.data,
+                args.table_format,
             )
         if "rebuild" in parts:
             nights = [int(n) for n in args.nights.split(",")]
