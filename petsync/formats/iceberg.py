@@ -58,6 +58,7 @@ NAMESPACE = "petsync"
 TABLE = (NAMESPACE, PETS_DIR)
 CATALOG_VARIABLE = "PETSYNC_ICEBERG_CATALOG"
 CATALOG_FILE = "_iceberg_catalog.db"  # the local Iceberg catalog, in OUT
+APPEND_ROWS = 1 << 18  # rows a night is appended in at a time (memory flat in its size)
 
 
 def _files_uri(location: Location) -> str:
@@ -162,7 +163,7 @@ class Iceberg(TableFormat):
     def write(self, night: Night, table: Any | None, manifest: str) -> tuple[Any, int | None]:
         table = table or self._create(night.location)
         schema = dated_schema(night.columns)
-        rows = pa.Table.from_batches(list(dated_batches(night)), schema=schema)
+        properties = {MANIFEST_KEY: manifest}
         with warnings.catch_warnings():
             # A first night deletes nothing; pyiceberg says so as a warning.
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
@@ -172,12 +173,13 @@ class Iceberg(TableFormat):
                     # column the night lacks stays, null for its pets.
                     with transaction.update_schema() as update:
                         update.union_by_name(schema)
-                transaction.overwrite(
-                    rows,
-                    overwrite_filter=_on(night.date),
-                    snapshot_properties={MANIFEST_KEY: manifest},
-                )
-        snapshot = table.current_snapshot()  # the night's append, before any prune
+                # An overwrite of the date, made of a delete and appends of bounded pieces:
+                # pyiceberg's overwrite of a partitioned table takes the night whole. The
+                # transaction commits them as one (readers see the old night or the new).
+                transaction.delete(_on(night.date), snapshot_properties=properties)
+                for rows in _pieces(dated_batches(night), schema):
+                    transaction.append(rows, snapshot_properties=properties)
+        snapshot = table.current_snapshot()  # the night's last append, before any prune
         return table, int(snapshot.snapshot_id) if snapshot is not None else None
 
     def _create(self, location: Location) -> Any:
@@ -247,6 +249,24 @@ class Iceberg(TableFormat):
             if isinstance(day, dt.date):
                 sizes[day] = sizes.get(day, 0) + int(entry["file_size_in_bytes"])
         return sizes
+
+
+def _pieces(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.Table]:
+    """The batches as tables of :data:`APPEND_ROWS` rows (the last one fewer); one empty table
+    for none (the commit still carries the night's manifest)."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    sent = False
+    for batch in batches:
+        held.append(batch)
+        rows += batch.num_rows
+        while rows >= APPEND_ROWS:  # slices: nothing copied
+            table = pa.Table.from_batches(held, schema=schema)
+            yield table.slice(0, APPEND_ROWS)
+            rest = table.slice(APPEND_ROWS)
+            held, rows, sent = rest.to_batches(), rest.num_rows, True
+    if held or not sent:
+        yield pa.Table.from_batches(held, schema=schema)
 
 
 def _on(date: dt.date) -> str:

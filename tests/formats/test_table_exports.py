@@ -144,3 +144,28 @@ def test_the_manifest_counts_the_scratch_area_like_a_hive_one(
     assert table["scratch_bytes"] > 0  # the fetched rows waited in the scratch file
     assert table["scratch_bytes"] == hive["scratch_bytes"]
     assert table["files"] == {"parquet": "pets.parquet", "quarantine": "_quarantine.jsonl"}
+
+
+def test_an_iceberg_night_is_appended_in_bounded_pieces_in_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from petsync.core.models import Pet
+    from petsync.formats import iceberg
+
+    monkeypatch.setattr(iceberg, "APPEND_ROWS", 3)
+    out = str(tmp_path / "out")
+    first = [Pet(i, f"p{i}", i % 4, "sold") for i in range(1, 11)]
+    export_to("iceberg", out, first, DAY1)
+    catalog = open_catalog(parse_location(out, what="out"))
+    commits = len(catalog.load_table("petsync.pets").metadata.metadata_log)
+    again = [Pet(i, f"q{i}", 1, "pending") for i in range(5, 13)]
+    export_to("iceberg", out, again, DAY1)  # the same night exported again: replaced
+
+    table = catalog.load_table("petsync.pets")
+    assert len(table.metadata.metadata_log) == commits + 1  # delete and appends: one commit
+    files = [task.file for task in table.scan().plan_files()]
+    assert len(files) == 3  # 8 pets, appended 3 at a time: none of the first export's left
+    (night,) = list_snapshots(out)
+    assert night.manifest["pets"] == 8
+    assert night.manifest["table_version"] == table.current_snapshot().snapshot_id
+    assert sorted(load_snapshot(out)["name"]) == sorted(f"q{i}" for i in range(5, 13))
