@@ -305,7 +305,9 @@ def bench_update(
     data: Path | None,
     table_format: str = "parquet",
 ) -> None:
-    kept = "dated folders" if table_format == "parquet" else f"a {table_format} table"
+    kept = {"parquet": "dated folders", "delta": "a Delta table", "iceberg": "an Iceberg table"}[
+        table_format
+    ]
     print(
         f"\n## One night's update: {pets:,} pets, {fraction:.1%} changed, {layout} layout, "
         f"{kept}\n",

@@ -229,8 +229,7 @@ class Iceberg(TableFormat):
         if table is None:
             return None
         scan = table.scan(row_filter=_on(date), snapshot_id=version, selected_fields=tuple(columns))
-        batches: Iterator[pa.RecordBatch] = scan.to_arrow_batch_reader()  # a file at a time
-        return batches
+        return _file_by_file(scan)
 
     def holds(self, location: Location) -> bool:
         """True when OUT holds petsync's Iceberg table (its catalog file, or ``pets/metadata``)."""
@@ -267,6 +266,18 @@ def _pieces(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa
             held, rows, sent = rest.to_batches(), rest.num_rows, True
     if held or not sent:
         yield pa.Table.from_batches(held, schema=schema)
+
+
+def _file_by_file(scan: Any) -> Iterator[pa.RecordBatch]:
+    """The scan's batches, one data file (with its delete files) read at a time: pyiceberg's
+    own batch reader reads every file of the scan at once, each whole, on its threads."""
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    files = ArrowScan(
+        scan.table_metadata, scan.io, scan.projection(), scan.row_filter, scan.case_sensitive
+    )
+    for task in scan.plan_files():
+        yield from files.to_record_batches([task])
 
 
 def _on(date: dt.date) -> str:

@@ -102,7 +102,7 @@ class TableFormat(ABC):
         self, location: Location, date: dt.date, version: int | None, columns: list[str]
     ) -> Iterator[pa.RecordBatch] | None:
         """The rows of one date at a table version, ``columns`` only, a batch at a time and
-        in no set order, holding a few batches at most; None when there is no table."""
+        in no set order, holding one data file's worth at most; None when there is no table."""
 
     @abstractmethod
     def holds(self, location: Location) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -169,3 +170,30 @@ def test_an_iceberg_night_is_appended_in_bounded_pieces_in_one_commit(
     assert night.manifest["pets"] == 8
     assert night.manifest["table_version"] == table.current_snapshot().snapshot_id
     assert sorted(load_snapshot(out)["name"]) == sorted(f"q{i}" for i in range(5, 13))
+
+
+def test_an_iceberg_night_is_read_one_data_file_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    from petsync.core.models import Pet
+    from petsync.formats import iceberg
+
+    monkeypatch.setattr(iceberg, "APPEND_ROWS", 4)
+    out = str(tmp_path / "out")
+    export_to("iceberg", out, [Pet(i, f"p{i}", 1, "sold") for i in range(1, 11)], DAY1)
+    (night,) = list_snapshots(out)
+    files_per_read: list[int] = []
+    read = ArrowScan.to_record_batches
+
+    def counted(self: ArrowScan, tasks: Any) -> Any:
+        tasks = list(tasks)
+        files_per_read.append(len(tasks))
+        return read(self, tasks)
+
+    monkeypatch.setattr(ArrowScan, "to_record_batches", counted)
+    ids = [i for piece in iceberg.FORMAT.night_batches(night) for i in piece["id"].to_pylist()]
+
+    assert sorted(ids) == list(range(1, 11))
+    assert files_per_read == [1, 1, 1]  # three data files (4 + 4 + 2 pets), one by one
