@@ -173,6 +173,17 @@ def test_nights_are_listed_and_read_back_exactly(kind: SnapshotFormat, out: str)
     assert sorted(sizes) == [DAY1, DAY2] and min(sizes.values()) > 0
 
 
+def test_a_night_streamed_in_pieces_holds_the_night_exactly(kind: SnapshotFormat, out: str) -> None:
+    commit(kind, out, DAY1, NIGHT1, columns={"tag": "string"})
+    commit(kind, out, DAY2, NIGHT2)
+
+    for night, rows in zip(list_snapshots(out), (NIGHT1, NIGHT2), strict=True):
+        pieces = list(kind.night_batches(night))
+        assert all(piece.column_names == ["id", "name", "categoryId", "status"] for piece in pieces)
+        streamed = [row for piece in pieces for row in piece.to_pylist()]
+        assert sorted(streamed, key=lambda r: r["id"]) == sorted(rows, key=lambda r: r["id"])
+
+
 def test_a_second_commit_of_the_same_night_replaces_it(kind: SnapshotFormat, out: str) -> None:
     commit(kind, out, DAY1, NIGHT1)
     commit(kind, out, DAY1, NIGHT2)
