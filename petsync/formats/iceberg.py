@@ -264,7 +264,7 @@ def _pieces(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa
             yield table.slice(0, APPEND_ROWS)
             rest = table.slice(APPEND_ROWS)
             held, rows, sent = rest.to_batches(), rest.num_rows, True
-    if held or not sent:
+    if rows or not sent:
         yield pa.Table.from_batches(held, schema=schema)
 
 

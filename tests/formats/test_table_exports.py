@@ -197,3 +197,26 @@ def test_an_iceberg_night_is_read_one_data_file_at_a_time(
 
     assert sorted(ids) == list(range(1, 11))
     assert files_per_read == [1, 1, 1]  # three data files (4 + 4 + 2 pets), one by one
+
+
+@pytest.mark.parametrize(
+    ("batches", "pieces"),
+    [([], [0]), ([0], [0]), ([4], [4]), ([8], [4, 4]), ([3, 3], [4, 2]), ([9, 0], [4, 4, 1])],
+)
+def test_an_iceberg_night_is_cut_into_pieces_of_the_append_size(
+    batches: list[int], pieces: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from petsync.formats import iceberg
+
+    monkeypatch.setattr(iceberg, "APPEND_ROWS", 4)
+    schema = pa.schema([("id", pa.int64())])
+    ids = iter(range(100))
+    given = [
+        pa.record_batch([pa.array([next(ids) for _ in range(n)], pa.int64())], schema=schema)
+        for n in batches
+    ]
+
+    cut = list(iceberg._pieces(iter(given), schema))
+
+    assert [piece.num_rows for piece in cut] == pieces  # an empty night: one empty append
+    assert [i for piece in cut for i in piece["id"].to_pylist()] == list(range(sum(batches)))
