@@ -167,3 +167,29 @@ def test_a_partition_over_the_budget_is_split_and_gives_the_same_answer(tmp_path
         answers.append((np.flatnonzero(keep).tolist(), result.ids, result.conflicting))
     assert answers[0] == answers[1]
     assert answers[0] == (list(range(350, 400)), 50, 50)
+
+
+def test_keys_past_the_budget_go_to_one_file_and_are_split_only_when_resolved(
+    tmp_path: Path,
+) -> None:
+    """A batch spilled while the listings run is one sequential write (they wait for it);
+    the partitions are made at the end, and the answer is the one memory would give."""
+    from petsync.export.id_keys import KeyStore, make_keys
+
+    ids = [(i * 7919) % 3000 for i in range(6000)]  # every id fetched twice
+    answers = []
+    for name, budget in (("spilled", 4 * 29 * 1000), ("whole", 2**40)):  # 1,000 keys a piece
+        store = KeyStore(tmp_path / name, budget, min_split=0)
+        for start in range(0, 6000, 500):
+            rows = np.arange(start, start + 500, dtype=np.int64)
+            piece = ids[start : start + 500]
+            store.append(make_keys(piece, [start // 500] * 500, 1, piece, rows))
+        if name == "spilled":
+            assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["spilled"]
+        keep = np.zeros(6000, dtype=bool)
+        result = store.resolve(keep)
+        if name == "spilled":
+            assert list((tmp_path / name).iterdir()) == []  # every piece read and removed
+        answers.append((np.flatnonzero(keep).tolist(), result.ids))
+    assert answers[0] == answers[1]
+    assert answers[0][1] == 3000
