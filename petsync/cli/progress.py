@@ -61,10 +61,20 @@ class ProgressDisplay:
             self._redraw(force=True)
 
     def page_done(self, label: str, pages: int, pets: int) -> None:
-        with self._lock:
-            row = self._rows.setdefault(label, _Row(started=self._clock()))
-            row.pages, row.pets = pages, pets
-            self._redraw(force=False)
+        # Called for every page by every listing's thread, so it takes no lock it would wait
+        # for: threads that meet at a lock on every page hand the interpreter over at each
+        # meeting (a convoy), which costs more than their pages. A row is written by its
+        # listing's thread alone; a redraw already under way is simply not repeated.
+        row = self._rows.get(label)
+        if row is None:
+            with self._lock:
+                row = self._rows.setdefault(label, _Row(started=self._clock()))
+        row.pages, row.pets = pages, pets
+        if self._live and self._lock.acquire(blocking=False):
+            try:
+                self._redraw(force=False)
+            finally:
+                self._lock.release()
 
     def listing_done(self, result: ListingResult) -> None:
         with self._lock:

@@ -102,6 +102,7 @@ class _Buffer:
         self.source = source
         self.expected = _SOURCE_STATUS[source]
         self.mismatches = 0
+        self.fetched = 0  # the listing's pages so far: the seq of its latest
         self.reset()
 
     def reset(self) -> None:
@@ -173,7 +174,6 @@ class PetCollector:
         self._batch_rows = batch_rows
         self._listed = frozenset(listed_statuses)
         self._lock = threading.Lock()
-        self._seq = 0
         self._buffers: dict[int, _Buffer] = {}
         self._keys = KeyStore(scratch / KEYS_DIR, memory_budget)
         self._sweep_pages = SweepPages(scratch / SWEEP_PAGES_NAME)
@@ -197,10 +197,15 @@ class PetCollector:
             pets = PetColumns.of(pets)
         if not pets:
             return
-        with self._lock:
-            self._seq += 1
-            seq = self._seq
-            buffer = self._buffers.setdefault(source, _Buffer(source))
+        buffer = self._buffers.get(source)
+        if buffer is None:  # the listing's first page
+            with self._lock:
+                buffer = self._buffers.setdefault(source, _Buffer(source))
+        # Numbered per listing, by the listing's own thread: no lock a page. The listings'
+        # threads met at a shared counter's lock on about every other page, each meeting a
+        # hand-over of the interpreter; only a listing's own order decides which fetch wins.
+        buffer.fetched += 1
+        seq = buffer.fetched
         hashes = None
         if source == SWEEP_SOURCE and body is not None and self._listed:
             pets, hashes = self._add_ghosts(buffer, pets, body, seq)

@@ -1,7 +1,7 @@
 """Deduplication by id within a memory budget: a fixed order of listings wins, exact, spilled.
 
-Every fetched row leaves five keys: its ``id``, the ``seq`` of its page (pages are numbered
-in the order they were fetched), its listing ``source``, a 64-bit ``hash`` of its fields and
+Every fetched row leaves five keys: its ``id``, the ``seq`` of its page (each listing numbers
+its pages in the order it fetched them), its listing ``source``, a 64-bit ``hash`` of its fields and
 its ``row`` in the scratch file of rows, or ``GHOST`` for a row of the unfiltered sweep that
 was not stored there (see :mod:`petsync.export.collector`). :class:`KeyStore` keeps them in
 memory up to ``budget`` bytes; beyond that it appends them, as they come, to one file in the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 
@@ -110,3 +111,26 @@ def test_progress_display_fits_the_stream_and_the_log_format(
         display.listing_done(result("sold"))
     assert stream.getvalue().startswith(shown)
     assert bool(stream.getvalue()) == bool(shown)
+
+
+def test_a_page_never_waits_for_a_redraw_under_way() -> None:
+    """Every listing's thread reports every page: one that finds a redraw under way on
+    another thread records its count and goes on (the next redraw shows it)."""
+    out = io.StringIO()
+    now = [0.0]
+    display = ProgressDisplay(out, live=True, clock=lambda: now[0])
+    display.listing_started("sold")
+    now[0] = 1.0
+    with display._lock:  # another listing's thread is drawing
+        done = threading.Event()
+        worker = threading.Thread(target=lambda: (display.page_done("sold", 4, 400), done.set()))
+        worker.start()
+        assert done.wait(timeout=30), "page_done waited for the redraw's lock"
+        worker.join()
+    drawn = out.getvalue()
+    assert "400 pets" not in drawn  # not drawn twice at once ...
+    now[0] = 2.0
+    display.page_done("sold", 5, 500)
+    assert out.getvalue().endswith(
+        "  sold             5 pages        500 pets       250 pets/s  paging\n"
+    )

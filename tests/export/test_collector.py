@@ -193,3 +193,27 @@ def test_keys_past_the_budget_go_to_one_file_and_are_split_only_when_resolved(
         answers.append((np.flatnonzero(keep).tolist(), result.ids))
     assert answers[0] == answers[1]
     assert answers[0][1] == 3000
+
+
+def test_a_listings_page_never_waits_for_another_listings_spill(tmp_path: Path) -> None:
+    """Only a listing's first page and a batch's spill take the collector's lock: a page of a
+    listing already under way goes on while another listing writes its batch."""
+    import threading
+
+    collector = PetCollector(tmp_path)
+    sold = source_of(PetStatus.SOLD)
+    collector.add(sold, [Pet(1, "Rex", 7, "sold")])
+    with collector._lock:  # another listing's thread is writing its batch
+        done = threading.Event()
+
+        def page() -> None:
+            collector.add(sold, [Pet(2, "Bo", 7, "sold")])
+            done.set()
+
+        worker = threading.Thread(target=page)
+        worker.start()
+        assert done.wait(timeout=30), "a page waited for another listing's spill"
+        worker.join()
+    collector.add(source_of(None), [Pet(2, "Bo", 8, "sold")])  # the sweep's copy wins
+    result = collector.finish()
+    assert result.pets == 2
