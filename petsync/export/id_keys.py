@@ -48,6 +48,9 @@ KEY_BYTES = KEY_DTYPE.itemsize  # 29
 WORKING_FACTOR = 4
 MIN_SPLIT_BYTES = 1 << 20  # a partition this small is deduplicated whole, whatever the budget
 SPILL_NAME = "spilled"  # the keys past the budget, in the order they came
+# Keys split at a time: larger pieces only hold more (a few bytes beside each key), the
+# writes being few already.
+SPLIT_KEYS = 1 << 16
 
 IntArray = npt.NDArray[np.int64]
 Keys = npt.NDArray[np.void]
@@ -141,7 +144,7 @@ class KeyStore:
             return _marked(resolve(keys), keep)
         # Too big for the budget: split it by the next bits of the mix, a piece at a time.
         prefix = path.name + "-"
-        step = max(self._budget // (WORKING_FACTOR * KEY_BYTES), 1)
+        step = max(min(self._budget // (WORKING_FACTOR * KEY_BYTES), SPLIT_KEYS), 1)
         files = _Files(self._directory, prefix)
         try:
             with path.open("rb") as source:
