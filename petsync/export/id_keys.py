@@ -1,15 +1,15 @@
 """Deduplication by id within a memory budget: a fixed order of listings wins, exact, spilled.
 
-Every fetched row leaves five keys: its ``id``, the ``seq`` of its page (each listing numbers
-its pages in the order it fetched them), its listing ``source``, a 64-bit ``hash`` of its fields and
-its ``row`` in the scratch file of rows, or ``GHOST`` for a row of the unfiltered sweep that
-was not stored there (see :mod:`petsync.export.collector`). :class:`KeyStore` keeps them in
-memory up to ``budget`` bytes; beyond that it appends them, as they come, to one file in the
-scratch directory (one sequential write per batch: the listings' threads wait for it). At
-the end that file is split into partition files, each id always to the same partition (by
-a mixed hash of the id), so a partition holds every fetch of its ids and is deduplicated
-alone: memory is one partition, not the catalogue. A partition larger than the budget is
-split again by other bits, the same way.
+Every fetched row leaves five keys: its ``id``, the ``seq`` of its page (each listing
+numbers its pages in the order it fetched them), its listing ``source``, a 64-bit ``hash``
+of its fields and its ``row`` in the scratch file of rows, or ``GHOST`` for a row of the
+unfiltered sweep that was not stored there (see :mod:`petsync.export.collector`).
+:class:`KeyStore` keeps them in memory up to ``budget`` bytes; beyond that it appends them,
+as they come, to one file in the scratch directory (one sequential write per batch: the
+listings' threads wait for it). At the end that file is split into partition files, each id
+always to the same partition (by a mixed hash of the id), so a partition holds every fetch
+of its ids and is deduplicated alone: memory is one partition, not the catalogue. A
+partition larger than the budget is split again by other bits, the same way.
 
 Per id (:func:`resolve`), listings rank in a fixed order and the best-ranked fetch wins:
 the unfiltered sweep first (one pass over the whole catalogue, so its copies agree with
@@ -82,9 +82,8 @@ class KeyStore:
     stay in memory; then every chunk held, and every chunk appended after, is appended to
     the spill file of ``directory`` as it comes (a chunk is a batch of rows, so spilling
     never holds more than one extra chunk). Splitting the file by partition waits for
-    :meth:`resolve`, where it is done in pieces as large as the budget allows (a few hundred
-    writes in all, not a few hundred per batch). :attr:`spilled_bytes` is what went to disk
-    while appending.
+    :meth:`resolve`, a piece of :data:`SPLIT_KEYS` keys at a time (a few thousand writes in
+    all, not 256 per batch). :attr:`spilled_bytes` is what went to disk while appending.
     """
 
     def __init__(self, directory: Path, budget: int, min_split: int = MIN_SPLIT_BYTES) -> None:
