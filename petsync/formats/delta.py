@@ -36,6 +36,7 @@ import pyarrow as pa
 from petsync.core.errors import ConfigError, InputError
 from petsync.core.settings_table import OUT
 from petsync.formats.night import Night
+from petsync.formats.parquet_layout import COMPRESSION, ROW_GROUP_ROWS, UNDICTIONARIED
 from petsync.formats.table_schema import DATED_SCHEMA, dated_schema
 from petsync.formats.table_steps import (
     MANIFEST_KEY,
@@ -180,6 +181,16 @@ class Delta(TableFormat):
             predicate=f"{PARTITION_KEY} = '{night.date.isoformat()}'",
             storage_options=storage_options(location),
             commit_properties=deltalake.CommitProperties(custom_metadata={MANIFEST_KEY: manifest}),
+            # delta-rs's own row groups are of a million rows: a reader going a row group at
+            # a time (the history) would hold 40 MiB of each column at once.
+            writer_properties=deltalake.WriterProperties(
+                max_row_group_size=ROW_GROUP_ROWS,
+                compression=COMPRESSION.upper(),  # uncompressed, unless given
+                column_properties={
+                    name: deltalake.ColumnProperties(dictionary_enabled=False)
+                    for name in UNDICTIONARIED
+                },
+            ),
         )
         written = self.open(location)
         assert written is not None

@@ -220,3 +220,29 @@ def test_an_iceberg_night_is_cut_into_pieces_of_the_append_size(
 
     assert [piece.num_rows for piece in cut] == pieces  # an empty night: one empty append
     assert [i for piece in cut for i in piece["id"].to_pylist()] == list(range(sum(batches)))
+
+
+def test_a_delta_night_is_written_in_petsyncs_row_groups_ids_and_names_plain_zstd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader going a row group at a time (the history) holds one of petsync's row groups,
+    not one of delta-rs's million-row ones; ids and names, all different, get no dictionary."""
+    import pyarrow.parquet as pq
+
+    from petsync.core.models import Pet
+    from petsync.formats import delta
+
+    monkeypatch.setattr(delta, "ROW_GROUP_ROWS", 4)
+    out = tmp_path / "out"
+    export_to("delta", str(out), [Pet(i, f"p{i}", i % 2, "sold") for i in range(1, 11)], DAY1)
+
+    (data_file,) = (out / "pets").rglob("*.parquet")
+    metadata = pq.ParquetFile(data_file).metadata
+    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    assert [group.num_rows for group in groups] == [4, 4, 2]
+    names = [groups[0].column(c).path_in_schema for c in range(groups[0].num_columns)]
+    encodings = {name: groups[0].column(c).encodings for c, name in enumerate(names)}
+    assert not any("DICTIONARY" in e for e in encodings["id"] + encodings["name"])
+    assert any("DICTIONARY" in e for e in encodings["status"])  # the others keep theirs
+    # zstd, as the dated folders: delta-rs writes uncompressed pages once given properties.
+    assert {groups[0].column(c).compression for c in range(len(names))} == {"ZSTD"}
