@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from petsync.client.client import CheckReport, FetchedPet, PetstoreClient
     from petsync.client.config import ClientConfig, RetryPolicy
     from petsync.client.listing import InvalidRecord, Listing, Page
-    from petsync.export.diff import SnapshotDiff, diff_snapshots
     from petsync.export.inventory import NightSummary, describe_snapshots
     from petsync.export.outcome import ExportReport
     from petsync.export.run import run_export
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
         load_snapshot,
         load_snapshots,
     )
+    from petsync.history.diff import SnapshotDiff, diff_snapshots
     from petsync.history.load import load_history, load_transitions, transitions
     from petsync.history.update import HistoryReport, update_history
     from petsync.importer.outcome import ImportReport
@@ -79,10 +79,10 @@ _LAZY: dict[str, str] = {
     "list_snapshots": "petsync.formats.snapshots",
     "load_snapshot": "petsync.formats.snapshots",
     "load_snapshots": "petsync.formats.snapshots",
-    "SnapshotDiff": "petsync.export.diff",
+    "SnapshotDiff": "petsync.history.diff",
     "NightSummary": "petsync.export.inventory",
     "describe_snapshots": "petsync.export.inventory",
-    "diff_snapshots": "petsync.export.diff",
+    "diff_snapshots": "petsync.history.diff",
     "HistoryReport": "petsync.history.update",
     "update_history": "petsync.history.update",
     "load_history": "petsync.history.load",

@@ -14,8 +14,8 @@ from petsync.cli import cli
 from petsync.core.errors import ConfigError, ExitCode, InputError, StoppedError
 from petsync.core.stop import StopRequest
 from petsync.demo import claim_folder, run_demo
-from petsync.export.diff import diff_snapshots
 from petsync.formats.snapshots import list_snapshots, load_snapshots
+from petsync.history.diff import diff_snapshots
 from petsync.history.load import load_history, transitions
 from petsync.history.update import update_history
 

@@ -33,7 +33,7 @@ def diff_command(old: str, new: str, directory: str, details: bool, as_json: boo
       petsync diff 2026-11-21 2026-11-22 --dir /srv/petsync --details
       petsync diff 2026-11-21 2026-11-22 --dir s3://archive/petsync
     """
-    from petsync.export.diff import diff_snapshots  # pandas: loaded only for this command
+    from petsync.history.diff import diff_snapshots  # pandas: loaded only for this command
 
     result = diff_snapshots(old, new, directory=directory)
     if as_json:

@@ -21,8 +21,8 @@ NO_STATUS_SHOWN = "(no status)"  # a missing status in the text of a diff (null 
 
 if TYPE_CHECKING:
     from petsync.client.client import CheckReport
-    from petsync.export.diff import SnapshotDiff
     from petsync.export.outcome import ExportReport
+    from petsync.history.diff import SnapshotDiff
     from petsync.importer.batch import BatchReport
     from petsync.importer.outcome import ImportReport
     from petsync.storage.layout import SnapshotInfo

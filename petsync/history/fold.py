@@ -95,7 +95,7 @@ def fold_night(
     """
     tally = _Tally()
     day = _days(date)
-    for old, new in _aligned(open_pieces, _unique(night_pieces, date)):
+    for old, new in aligned(open_pieces, unique_pieces(night_pieces, date)):
         out = _fold_block(old, new, day, trusted, tally)
         tally.open_rows += out.num_rows
         sink(out)
@@ -118,7 +118,7 @@ def fold_night(
     return FoldedNight(closed=closed, night=night, open_rows=tally.open_rows)
 
 
-def _unique(pieces: Iterable[pa.Table], date: dt.date) -> Iterator[pa.Table]:
+def unique_pieces(pieces: Iterable[pa.Table], date: dt.date) -> Iterator[pa.Table]:
     """The night's pieces (id and content only), checked to hold each id once."""
     last: int | None = None
     for piece in pieces:
@@ -145,7 +145,7 @@ def _duplicate(date: dt.date, pet_id: int) -> InputError:
     )
 
 
-def _aligned(
+def aligned(
     olds: Iterable[pa.Table], news: Iterable[pa.Table]
 ) -> Iterator[tuple[pa.Table | None, pa.Table | None]]:
     """Pairs of blocks of the open versions and the night, covering the same ids in turn.

@@ -21,7 +21,6 @@ from petsync.core.errors import ConfigError, PetsyncError
 from petsync.core.models import PetStatus
 from petsync.export.collector import PetCollector, source_of
 from petsync.export.config import ExportConfig
-from petsync.export.diff import diff_snapshots
 from petsync.export.extra_fields import (
     EXAMPLE_MAX_CHARS,
     ColumnType,
@@ -32,6 +31,7 @@ from petsync.export.extra_fields import (
 from petsync.export.outcome import ExportReport
 from petsync.export.run import run_export
 from petsync.formats.snapshots import list_snapshots, load_snapshot, load_snapshots
+from petsync.history.diff import diff_snapshots
 from petsync.server.extra_fields import extra_fields as demo_fields
 from petsync.storage.layout import (
     CSV_NAME,

@@ -21,11 +21,11 @@ from click.testing import CliRunner
 from petsync.cli import cli
 from petsync.core.errors import ConfigError
 from petsync.core.models import Pet
-from petsync.export.diff import diff_snapshots
 from petsync.export.outcome import ExportReport
 from petsync.formats.iceberg import CATALOG_FILE, open_catalog
 from petsync.formats.snapshots import list_snapshots, load_snapshot
 from petsync.formats.table_steps import MANIFEST_KEY
+from petsync.history.diff import diff_snapshots
 from petsync.storage.location import parse_location
 from tests.conftest import S3Bucket
 from tests.formats.table_nights import DAY1, DAY2, NIGHT1, NIGHT2, export_to, ids

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from petsync.core.errors import ConfigError
-from petsync.export.diff import diff_snapshots
 from petsync.export.outcome import ExportReport
 from petsync.formats.iceberg import open_catalog
 from petsync.formats.snapshots import list_snapshots, load_snapshot, load_snapshots
+from petsync.history.diff import diff_snapshots
 from petsync.server.extra_fields import extra_fields as demo_fields
 from petsync.storage.location import parse_location
 from tests.export.test_extra_fields import NIGHTS, PETS, night, sends

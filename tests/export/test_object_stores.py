@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from petsync.cli import cli
 from petsync.core.errors import ConfigError, ExitCode, LockedError
-from petsync.export.diff import diff_snapshots
 from petsync.formats.snapshots import list_snapshots, load_snapshot
+from petsync.history.diff import diff_snapshots
 from petsync.storage.credentials import AZURITE_KEY
 from petsync.storage.location import parse_location
 from petsync.storage.lock import DEFAULT_LOCK_EXPIRY, ObjectLock

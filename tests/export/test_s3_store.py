@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from petsync.core.errors import ConfigError, ExitCode, PetsyncError
-from petsync.export.diff import diff_snapshots
 from petsync.formats.snapshots import list_snapshots, load_snapshot
+from petsync.history.diff import diff_snapshots
 from tests.conftest import S3Bucket
 from tests.export.memstore import MemoryBucket
 from tests.export.scripted import ScriptedClient

@@ -14,6 +14,11 @@ snapshots kept as columns, each pet whose value changed.
 
 A missing status is None in the transitions and the row frames (null in JSON), never a
 made-up name that an unknown status could share.
+
+The two nights are read as the history reads a night (:mod:`petsync.history.night_batches`):
+in id order, a piece at a time, and compared piece by piece, so memory holds the pieces and
+the changes, never a night. Only two snapshots that both kept extra fields as columns are
+read whole (those columns are compared too).
 """
 
 from __future__ import annotations
@@ -24,13 +29,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from petsync.formats.schema import extra_columns, recorded_fields
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from petsync.core.arrow_arrays import bool_array, to_numpy
+from petsync.formats.schema import (
+    PET_SCHEMA,
+    extra_columns,
+    recorded_fields,
+    to_dataframe,
+)
 from petsync.formats.snapshots import find_snapshot, read_table
+from petsync.history.fold import aligned, unique_pieces
+from petsync.history.night_batches import night_pieces
+from petsync.history.status_codes import StatusCodes, codes, status_of
 from petsync.storage.layout import SnapshotInfo
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow as pa
 
 Transition = tuple[str | None, str | None]  # (old status, new status); None: no status
 
@@ -165,28 +182,24 @@ def diff_snapshots(
     >>> diff_snapshots("2026-11-21", "2026-11-22", directory="s3://bkt/p")  # doctest: +SKIP
     """
 
-    from petsync.formats.schema import to_dataframe
-
     old_info = find_snapshot(old, directory=directory)
     new_info = find_snapshot(new, directory=directory)
-    old_table, new_table = read_table(old_info), read_table(new_info)
-    before = to_dataframe(old_table)
-    after = to_dataframe(new_table)
-    kept = [c for c in extra_columns(old_table.schema) if c in new_table.schema.names]
-    for frame in (before, after):
-        frame["status"] = frame["status"].astype("string")  # a missing status stays <NA>
-    both = before.merge(after, on="id", how="outer", suffixes=("_old", "_new"), indicator=True)
-    removed = both[both["_merge"] == "left_only"]
-    added = both[both["_merge"] == "right_only"]
-    in_both = both[both["_merge"] == "both"]
-    old_fields = _extra_field_names(old_info, old_table)
-    new_fields = _extra_field_names(new_info, new_table)
-
-    def side(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
-        out = frame[["id", f"name{suffix}", f"categoryId{suffix}", f"status{suffix}"]]
-        out = out.set_axis(["id", "name", "categoryId", "status"], axis=1)
-        return out.sort_values("id").reset_index(drop=True)
-
+    if _keeps_columns(old_info) and _keeps_columns(new_info):
+        old_table, new_table = read_table(old_info), read_table(new_info)
+        both = _frame(old_table).merge(
+            _frame(new_table), on="id", how="outer", suffixes=("_old", "_new"), indicator=True
+        )
+        removed = _rows_of(both[both["_merge"] == "left_only"], "_old")
+        added = _rows_of(both[both["_merge"] == "right_only"], "_new")
+        in_both = both[both["_merge"] == "both"]
+        kept = [c for c in extra_columns(old_table.schema) if c in new_table.schema.names]
+        old_fields = _extra_field_names(old_info, old_table)
+        new_fields = _extra_field_names(new_info, new_table)
+    else:
+        removed, added, in_both = _streamed(old_info, new_info)
+        kept = []  # neither night holds an extra field as a column: only the manifests say
+        old_fields = set(recorded_fields(old_info.manifest))
+        new_fields = set(recorded_fields(new_info.manifest))
     renamed = in_both[in_both["name_old"] != in_both["name_new"]][["id", "name_old", "name_new"]]
     recategorised = in_both[in_both["categoryId_old"] != in_both["categoryId_new"]][
         ["id", "name_new", "categoryId_old", "categoryId_new"]
@@ -200,8 +213,8 @@ def diff_snapshots(
     return SnapshotDiff(
         old=old_info,
         new=new_info,
-        added_rows=side(added, "_new"),
-        removed_rows=side(removed, "_old"),
+        added_rows=added,
+        removed_rows=removed,
         renamed_rows=renamed.sort_values("id").reset_index(drop=True),
         recategorised_rows=recategorised.sort_values("id").reset_index(drop=True),
         transition_rows=moved.sort_values("id").reset_index(drop=True),
@@ -209,6 +222,103 @@ def diff_snapshots(
         fields_appeared=tuple(sorted(new_fields - old_fields)),
         fields_disappeared=tuple(sorted(old_fields - new_fields)),
     )
+
+
+def _keeps_columns(info: SnapshotInfo) -> bool:
+    """Whether a snapshot may hold extra fields as columns (its manifest names a column,
+    or it has no manifest to say)."""
+    if info.manifest is None:
+        return True
+    return any(entry.get("column") for entry in recorded_fields(info.manifest).values())
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    frame = to_dataframe(table)
+    frame["status"] = frame["status"].astype("string")  # a missing status stays <NA>
+    return frame
+
+
+def _rows_of(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
+    """Rows of one side of the merge, under the snapshot's column names, in id order."""
+    out = frame[["id", f"name{suffix}", f"categoryId{suffix}", f"status{suffix}"]]
+    out = out.set_axis(["id", "name", "categoryId", "status"], axis=1)
+    return out.sort_values("id").reset_index(drop=True)
+
+
+class _Changes:
+    """What the pieces compared so far found: rows gone, rows new, and the pets present on
+    both nights whose content differs (both sides, in the same order)."""
+
+    def __init__(self) -> None:
+        self.removed: list[pa.Table] = []
+        self.added: list[pa.Table] = []
+        self.changed_old: list[pa.Table] = []
+        self.changed_new: list[pa.Table] = []
+
+    def compare(self, old: pa.Table | None, new: pa.Table | None) -> None:
+        """One block: both nights' pets with ids in the same range, each in id order."""
+        if old is None or not old.num_rows:
+            if new is not None and new.num_rows:
+                self.added.append(new)
+            return
+        if new is None or not new.num_rows:
+            self.removed.append(old)
+            return
+        old_ids, new_ids = to_numpy(old.column("id")), to_numpy(new.column("id"))
+        at = np.minimum(np.searchsorted(new_ids, old_ids), len(new_ids) - 1)
+        present = new_ids[at] == old_ids  # the old night's pets still there
+        matched = np.zeros(len(new_ids), dtype=bool)
+        matched[at[present]] = True
+        if not present.all():
+            self.removed.append(old.filter(bool_array(~present)))
+        if not matched.all():
+            self.added.append(new.filter(bool_array(~matched)))
+        before = old.filter(bool_array(present))  # the same pets, in the same (id) order
+        after = new.filter(bool_array(matched))
+        differs = to_numpy(pc.not_equal(before.column("name"), after.column("name")))
+        differs |= to_numpy(before.column("categoryId")) != to_numpy(after.column("categoryId"))
+        differs |= codes(status_of(before)) != codes(status_of(after))  # no status: one code
+        if differs.any():
+            mask = bool_array(differs)
+            self.changed_old.append(before.filter(mask))
+            self.changed_new.append(after.filter(mask))
+
+
+def _streamed(
+    old_info: SnapshotInfo, new_info: SnapshotInfo
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The removed rows, the added rows and the merged rows of the pets on both nights whose
+    content differs, the two nights read a piece at a time in id order."""
+    statuses = StatusCodes()  # one coding for both nights: a code is a status on either
+    changes = _Changes()
+    with (
+        night_pieces(old_info, statuses) as olds,
+        night_pieces(new_info, statuses) as news,
+    ):
+        pieces = aligned(
+            unique_pieces(olds, old_info.date),
+            unique_pieces(news, new_info.date),
+        )
+        for old, new in pieces:
+            changes.compare(old, new)
+
+    def frame(tables: list[pa.Table]) -> pd.DataFrame:
+        return _frame(_joined(tables))
+
+    before, after = frame(changes.changed_old), frame(changes.changed_new)
+    in_both = before.merge(after, on="id", how="inner", suffixes=("_old", "_new"))
+    return frame(changes.removed), frame(changes.added), in_both
+
+
+def _joined(tables: list[pa.Table]) -> pa.Table:
+    """Pieces as one table of the snapshot schema, the status as text again."""
+    if not tables:
+        return PET_SCHEMA.empty_table()
+    table = pa.concat_tables([t.unify_dictionaries() for t in tables]).combine_chunks()
+    status = table.column("status").combine_chunks()
+    if pa.types.is_dictionary(status.type):
+        status = status.dictionary_decode()
+    return table.set_column(table.schema.get_field_index("status"), "status", status)
 
 
 def _extra_field_names(info: SnapshotInfo, table: pa.Table) -> set[str]:

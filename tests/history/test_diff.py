@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from petsync.core.errors import InputError
-from petsync.export.diff import diff_snapshots
-from tests.export.published import publish_snapshot
+from petsync.history.diff import diff_snapshots
+from tests.export.published import Row, publish_snapshot
 
 BIG = 2**63 - 1
 OLD = [
@@ -127,3 +128,69 @@ def test_the_diff_says_which_side_is_flagged(tmp_path: Path) -> None:
         f"from 2026-11-21 ({tmp_path}/pets/snapshot_date=2026-11-21) to 2026-11-22 "
         f"({tmp_path}/pets/snapshot_date=2026-11-22, flagged: incomplete)"
     )
+
+
+def _night(rng: random.Random, pets: list[Row]) -> list[Row]:
+    """The next night: pets gone, new, renamed, recategorised, moved (to and from no status
+    and an unknown one), in the order an export stores them (not by id)."""
+    statuses = ["available", "pending", "sold", None, "lost"]
+    night: list[Row] = []
+    for pet_id, name, category, status in pets:
+        roll = rng.random()
+        if roll < 0.1:
+            continue  # gone
+        if roll < 0.2:
+            name = name + " II"
+        elif roll < 0.3:
+            category = rng.randrange(-(2**63), 2**63)
+        elif roll < 0.45:
+            status = rng.choice(statuses)
+        night.append((pet_id, name, category, status))
+    night += [(rng.randrange(-(2**63), 2**63), f"new {i}", i, "sold") for i in range(20)]
+    rng.shuffle(night)
+    return night
+
+
+@pytest.mark.parametrize("max_runs", [16, 1], ids=["runs-merged", "sorted-through-scratch"])
+def test_a_diff_read_a_piece_at_a_time_finds_what_a_whole_read_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_runs: int
+) -> None:
+    """Pieces of a few rows, so every edge between them is crossed many times; the two
+    nights are never read whole."""
+    from petsync.history import diff as diff_module
+    from petsync.history import id_order
+    from petsync.history import night_batches as night
+
+    monkeypatch.setattr(night, "READ_ROWS", 3)
+    monkeypatch.setattr(night, "MAX_RUNS", max_runs)
+    monkeypatch.setattr(id_order, "RUN_ROWS", 7)
+    monkeypatch.setattr(id_order, "MERGE_ROWS", 2)
+    monkeypatch.setattr(id_order, "OUT_ROWS", 5)
+    rng = random.Random(34)
+    first: list[Row] = [
+        (rng.randrange(-(2**63), 2**63), f"pet {i}", i % 7, rng.choice(["sold", None, "lost"]))
+        for i in range(300)
+    ]
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), first)
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), _night(rng, first))
+
+    def whole(info: object, **options: object) -> None:
+        raise AssertionError("a night was read whole")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(diff_module, "read_table", whole)
+        streamed = diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+    monkeypatch.setattr(diff_module, "_keeps_columns", lambda info: True)  # as with kept fields
+    read_whole = diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+
+    assert streamed.json_line(details=True) == read_whole.json_line(details=True)
+    assert streamed.added == 20 and streamed.removed > 0 and streamed.renamed > 0
+    assert streamed.recategorised > 0 and len(streamed.status_transitions) > 3
+
+
+def test_a_snapshot_holding_an_id_twice_is_refused_naming_it(tmp_path: Path) -> None:
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), [(1, "Rex", 1, "sold")])
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), [(1, "Rex", 1, "sold"), (1, "Bo", 2, None)])
+
+    with pytest.raises(InputError, match="2026-11-22 holds pet id 1 twice"):
+        diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
