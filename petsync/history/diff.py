@@ -311,14 +311,19 @@ def _streamed(
 
 
 def _joined(tables: list[pa.Table]) -> pa.Table:
-    """Pieces as one table of the snapshot schema, the status as text again."""
+    """Pieces as one table of the snapshot schema, the status as text again (each piece's
+    codes read with its own dictionary: pieces coded before a status was first seen have a
+    shorter one)."""
     if not tables:
         return PET_SCHEMA.empty_table()
-    table = pa.concat_tables([t.unify_dictionaries() for t in tables]).combine_chunks()
-    status = table.column("status").combine_chunks()
-    if pa.types.is_dictionary(status.type):
-        status = status.dictionary_decode()
-    return table.set_column(table.schema.get_field_index("status"), "status", status)
+    return pa.concat_tables(
+        table.set_column(
+            table.schema.get_field_index("status"),
+            "status",
+            status_of(table).dictionary_decode(),
+        )
+        for table in tables
+    ).combine_chunks()
 
 
 def _extra_field_names(info: SnapshotInfo, table: pa.Table) -> set[str]:

@@ -194,3 +194,24 @@ def test_a_snapshot_holding_an_id_twice_is_refused_naming_it(tmp_path: Path) -> 
 
     with pytest.raises(InputError, match="2026-11-22 holds pet id 1 twice"):
         diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+
+
+def test_a_status_first_seen_late_in_the_nights_is_named_in_every_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pieces are coded as they are read: one read before a status is first seen has a
+    shorter list of statuses than one read after, and both are named right."""
+    from petsync.history import night_batches as night
+
+    monkeypatch.setattr(night, "READ_ROWS", 3)
+    first: list[Row] = [(i, f"pet {i}", 1, "sold") for i in range(1, 31)]
+    second: list[Row] = [(1, "pet 1", 1, None), *first[1:24]]
+    second += [(i, f"pet {i}", 1, "rehomed") for i in range(26, 31)]  # 25 is gone
+    publish_snapshot(tmp_path, dt.date(2026, 11, 21), first)
+    publish_snapshot(tmp_path, dt.date(2026, 11, 22), second)
+
+    d = diff_snapshots("2026-11-21", "2026-11-22", directory=tmp_path)
+
+    assert d.status_transitions == {("sold", "rehomed"): 5, ("sold", None): 1}
+    assert d.transition_rows["id"].tolist() == [1, 26, 27, 28, 29, 30]
+    assert d.removed_rows["id"].tolist() == [25]
