@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,17 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
         except (OSError, ValueError) as exc:
             raise unreadable(name, exc) from exc
 
+    def row_groups(name: str, columns: list[str], meta: pq.FileMetaData) -> Iterator[pa.Table]:
+        try:
+            with files.filesystem.open_input_file(files.path(name)) as handle:
+                parquet = pq.ParquetFile(
+                    handle, metadata=meta, read_dictionary=["status"], pre_buffer=True
+                )
+                for group in range(meta.num_row_groups):
+                    yield parquet.read_row_group(group, columns=columns, use_threads=False)
+        except (OSError, ValueError) as exc:
+            raise unreadable(name, exc) from exc
+
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         footers = list(pool.map(footer, state.files))
         starts = np.cumsum([0] + [f.num_rows for f in footers]).tolist()
@@ -126,10 +138,14 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
 
         def fill(index: int) -> None:
             name = state.files[index]
-            table = read(name, COLUMNS[:1] + COLUMNS[2:], footers[index])
-            if table.num_rows != footers[index].num_rows:  # not from a footer read just now
+            at = starts[index]
+            for table in row_groups(name, COLUMNS[:1] + COLUMNS[2:], footers[index]):
+                if at + table.num_rows > starts[index + 1]:
+                    break
+                columns.fill(table, at, first)
+                at += table.num_rows
+            if at != starts[index + 1]:  # not from a footer read just now
                 raise unreadable(name, ValueError("the file changed while it was read"))
-            columns.fill(table, starts[index], first)
 
         list(pool.map(fill, range(len(footers))))
 

@@ -9,6 +9,7 @@ import re
 import stat
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -17,10 +18,12 @@ import petsync
 from petsync.cli import cli
 from petsync.history.load import load_history, transitions
 from petsync.history.table import history_dir
+from petsync.history.update import update_history
 from petsync.report.data import report_data
 from petsync.report.page import CSP
 from petsync.report.write import write_report
-from tests.history.nights import START
+from tests.export.published import publish_snapshot
+from tests.history.nights import START, random_nights
 from tests.report.axes import Axis, affine, axes, point_xs, points, rect_centres, rects
 from tests.report.browser import HOW_TO_GET, Browser, SinkProxy, find_chromium
 from tests.report.conftest import FLAGGED, GAP
@@ -508,3 +511,35 @@ def test_report_numbers_do_not_depend_on_how_the_files_are_laid_out(
     for name in ("counts", "churn", "moves", "sold"):
         assert getattr(laid_out.catalogue, name).equals(getattr(expected.catalogue, name)), name
     assert laid_out.lookup.rows == expected.lookup.rows
+
+
+def test_report_reads_the_history_a_row_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The versions are copied into the report's columns a row group at a time: no file's
+    table is held whole beside them (the open file holds every current pet)."""
+    from petsync.history import table as history_table
+    from petsync.report import catalogue
+
+    monkeypatch.setattr(history_table, "PIECE_ROWS", 7)  # the open file's row groups
+    out = tmp_path / "out"
+    for date, rows, complete in random_nights(11, nights=4, pets=60):
+        publish_snapshot(out, date, rows, complete=complete)
+    update_history(out)
+    filled: list[int] = []
+    fill = catalogue.Columns.fill
+
+    def counted(self: catalogue.Columns, table: Any, at: int, first: Any) -> None:
+        filled.append(table.num_rows)
+        fill(self, table, at, first)
+
+    monkeypatch.setattr(catalogue.Columns, "fill", counted)
+    data = report_data(out)
+
+    last = data.nights[-1]
+    current = load_history(out, as_of=last.date)["status"].astype("string").fillna("(none)")
+    assert max(filled) < len(current)  # the open file (every current pet) not read whole
+    counts = data.catalogue.counts.groupby(["n", "s"])["p"].sum()
+    day = (last.date - data.nights[0].date).days
+    drawn = {data.catalogue.statuses[s]: int(p) for (n, s), p in counts.items() if n == day and p}
+    assert drawn == current.value_counts().to_dict()
