@@ -110,23 +110,17 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
         except (OSError, ValueError) as exc:  # pa.ArrowInvalid is a ValueError
             raise unreadable(name, exc) from exc
 
-    def read(name: str, columns: list[str], meta: pq.FileMetaData | None = None) -> pa.Table:
+    def row_groups(
+        name: str, columns: list[str], meta: pq.FileMetaData, groups: list[int] | None = None
+    ) -> Iterator[pa.Table]:
+        """The file's row groups (``groups``, else all), one table each: a file is never
+        held whole beside the columns it is copied into."""
         try:
             with files.filesystem.open_input_file(files.path(name)) as handle:
                 parquet = pq.ParquetFile(
                     handle, metadata=meta, read_dictionary=["status"], pre_buffer=True
                 )
-                return parquet.read(columns=columns, use_threads=False)
-        except (OSError, ValueError) as exc:
-            raise unreadable(name, exc) from exc
-
-    def row_groups(name: str, columns: list[str], meta: pq.FileMetaData) -> Iterator[pa.Table]:
-        try:
-            with files.filesystem.open_input_file(files.path(name)) as handle:
-                parquet = pq.ParquetFile(
-                    handle, metadata=meta, read_dictionary=["status"], pre_buffer=True
-                )
-                for group in range(meta.num_row_groups):
+                for group in range(meta.num_row_groups) if groups is None else groups:
                     yield parquet.read_row_group(group, columns=columns, use_threads=False)
         except (OSError, ValueError) as exc:
             raise unreadable(name, exc) from exc
@@ -150,15 +144,24 @@ def read_versions(directory: Path | str, state: HistoryState) -> Versions:
         list(pool.map(fill, range(len(footers))))
 
     def names(rows: np.ndarray) -> list[str]:
-        """The names of ``rows``, reading the name column of the files that hold them."""
+        """The names of ``rows``, reading the name column of the row groups that hold them."""
         out: list[str] = [""] * len(rows)
         which = np.searchsorted(starts, rows, side="right") - 1
         for index in np.unique(which).tolist():
             mine = np.flatnonzero(which == index)
-            column = read(state.files[index], ["name"]).column("name")
-            taken = column.take(pa.array(rows[mine] - starts[index])).to_pylist()
-            for at, name in zip(mine.tolist(), taken, strict=True):
-                out[at] = name
+            meta = footers[index]
+            sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+            group_starts = np.cumsum([0, *sizes])
+            local = rows[mine] - starts[index]
+            group_of = np.searchsorted(group_starts, local, side="right") - 1
+            groups = np.unique(group_of).tolist()
+            read = row_groups(state.files[index], ["name"], meta, groups)
+            for group, table in zip(groups, read, strict=True):
+                here = np.flatnonzero(group_of == group)
+                wanted = pa.array(local[here] - group_starts[group])
+                taken = table.column("name").take(wanted).to_pylist()
+                for at, name in zip(mine[here].tolist(), taken, strict=True):
+                    out[at] = name
         return out
 
     return versions_from_columns(columns, first, names)

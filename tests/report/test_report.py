@@ -543,3 +543,24 @@ def test_report_reads_the_history_a_row_group_at_a_time(
     day = (last.date - data.nights[0].date).days
     drawn = {data.catalogue.statuses[s]: int(p) for (n, s), p in counts.items() if n == day and p}
     assert drawn == current.value_counts().to_dict()
+
+    # A pet's name is read from the row group that holds it, not from the whole file.
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from petsync.history.load import read_history_state
+    from petsync.report.data import read_versions
+
+    versions = read_versions(out, read_history_state(out))
+    read_groups: list[int] = []
+    read_group = pq.ParquetFile.read_row_group
+
+    def counted_group(self: pq.ParquetFile, group: int, **options: Any) -> Any:
+        table = read_group(self, group, **options)
+        read_groups.append(table.num_rows)
+        return table
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", counted_group)
+    last_row = np.array([len(versions) - 1])
+    (name,) = versions.names(versions.row[last_row])
+    assert name and len(read_groups) == 1 and read_groups[0] <= 8
