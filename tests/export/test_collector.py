@@ -3,6 +3,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -198,8 +199,6 @@ def test_keys_past_the_budget_go_to_one_file_and_are_split_only_when_resolved(
 def test_a_listings_page_never_waits_for_another_listings_spill(tmp_path: Path) -> None:
     """Only a listing's first page and a batch's spill take the collector's lock: a page of a
     listing already under way goes on while another listing writes its batch."""
-    import threading
-
     collector = PetCollector(tmp_path)
     sold = source_of(PetStatus.SOLD)
     collector.add(sold, [Pet(1, "Rex", 7, "sold")])

@@ -11,15 +11,19 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 import petsync
 from petsync.cli import cli
-from petsync.history.load import load_history, transitions
+from petsync.history import table as history_table
+from petsync.history.load import load_history, read_history_state, transitions
 from petsync.history.table import history_dir
 from petsync.history.update import update_history
-from petsync.report.data import report_data
+from petsync.report import catalogue
+from petsync.report.data import read_versions, report_data
 from petsync.report.page import CSP
 from petsync.report.write import write_report
 from tests.export.published import publish_snapshot
@@ -518,9 +522,6 @@ def test_report_reads_the_history_a_row_group_at_a_time(
 ) -> None:
     """The versions are copied into the report's columns a row group at a time: no file's
     table is held whole beside them (the open file holds every current pet)."""
-    from petsync.history import table as history_table
-    from petsync.report import catalogue
-
     monkeypatch.setattr(history_table, "PIECE_ROWS", 7)  # the open file's row groups
     out = tmp_path / "out"
     for date, rows, complete in random_nights(11, nights=4, pets=60):
@@ -545,12 +546,6 @@ def test_report_reads_the_history_a_row_group_at_a_time(
     assert drawn == current.value_counts().to_dict()
 
     # A pet's name is read from the row group that holds it, not from the whole file.
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    from petsync.history.load import read_history_state
-    from petsync.report.data import read_versions
-
     versions = read_versions(out, read_history_state(out))
     read_groups: list[int] = []
     read_group = pq.ParquetFile.read_row_group
