@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from petsync.cli.export import prefer_system_allocator
+from petsync.cli.allocator import prefer_system_allocator
 from petsync.cli.progress import progress_display
 from petsync.cli.render import export_summary
 from petsync.cli.signals import stop_on_signals

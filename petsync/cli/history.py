@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from petsync.cli.allocator import prefer_system_allocator
+
 if TYPE_CHECKING:
     from petsync.history.update import HistoryReport
 
@@ -34,6 +36,7 @@ def history_command(directory: str, rebuild: bool, as_json: bool) -> None:
       petsync history /srv/petsync --rebuild
       petsync history s3://archive/petsync
     """
+    prefer_system_allocator()
     from petsync.history.update import update_history  # pandas: loaded only for this command
 
     report = update_history(directory, rebuild=rebuild)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from petsync.cli.allocator import prefer_system_allocator
 from petsync.report.write import write_report
 from petsync.storage.location import is_uri
 
@@ -33,7 +34,7 @@ def report_command(directory: str, output: str | None) -> None:
     Example:
       petsync report /srv/petsync -o /var/www/petsync/report.html
     """
-
+    prefer_system_allocator()
     if output is not None and is_uri(output):  # a Path would read gs://b/x as gs:/b/x
         raise click.BadParameter(
             f"{output} is not a local path: the report is one local file; write it "
