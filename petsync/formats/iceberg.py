@@ -194,9 +194,19 @@ class Iceberg(TableFormat):
         return catalog.load_table(TABLE)
 
     def nights(self, table: Any) -> set[dt.date]:
-        scan = table.scan(selected_fields=(PARTITION_KEY,))
-        column = scan.to_arrow().column(PARTITION_KEY)
-        return {value for value in column.unique().to_pylist() if value is not None}
+        if self.partitioning(table) is not None:  # not petsync's: its dates are in its rows
+            scan = table.scan(selected_fields=(PARTITION_KEY,))
+            column = scan.to_arrow().column(PARTITION_KEY)
+            return {value for value in column.unique().to_pylist() if value is not None}
+        # From the manifests, reading no data file: scanning the date column of every row
+        # held every night's dates at once (160 MiB for two nights of 20,000,000 pets).
+        partitions = table.inspect.partitions().select(["partition", "record_count"])
+        return {
+            day
+            for entry in partitions.to_pylist()
+            if entry["record_count"]
+            and isinstance(day := entry["partition"][PARTITION_KEY], dt.date)
+        }
 
     def commit_errors(self) -> tuple[type[BaseException], ...]:
         from pyiceberg.exceptions import CommitFailedException

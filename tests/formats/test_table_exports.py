@@ -199,6 +199,27 @@ def test_an_iceberg_night_is_read_one_data_file_at_a_time(
     assert files_per_read == [1, 1, 1]  # three data files (4 + 4 + 2 pets), one by one
 
 
+def test_an_iceberg_tables_nights_are_read_from_its_manifests_not_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    from petsync.core.models import Pet
+
+    out = str(tmp_path / "out")
+    export_to("iceberg", out, NIGHT1, DAY1)
+    export_to("iceberg", out, NIGHT2, DAY2)
+    export_to("iceberg", out, [Pet(9, "Ada", 1, "sold")], DAY3, keep=2)  # prunes DAY1
+
+    def no_data_file(self: ArrowScan, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a data file was read to list the nights")
+
+    monkeypatch.setattr(ArrowScan, "to_record_batches", no_data_file)
+    monkeypatch.setattr(ArrowScan, "to_table", no_data_file)
+
+    assert [night.date for night in list_snapshots(out)] == [DAY2, DAY3]
+
+
 @pytest.mark.parametrize(
     ("batches", "pieces"),
     [([], [0]), ([0], [0]), ([4], [4]), ([8], [4, 4]), ([3, 3], [4, 2]), ([9, 0], [4, 4, 1])],
