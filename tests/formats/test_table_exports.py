@@ -158,14 +158,18 @@ def test_an_iceberg_night_is_appended_in_bounded_pieces_in_one_commit(
     first = [Pet(i, f"p{i}", i % 4, "sold") for i in range(1, 11)]
     export_to("iceberg", out, first, DAY1)
     catalog = open_catalog(parse_location(out, what="out"))
-    commits = len(catalog.load_table("petsync.pets").metadata.metadata_log)
+    before = catalog.load_table("petsync.pets")
+    commits, snapshots = len(before.metadata.metadata_log), len(before.snapshots())
     again = [Pet(i, f"q{i}", 1, "pending") for i in range(5, 13)]
     export_to("iceberg", out, again, DAY1)  # the same night exported again: replaced
 
     table = catalog.load_table("petsync.pets")
-    assert len(table.metadata.metadata_log) == commits + 1  # delete and appends: one commit
+    assert len(table.metadata.metadata_log) == commits + 1  # delete and append: one commit
+    operations = [s.summary.operation.value for s in table.snapshots()[snapshots:]]
+    assert operations == ["delete", "append"]  # one append of every piece, not one a piece
     files = [task.file for task in table.scan().plan_files()]
-    assert len(files) == 3  # 8 pets, appended 3 at a time: none of the first export's left
+    assert len(files) == 3  # 8 pets, written 3 at a time: none of the first export's left
+    assert len({file.file_path for file in files}) == 3  # each piece's file named apart
     (night,) = list_snapshots(out)
     assert night.manifest["pets"] == 8
     assert night.manifest["table_version"] == table.current_snapshot().snapshot_id
