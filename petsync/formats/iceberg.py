@@ -174,12 +174,13 @@ class Iceberg(TableFormat):
                     # column the night lacks stays, null for its pets.
                     with transaction.update_schema() as update:
                         update.union_by_name(schema)
-                # An overwrite of the date, made of a delete and appends of bounded pieces:
-                # pyiceberg's overwrite of a partitioned table takes the night whole. The
-                # transaction commits them as one (readers see the old night or the new).
+                # An overwrite of the date, made of a delete and an append written in
+                # bounded pieces: pyiceberg's overwrite of a partitioned table takes the
+                # night whole. The transaction commits both as one (readers see the old
+                # night or the new).
                 transaction.delete(_on(night.date), snapshot_properties=properties)
                 _append(transaction, _pieces(dated_batches(night), schema), properties)
-        snapshot = table.current_snapshot()  # the night's last append, before any prune
+        snapshot = table.current_snapshot()  # the night's append, before any prune
         return table, int(snapshot.snapshot_id) if snapshot is not None else None
 
     def _create(self, location: Location) -> Any:
