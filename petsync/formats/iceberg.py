@@ -269,16 +269,23 @@ def _append(transaction: Any, pieces: Iterator[pa.Table], properties: dict[str, 
     listing of the nights reads. pyiceberg streams a partitioned table's rows into files
     only a table at a time (its own ``append`` does this with one table); the pieces keep
     memory flat, one counter keeps their files' names apart.
-    """
-    from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
+    The function that writes the files is pyiceberg's own but not public (the one its
+    ``append`` calls, the same since 0.9). A pyiceberg without it gets the public way
+    back: the same rows, a snapshot a piece.
+    """
+    data_files = _file_writer()
+    if data_files is None:
+        for rows in pieces:
+            transaction.append(rows, snapshot_properties=properties)
+        return
     io = transaction._table.io
     counter = itertools.count(0)
     with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
         for rows in pieces:
             if not rows.num_rows:
                 continue  # an empty night: the snapshot (and its manifest) without a file
-            for data_file in _dataframe_to_data_files(
+            for data_file in data_files(
                 table_metadata=transaction.table_metadata,
                 df=rows,
                 io=io,
@@ -286,6 +293,15 @@ def _append(transaction: Any, pieces: Iterator[pa.Table], properties: dict[str, 
                 counter=counter,
             ):
                 append.append_data_file(data_file)
+
+
+def _file_writer() -> Any | None:
+    """pyiceberg's function that writes a table's rows as data files, if it has it."""
+    try:
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+    except ImportError:
+        return None
+    return _dataframe_to_data_files
 
 
 def _pieces(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.Table]:

@@ -176,6 +176,24 @@ def test_an_iceberg_night_is_appended_in_bounded_pieces_in_one_commit(
     assert sorted(load_snapshot(out)["name"]) == sorted(f"q{i}" for i in range(5, 13))
 
 
+def test_without_pyicebergs_file_writer_a_night_is_appended_a_snapshot_a_piece(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from petsync.core.models import Pet
+    from petsync.formats import iceberg
+
+    monkeypatch.setattr(iceberg, "APPEND_ROWS", 3)
+    monkeypatch.setattr(iceberg, "_file_writer", lambda: None)  # a pyiceberg without it
+    out = str(tmp_path / "out")
+    pets = [Pet(i, f"p{i}", 1, "sold") for i in range(1, 9)]
+
+    export_to("iceberg", out, pets, DAY1)
+
+    table = open_catalog(parse_location(out, what="out")).load_table("petsync.pets")
+    assert [s.summary.operation.value for s in table.snapshots()] == ["append"] * 3
+    assert sorted(load_snapshot(out)["id"]) == list(range(1, 9))
+
+
 def test_an_iceberg_night_is_read_one_data_file_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
