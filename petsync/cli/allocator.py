@@ -6,9 +6,9 @@ pieces are made on one thread and freed on another, all night long. glibc's mall
 them. Measured (peak RSS, whole processes, docs/history.md): an export of 1,000,000 pets
 about 50 MiB lower; one night's history update 50 to 110 MiB lower (5,000,000 to
 20,000,000 pets, beside dated folders, Delta or Iceberg), the rebuild about 60 MiB and the
-report 70 MiB lower. The update over dated folders spends 5 to 10% more CPU; the others
-take the same time or less. ``petsync diff`` peaked higher with malloc (314 against 261 MiB
-at 5,000,000 pets) and keeps Arrow's default.
+report 70 MiB lower. The update spends 5 to 10% more CPU over dated folders and small
+Delta tables; the rest take the same time or less. ``petsync diff`` peaked higher with
+malloc (314 against 261 MiB at 5,000,000 pets) and keeps Arrow's default.
 """
 
 from __future__ import annotations
